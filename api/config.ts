@@ -1,0 +1,123 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv } from 'ajv';
+import { isMap, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
+import { packageRoot } from './package-root.js';
+import { InputError, yamlProblem, type Problem } from './problem.js';
+import { dottedPath, fieldProblems } from './schema-errors.js';
+
+/** An RFC 6902 operation applied to every generated object of one kind. */
+export interface JsonPatchOperation {
+  readonly op: 'add' | 'remove' | 'replace' | 'copy' | 'move' | 'test';
+  readonly path: string;
+  readonly from?: string;
+  readonly value?: unknown;
+}
+
+/** The kinds a configuration can patch. */
+export type PatchableKind = 'StatefulSet' | 'Service' | 'PodDisruptionBudget' | 'CronJob';
+
+/**
+ * Everything about generated objects that a platform team may want to change
+ * without changing code: names, labels, annotations, ports and per-kind
+ * patches. `dkv.config.yaml` at the package root is the documented default.
+ */
+export interface GeneratorConfig {
+  readonly names: {
+    readonly statefulSet: string;
+    readonly headlessService: string;
+    readonly clientService: string;
+    readonly podDisruptionBudget: string;
+    readonly backupCronJob: string;
+  };
+  readonly labels: Readonly<Record<string, string>>;
+  readonly selectorLabels: readonly string[];
+  readonly annotations: Readonly<Record<string, string>>;
+  readonly hashAnnotation: string;
+  readonly ports: { readonly client: number; readonly peer: number };
+  readonly dataPath: string;
+  readonly patches: Readonly<Partial<Record<PatchableKind, readonly JsonPatchOperation[]>>>;
+}
+
+/** A configuration file as written: every key optional, merged over the default. */
+export type ConfigOverrides = { [K in keyof GeneratorConfig]?: Partial<GeneratorConfig[K]> };
+
+const root = packageRoot();
+export const DEFAULT_CONFIG_FILE = join(root, 'dkv.config.yaml');
+const validateOverrides = new Ajv({ allErrors: true, strict: true, verbose: true }).compile<ConfigOverrides>(
+  JSON.parse(readFileSync(join(root, 'api', 'config.schema.json'), 'utf8')),
+);
+
+function parseConfigFile(file: string, text: string): ConfigOverrides {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: true });
+  if (doc.errors.length > 0) {
+    throw new InputError(doc.errors.map((e) => yamlProblem(file, e)));
+  }
+  const value = (doc.toJS() ?? {}) as ConfigOverrides;
+  const problems: Problem[] = [];
+  if (!validateOverrides(value)) {
+    for (const p of fieldProblems(validateOverrides.errors)) {
+      const node = doc.getIn(p.segments, true) as Node | undefined;
+      const offset = node && (isMap(node) || isSeq(node) || 'range' in node) ? node.range?.[0] : undefined;
+      problems.push({ file, path: dottedPath(p.segments), message: p.message, line: offset !== undefined ? lineCounter.linePos(offset).line : undefined });
+    }
+  }
+  if (problems.length > 0) throw new InputError(problems);
+  return value;
+}
+
+function merge(base: GeneratorConfig, overrides: ConfigOverrides): GeneratorConfig {
+  return {
+    names: { ...base.names, ...overrides.names },
+    labels: overrides.labels ? { ...overrides.labels } as Record<string, string> : base.labels,
+    selectorLabels: (overrides.selectorLabels as string[] | undefined) ?? base.selectorLabels,
+    annotations: { ...base.annotations, ...overrides.annotations } as Record<string, string>,
+    hashAnnotation: (overrides.hashAnnotation as string | undefined) ?? base.hashAnnotation,
+    ports: { ...base.ports, ...overrides.ports },
+    dataPath: (overrides.dataPath as string | undefined) ?? base.dataPath,
+    patches: { ...base.patches, ...overrides.patches } as GeneratorConfig['patches'],
+  };
+}
+
+/** Cross-field rules a schema cannot state. */
+function checkConsistency(file: string, config: GeneratorConfig): Problem[] {
+  const problems: Problem[] = [];
+  config.selectorLabels.forEach((key, i) => {
+    if (!(key in config.labels)) problems.push({ file, path: `selectorLabels[${i}]`, message: `"${key}" is not one of the configured labels` });
+  });
+  if (config.ports.client === config.ports.peer) problems.push({ file, path: 'ports.peer', message: 'must differ from ports.client' });
+  return problems;
+}
+
+let defaultConfig: GeneratorConfig | undefined;
+
+/** The built-in configuration (`dkv.config.yaml`). */
+export function loadDefaultConfig(): GeneratorConfig {
+  if (!defaultConfig) {
+    const overrides = parseConfigFile(DEFAULT_CONFIG_FILE, readFileSync(DEFAULT_CONFIG_FILE, 'utf8'));
+    defaultConfig = overrides as GeneratorConfig;
+    const problems = checkConsistency(DEFAULT_CONFIG_FILE, defaultConfig);
+    if (problems.length > 0) throw new InputError(problems);
+  }
+  return defaultConfig;
+}
+
+/**
+ * Loads a configuration file over the default. Throws an InputError naming
+ * the file, the field and the line of every problem.
+ */
+export function loadConfig(file?: string): GeneratorConfig {
+  const base = loadDefaultConfig();
+  if (!file) return base;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new InputError([{ file, path: '', message: `cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}` }]);
+  }
+  const config = merge(base, parseConfigFile(file, text));
+  const problems = checkConsistency(file, config);
+  if (problems.length > 0) throw new InputError(problems);
+  return config;
+}

@@ -1,0 +1,75 @@
+import type { ErrorObject } from 'ajv';
+
+/** A field-level problem found by a JSON Schema validator, before a file is attached. */
+export interface FieldProblem {
+  /** Path segments from the validated document's root. */
+  readonly segments: readonly (string | number)[];
+  readonly message: string;
+}
+
+/** `['spec', 'resources', 'limits', 'cpu']` → `spec.resources.limits.cpu`; array indices as `[i]`. */
+export function dottedPath(segments: readonly (string | number)[]): string {
+  return segments.reduce<string>((path, s) => {
+    if (typeof s === 'number') return `${path}[${s}]`;
+    return path ? `${path}.${s}` : s;
+  }, '');
+}
+
+function pointerSegments(pointer: string): (string | number)[] {
+  if (!pointer) return [];
+  return pointer.slice(1).split('/').map((s) => {
+    const key = s.replace(/~1/g, '/').replace(/~0/g, '~');
+    return /^\d+$/.test(key) ? Number(key) : key;
+  });
+}
+
+function describe(value: unknown): string {
+  const text = JSON.stringify(value);
+  return text === undefined ? String(value) : text.length > 80 ? text.slice(0, 77) + '...' : text;
+}
+
+/**
+ * Turns ajv's errors into one readable problem per field. ajv reports every
+ * failed branch of an `anyOf` (integer-or-quantity fields); those collapse
+ * into the single sentence a user needs.
+ */
+export function fieldProblems(errors: readonly ErrorObject[] | null | undefined, prefix: readonly string[] = []): FieldProblem[] {
+  if (!errors) return [];
+  const anyOfPaths = new Set(errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath));
+  const seen = new Set<string>();
+  const problems: FieldProblem[] = [];
+  for (const e of errors) {
+    if (e.keyword !== 'anyOf' && anyOfPaths.has(e.instancePath)) continue;
+    let segments = [...prefix, ...pointerSegments(e.instancePath)];
+    let message: string;
+    switch (e.keyword) {
+      case 'required':
+        segments = [...segments, (e.params as { missingProperty: string }).missingProperty];
+        message = 'required field is missing';
+        break;
+      case 'additionalProperties':
+        segments = [...segments, (e.params as { additionalProperty: string }).additionalProperty];
+        message = 'unknown field';
+        break;
+      case 'anyOf':
+        message = `must be a non-negative integer or a Kubernetes quantity such as "500m" or "2Gi" (got ${describe(e.data)})`;
+        break;
+      case 'pattern':
+        message = `must match ${(e.params as { pattern: string }).pattern} (got ${describe(e.data)})`;
+        break;
+      case 'enum':
+        message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map(describe).join(', ')} (got ${describe(e.data)})`;
+        break;
+      case 'propertyNames':
+        continue; // reported by the nested error on the offending name
+      default:
+        message = `${e.message ?? 'is invalid'} (got ${describe(e.data)})`;
+    }
+    // One message per field: a value that is both too short and off-pattern needs one fix, not two reports.
+    const key = dottedPath(segments);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    problems.push({ segments, message });
+  }
+  return problems;
+}

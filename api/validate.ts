@@ -1,0 +1,90 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { DistributedKV, DistributedKVSpec } from '../imports/distributedkv.js';
+import { nameProblems } from '../constructs/cluster-identity.js';
+import type { GeneratorConfig } from './config.js';
+import { cronProblems } from './cron.js';
+import { packageRoot } from './package-root.js';
+import { fieldProblems, type FieldProblem } from './schema-errors.js';
+
+export const API_GROUP = 'example.com';
+export const API_VERSION = 'example.com/v1alpha1';
+export const KIND = 'DistributedKV';
+
+/** The JSON Schema every other form of the API is derived from. */
+export const SCHEMA: Record<string, any> = JSON.parse(readFileSync(join(packageRoot(), 'api', 'distributedkv.schema.json'), 'utf8'));
+
+/** A DistributedKV whose spec passed validation, with schema defaults filled in. */
+export interface ValidResource extends DistributedKV {
+  readonly metadata: DistributedKV['metadata'] & { readonly name: string };
+  readonly spec: DistributedKVSpec;
+}
+
+export type ValidationResult =
+  | { readonly valid: true; readonly resource: ValidResource }
+  | { readonly valid: false; readonly problems: readonly FieldProblem[] };
+
+let compiledSpec: ValidateFunction<DistributedKVSpec> | undefined;
+
+function specValidator(): ValidateFunction<DistributedKVSpec> {
+  if (!compiledSpec) {
+    // useDefaults fills in what the CRD's structural defaults fill in on the server.
+    const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: true, verbose: true });
+    addFormats.default(ajv);
+    for (const keyword of ['x-kubernetes-validations', 'x-kubernetes-int-or-string', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys']) {
+      ajv.addKeyword({ keyword }); // Kubernetes-only annotations; their rules are checked below or need an old object.
+    }
+    ajv.addSchema(SCHEMA);
+    compiledSpec = ajv.getSchema<DistributedKVSpec>(`${SCHEMA.$id}#/definitions/DistributedKVSpec`)!;
+  }
+  return compiledSpec;
+}
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/**
+ * Validates one DistributedKV document exactly as `dkv synth`, `dkv validate`
+ * and the controller do: the schema (with defaults applied to a copy), the
+ * name rules of the generated objects, and the cron ranges. Returns every
+ * problem found, never only the first.
+ */
+export function validateDistributedKV(document: unknown, config: GeneratorConfig): ValidationResult {
+  const problems: FieldProblem[] = [];
+  if (typeof document !== 'object' || document === null || Array.isArray(document)) {
+    return { valid: false, problems: [{ segments: [], message: 'must be a YAML mapping (a DistributedKV object)' }] };
+  }
+  const doc = structuredClone(document) as Record<string, any>;
+  if (doc.apiVersion !== API_VERSION) problems.push({ segments: ['apiVersion'], message: `must be ${JSON.stringify(API_VERSION)} (got ${JSON.stringify(doc.apiVersion)})` });
+  if (doc.kind !== KIND) problems.push({ segments: ['kind'], message: `must be ${JSON.stringify(KIND)} (got ${JSON.stringify(doc.kind)})` });
+  const metadata = doc.metadata;
+  if (typeof metadata !== 'object' || metadata === null) {
+    problems.push({ segments: ['metadata'], message: 'required field is missing' });
+  } else {
+    if (typeof metadata.name !== 'string') {
+      problems.push({ segments: ['metadata', 'name'], message: 'required field is missing' });
+    } else {
+      for (const message of nameProblems(metadata.name, config)) problems.push({ segments: ['metadata', 'name'], message });
+    }
+    if (metadata.namespace !== undefined && (typeof metadata.namespace !== 'string' || !DNS1123_LABEL.test(metadata.namespace) || metadata.namespace.length > 63)) {
+      problems.push({ segments: ['metadata', 'namespace'], message: `must be a DNS-1123 label of at most 63 characters (got ${JSON.stringify(metadata.namespace)})` });
+    }
+  }
+  if (doc.spec === undefined) {
+    problems.push({ segments: ['spec'], message: 'required field is missing' });
+  } else {
+    const validate = specValidator();
+    if (!validate(doc.spec)) problems.push(...fieldProblems(validate.errors, ['spec']));
+    const schedule = doc.spec?.backup?.schedule;
+    const scheduleReported = problems.some((p) => p.segments.join('.') === 'spec.backup.schedule');
+    if (typeof schedule === 'string' && !scheduleReported) {
+      for (const message of cronProblems(schedule)) problems.push({ segments: ['spec', 'backup', 'schedule'], message });
+    }
+  }
+  for (const key of Object.keys(doc)) {
+    if (!['apiVersion', 'kind', 'metadata', 'spec', 'status'].includes(key)) problems.push({ segments: [key], message: 'unknown field' });
+  }
+  if (problems.length > 0) return { valid: false, problems };
+  return { valid: true, resource: doc as ValidResource };
+}

@@ -1,0 +1,63 @@
+import { parseArgs } from 'node:util';
+import { InputError } from '../api/problem.js';
+import { EXAMPLE_SPECS, synth, validate } from './synth-command.js';
+
+const USAGE = `usage:
+  dkv synth [--specs <file-or-dir>]... [--out <dir>] [--config <file>]
+      Render every DistributedKV in the specs (default: the bundled examples)
+      into <dir> (default: dist): one <namespace>.<name>.k8s.yaml per cluster and the CRD.
+  dkv validate [<file-or-dir>...] [--config <file>]
+      Check specs without writing anything.
+  dkv controller [--config <file>] [...]
+      Run the in-cluster reconciler (see dkv controller --help).
+
+Exit codes: 0 ok, 1 invalid input (every problem is listed), 2 usage or internal error.`;
+
+async function run(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'synth': {
+      const { values } = parseArgs({ args: rest, options: { specs: { type: 'string', multiple: true }, out: { type: 'string' }, config: { type: 'string' } }, allowPositionals: false });
+      const report = synth({ specs: values.specs ?? [EXAMPLE_SPECS], outDir: values.out ?? 'dist', configFile: values.config });
+      for (const s of report.skipped) process.stderr.write(`skipped (not a DistributedKV): ${s}\n`);
+      for (const r of report.removed) process.stderr.write(`removed stale manifest: ${r}\n`);
+      process.stderr.write(`synthesized ${report.clusters} cluster(s) into ${values.out ?? 'dist'} (${report.files} files)\n`);
+      return 0;
+    }
+    case 'validate': {
+      const { values, positionals } = parseArgs({ args: rest, options: { config: { type: 'string' } }, allowPositionals: true });
+      const report = validate(positionals.length > 0 ? positionals : [EXAMPLE_SPECS], values.config);
+      process.stderr.write(`${report.clusters} DistributedKV spec(s) valid\n`);
+      return 0;
+    }
+    case 'controller': {
+      const { runController } = await import('../reconciler/main.js');
+      return runController(rest);
+    }
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE + '\n');
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`dkv: unknown command ${JSON.stringify(command)}\n${USAGE}\n`);
+      return 2;
+  }
+}
+
+try {
+  process.exitCode = await run(process.argv.slice(2));
+} catch (e) {
+  if (e instanceof InputError) {
+    process.stderr.write(e.message + '\n');
+    process.stderr.write(`${e.problems.length} problem(s) found; nothing was written\n`);
+    process.exitCode = 1;
+  } else if (e instanceof TypeError && (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`dkv: ${e.message}\n${USAGE}\n`);
+    process.exitCode = 2;
+  } else {
+    process.stderr.write(`dkv: internal error: ${e instanceof Error ? (process.env.DKV_DEBUG ? e.stack : e.message) : String(e)}\n`);
+    process.exitCode = 2;
+  }
+}

@@ -1,0 +1,117 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { isNode, LineCounter, parseAllDocuments, type Document } from 'yaml';
+import type { GeneratorConfig } from '../api/config.js';
+import { yamlProblem, type Problem } from '../api/problem.js';
+import { dottedPath } from '../api/schema-errors.js';
+import { KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
+
+/** A DistributedKV read from a file, with where it came from. */
+export interface SpecDocument {
+  readonly file: string;
+  readonly resource: ValidResource;
+}
+
+export interface ReadResult {
+  readonly specs: SpecDocument[];
+  readonly problems: Problem[];
+  /** Documents of other kinds, passed over (`file: Kind/name`). */
+  readonly skipped: string[];
+}
+
+/** Every `.yaml`/`.yml` file under the given files and directories, in a stable order. */
+export function specFiles(paths: readonly string[]): { files: string[]; problems: Problem[] } {
+  const files: string[] = [];
+  const problems: Problem[] = [];
+  const walk = (path: string, explicit: boolean): void => {
+    let stat;
+    try {
+      stat = statSync(path);
+    } catch (e) {
+      problems.push({ file: path, path: '', message: `cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}` });
+      return;
+    }
+    if (stat.isDirectory()) {
+      for (const entry of readdirSync(path).sort()) walk(join(path, entry), false);
+    } else if (explicit || /\.ya?ml$/.test(path)) {
+      files.push(path);
+    }
+  };
+  for (const path of paths) walk(path, true);
+  return { files, problems };
+}
+
+/** The line of the deepest node on `segments` that exists in the document (a missing field points at its parent). */
+function lineOf(doc: Document, segments: readonly (string | number)[], lineCounter: LineCounter): number | undefined {
+  for (let n = segments.length; n >= 0; n--) {
+    const node = doc.getIn(segments.slice(0, n), true);
+    if (isNode(node) && node.range) return lineCounter.linePos(node.range[0]).line;
+  }
+  return undefined;
+}
+
+/**
+ * Reads and validates every DistributedKV document in one YAML text. Broken
+ * YAML is reported by line and column; every invalid field by path and line.
+ */
+export function readSpecText(file: string, text: string, config: GeneratorConfig): ReadResult {
+  const specs: SpecDocument[] = [];
+  const problems: Problem[] = [];
+  const skipped: string[] = [];
+  const lineCounter = new LineCounter();
+  const docs = parseAllDocuments(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
+  if (!Array.isArray(docs)) return { specs, problems, skipped }; // an empty stream
+  for (const doc of docs) {
+    if (doc.errors.length > 0) {
+      problems.push(...doc.errors.map((e) => yamlProblem(file, e)));
+      continue;
+    }
+    const value = doc.toJS({ maxAliasCount: 100 }) as unknown;
+    if (value === null || value === undefined) continue; // an empty document, e.g. a trailing `---`
+    const kind = typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>).kind : undefined;
+    // Other kinds may live beside the specs (a Namespace, say); a near-miss of ours is a mistake, not another kind.
+    if (typeof kind === 'string' && kind !== KIND && kind.toLowerCase() !== KIND.toLowerCase()) {
+      const name = (value as { metadata?: { name?: string } }).metadata?.name ?? '(unnamed)';
+      skipped.push(`${file}: ${kind}/${name}`);
+      continue;
+    }
+    const result = validateDistributedKV(value, config);
+    if (result.valid) {
+      specs.push({ file, resource: result.resource });
+    } else {
+      for (const p of result.problems) {
+        problems.push({ file, path: dottedPath(p.segments), message: p.message, line: lineOf(doc, p.segments, lineCounter) });
+      }
+    }
+  }
+  return { specs, problems, skipped };
+}
+
+/** Reads every DistributedKV under the given paths; problems in one file never hide another's. */
+export function readSpecs(paths: readonly string[], config: GeneratorConfig): ReadResult {
+  const { files, problems } = specFiles(paths);
+  const specs: SpecDocument[] = [];
+  const skipped: string[] = [];
+  for (const file of files) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      problems.push({ file, path: '', message: `cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}` });
+      continue;
+    }
+    const result = readSpecText(file, text, config);
+    specs.push(...result.specs);
+    problems.push(...result.problems);
+    skipped.push(...result.skipped);
+  }
+  // Two specs for the same cluster would write one output file twice.
+  const seen = new Map<string, string>();
+  for (const { file, resource } of specs) {
+    const key = `${resource.metadata.namespace ?? ''}/${resource.metadata.name}`;
+    const first = seen.get(key);
+    if (first) problems.push({ file, path: 'metadata.name', message: `duplicate DistributedKV ${JSON.stringify(key.replace(/^\//, ''))}, also defined in ${first}` });
+    else seen.set(key, file);
+  }
+  return { specs, problems, skipped };
+}

@@ -1,0 +1,31 @@
+import { stringify } from 'yaml';
+import type { GeneratorConfig } from '../api/config.js';
+import { CRD_NAME, customResourceDefinition } from '../api/crd.js';
+import { synthesizeCluster } from '../constructs/synthesize.js';
+import type { SpecDocument } from './read-specs.js';
+
+/** Suffix of every file `dkv synth` writes; also what it may prune from an output directory. */
+export const MANIFEST_SUFFIX = '.k8s.yaml';
+export const CRD_FILE = `${CRD_NAME}.crd${MANIFEST_SUFFIX}`;
+
+/** One cluster's output file: `<namespace>.<name>.k8s.yaml`, or `<name>.k8s.yaml` without a namespace. */
+export function manifestFileName(spec: SpecDocument): string {
+  const { name, namespace } = spec.resource.metadata;
+  return `${namespace ? `${namespace}.` : ''}${name}${MANIFEST_SUFFIX}`;
+}
+
+/** Deterministic YAML: keys sorted, no line folding, no anchors. */
+export function toYaml(objects: readonly object[]): string {
+  return objects.map((o) => stringify(o, { sortMapEntries: true, lineWidth: 0, aliasDuplicateObjects: false })).join('---\n');
+}
+
+/**
+ * Everything `dkv synth` writes, as file name → content, computed in memory
+ * before anything touches the disk.
+ */
+export function renderManifests(specs: readonly SpecDocument[], config: GeneratorConfig): Map<string, string> {
+  const files = new Map<string, string>();
+  files.set(CRD_FILE, toYaml([customResourceDefinition(config)]));
+  for (const spec of specs) files.set(manifestFileName(spec), toYaml(synthesizeCluster(spec.resource, config)));
+  return files;
+}

@@ -1,0 +1,44 @@
+import { join } from 'node:path';
+import { loadConfig } from '../api/config.js';
+import { packageRoot } from '../api/package-root.js';
+import { InputError } from '../api/problem.js';
+import { readSpecs } from './read-specs.js';
+import { renderManifests } from './render.js';
+import { writeManifests } from './write-output.js';
+
+/** The embedded default: the example specs shipped with the package. */
+export const EXAMPLE_SPECS = join(packageRoot(), 'examples');
+
+export interface SynthOptions {
+  readonly specs: readonly string[];
+  readonly outDir: string;
+  readonly configFile?: string;
+}
+
+export interface SynthReport {
+  readonly clusters: number;
+  readonly files: number;
+  readonly removed: readonly string[];
+  readonly skipped: readonly string[];
+}
+
+/**
+ * Reads, validates and renders every spec, and writes only when all of them
+ * are valid: bad input never leaves a directory half-updated.
+ */
+export function synth(options: SynthOptions): SynthReport {
+  const config = loadConfig(options.configFile);
+  const { specs, problems, skipped } = readSpecs(options.specs, config);
+  if (problems.length > 0) throw new InputError(problems);
+  const files = renderManifests(specs, config);
+  const { written, removed } = writeManifests(options.outDir, files);
+  return { clusters: specs.length, files: written, removed, skipped };
+}
+
+/** Validates only; throws an InputError listing every problem. */
+export function validate(paths: readonly string[], configFile?: string): { clusters: number; skipped: readonly string[] } {
+  const config = loadConfig(configFile);
+  const { specs, problems, skipped } = readSpecs(paths, config);
+  if (problems.length > 0) throw new InputError(problems);
+  return { clusters: specs.length, skipped };
+}

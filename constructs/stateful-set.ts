@@ -1,0 +1,101 @@
+import { Construct } from 'constructs';
+import { k8s } from 'cdk8s-plus-27';
+import type { DistributedKVSpec } from '../imports/distributedkv.js';
+import type { GeneratorConfig } from '../api/config.js';
+import type { ClusterIdentity } from './cluster-identity.js';
+import { quantities, restrictedContainerSecurityContext } from './pod-defaults.js';
+
+export interface KVStatefulSetProps {
+  /** Names and labels shared by every object of the cluster. */
+  readonly identity: ClusterIdentity;
+  /** The validated, defaulted spec. */
+  readonly spec: DistributedKVSpec;
+  /** Ports and data path of the server. */
+  readonly config: GeneratorConfig;
+}
+
+/** Name of the volume claim template; part of every member's PVC name, so it never changes. */
+export const DATA_VOLUME = 'data';
+
+/**
+ * The members of a cluster: one pod per member with a stable identity
+ * (`<name>-0`, `<name>-1`, …), a stable DNS name through the headless
+ * Service and its own persistent volume that survives rescheduling.
+ *
+ * Pods start in parallel: members of a peer-to-peer store find each other
+ * through the headless Service, and a member waiting for its predecessor to
+ * become ready (the default ordered policy) would wait for a quorum that
+ * cannot form without it. Pods spread across nodes so that one node's loss
+ * costs at most one member where the cluster has room.
+ */
+export class KVStatefulSet extends Construct {
+  readonly apiObject: k8s.KubeStatefulSet;
+
+  constructor(scope: Construct, id: string, props: KVStatefulSetProps) {
+    super(scope, id);
+    const { identity, spec, config } = props;
+    const { client, peer } = config.ports;
+    this.apiObject = new k8s.KubeStatefulSet(this, 'Resource', {
+      metadata: { name: identity.statefulSetName, labels: { ...identity.serverLabels }, annotations: identity.annotations },
+      spec: {
+        replicas: spec.size,
+        serviceName: identity.headlessServiceName,
+        podManagementPolicy: 'Parallel',
+        updateStrategy: { type: 'RollingUpdate' },
+        selector: { matchLabels: { ...identity.selector } },
+        template: {
+          metadata: { labels: { ...identity.serverLabels }, annotations: identity.annotations },
+          spec: {
+            automountServiceAccountToken: false,
+            enableServiceLinks: false,
+            terminationGracePeriodSeconds: 60,
+            securityContext: {
+              runAsNonRoot: true,
+              runAsUser: 65532,
+              runAsGroup: 65532,
+              fsGroup: 65532,
+              fsGroupChangePolicy: 'OnRootMismatch',
+              seccompProfile: { type: 'RuntimeDefault' },
+            },
+            topologySpreadConstraints: [
+              { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { ...identity.selector } } },
+            ],
+            containers: [
+              {
+                name: 'kv',
+                image: spec.image,
+                ports: [
+                  { name: 'client', containerPort: client, protocol: 'TCP' },
+                  { name: 'peer', containerPort: peer, protocol: 'TCP' },
+                ],
+                env: [
+                  { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                  { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                  { name: 'DKV_CLUSTER_SIZE', value: String(spec.size) },
+                  { name: 'DKV_PEER_SERVICE', value: identity.headlessServiceName },
+                  { name: 'DKV_DATA_DIR', value: config.dataPath },
+                ],
+                startupProbe: { tcpSocket: { port: k8s.IntOrString.fromString('client') }, periodSeconds: 5, failureThreshold: 60 },
+                readinessProbe: { tcpSocket: { port: k8s.IntOrString.fromString('client') }, periodSeconds: 5, failureThreshold: 3 },
+                livenessProbe: { tcpSocket: { port: k8s.IntOrString.fromString('client') }, periodSeconds: 10, failureThreshold: 6 },
+                resources: spec.resources ? { requests: quantities(spec.resources.requests), limits: quantities(spec.resources.limits) } : undefined,
+                securityContext: restrictedContainerSecurityContext(),
+                volumeMounts: [{ name: DATA_VOLUME, mountPath: config.dataPath }],
+              },
+            ],
+          },
+        },
+        volumeClaimTemplates: [
+          {
+            metadata: { name: DATA_VOLUME, labels: { ...identity.serverLabels } },
+            spec: {
+              accessModes: ['ReadWriteOnce'],
+              storageClassName: spec.storage?.storageClassName,
+              resources: { requests: { storage: k8s.Quantity.fromString(spec.storage?.size ?? '10Gi') } },
+            },
+          },
+        ],
+      },
+    });
+  }
+}
