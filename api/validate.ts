@@ -31,7 +31,7 @@ let compiledSpec: ValidateFunction<DistributedKVSpec> | undefined;
 function specValidator(): ValidateFunction<DistributedKVSpec> {
   if (!compiledSpec) {
     // useDefaults fills in what the CRD's structural defaults fill in on the server.
-    const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: true, verbose: true });
+    const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, useDefaults: true, verbose: true }) // strictTypes off: the int-or-string idiom puts minimum and pattern beside anyOf;
     addFormats.default(ajv);
     for (const keyword of ['x-kubernetes-validations', 'x-kubernetes-int-or-string', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys']) {
       ajv.addKeyword({ keyword }); // Kubernetes-only annotations; their rules are checked below or need an old object.

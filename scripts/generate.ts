@@ -49,7 +49,7 @@ function rows(s: Record<string, any>, prefix: string): string[] {
     const path = `${prefix}.${key}`;
     const required = (s.required ?? []).includes(key) ? 'yes' : '';
     const description = String(child.description ?? '').replaceAll('|', '\\|').replaceAll('\n', ' ');
-    out.push(`| \`${path}\` | ${typeName(child)} | ${required} | ${rules(child)} | ${description} |`);
+    out.push(`| \`${path}\` | ${typeName(child)} | ${required} | ${rules(child).replaceAll('|', '\\|')} | ${description} |`);
     if (child.type === 'object' && child.properties) out.push(...rows(child, path));
   }
   return out;

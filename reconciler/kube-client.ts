@@ -1,0 +1,140 @@
+import { Agent, request, type RequestOptions } from 'node:https';
+import { KubeConfig } from '@kubernetes/client-node';
+
+/** Where each kind this project touches lives in the API. */
+const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
+  'v1/Namespace': { plural: 'namespaces', namespaced: false },
+  'v1/Service': { plural: 'services', namespaced: true },
+  'v1/Event': { plural: 'events', namespaced: true },
+  'v1/ConfigMap': { plural: 'configmaps', namespaced: true },
+  'v1/Pod': { plural: 'pods', namespaced: true },
+  'apps/v1/StatefulSet': { plural: 'statefulsets', namespaced: true },
+  'policy/v1/PodDisruptionBudget': { plural: 'poddisruptionbudgets', namespaced: true },
+  'batch/v1/CronJob': { plural: 'cronjobs', namespaced: true },
+  'coordination.k8s.io/v1/Lease': { plural: 'leases', namespaced: true },
+  'events.k8s.io/v1/Event': { plural: 'events', namespaced: true },
+  'apiextensions.k8s.io/v1/CustomResourceDefinition': { plural: 'customresourcedefinitions', namespaced: false },
+  'example.com/v1alpha1/DistributedKV': { plural: 'distributedkvs', namespaced: true },
+};
+
+/**
+ * The collection path of a kind (`/apis/apps/v1/namespaces/ns/statefulsets`),
+ * or of one object when `name` is given.
+ */
+export function resourcePath(apiVersion: string, kind: string, namespace?: string, name?: string): string {
+  const resource = RESOURCES[`${apiVersion}/${kind}`];
+  if (!resource) throw new Error(`unknown kind ${apiVersion}/${kind}`);
+  const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+  const ns = resource.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  return `${base}${ns}/${resource.plural}${name ? `/${encodeURIComponent(name)}` : ''}`;
+}
+
+/** A non-2xx answer from the API server, with its Status reason (`NotFound`, `Conflict`, `Invalid`, …). */
+export class KubeApiError extends Error {
+  constructor(readonly status: number, readonly reason: string, message: string, readonly body: unknown) {
+    super(message);
+    this.name = 'KubeApiError';
+  }
+}
+
+export interface RequestOptionsExtra {
+  readonly query?: Record<string, string | number | boolean | undefined>;
+  readonly body?: unknown;
+  readonly contentType?: string;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * A small REST client over a kubeconfig. @kubernetes/client-node supplies
+ * what is hard to get right (kubeconfig loading, in-cluster config, auth
+ * plugins, TLS); requests go over one keep-alive agent because a controller
+ * sends many small requests to one server, and the generated typed clients
+ * cannot express server-side apply with strict field validation.
+ */
+export class KubeClient {
+  static fromKubeconfig(path?: string): KubeClient {
+    const kc = new KubeConfig();
+    if (path) kc.loadFromFile(path);
+    else kc.loadFromDefault();
+    return new KubeClient(kc);
+  }
+
+  readonly server: string;
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: 32 });
+  private tls?: Promise<RequestOptions>;
+
+  constructor(readonly kubeConfig: KubeConfig) {
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    this.server = cluster.server.replace(/\/$/, '');
+  }
+
+  private tlsOptions(): Promise<RequestOptions> {
+    if (!this.tls) {
+      this.tls = (async () => {
+        const opts: RequestOptions = {};
+        await this.kubeConfig.applyToHTTPSOptions(opts);
+        return opts;
+      })();
+    }
+    return this.tls;
+  }
+
+  async request<T = any>(method: string, path: string, options: RequestOptionsExtra = {}): Promise<T> {
+    const url = new URL(this.server + path);
+    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const tls = await this.tlsOptions();
+    const payload = options.body === undefined ? undefined : typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    return new Promise<T>((resolve, reject) => {
+      const req = request(url, {
+        ...tls,
+        method,
+        agent: this.agent,
+        timeout: options.timeoutMs ?? 30_000,
+        headers: {
+          Accept: 'application/json',
+          ...(payload !== undefined ? { 'Content-Type': options.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}),
+          ...(tls.headers ?? {}),
+        },
+      }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: any = text;
+          try {
+            parsed = text ? JSON.parse(text) : undefined;
+          } catch {
+            /* not JSON */
+          }
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) resolve(parsed as T);
+          else reject(new KubeApiError(status, parsed?.reason ?? String(status), parsed?.message ?? text, parsed));
+        });
+        res.on('error', reject);
+      });
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out`)));
+      req.on('error', reject);
+      if (payload !== undefined) req.write(payload);
+      req.end();
+    });
+  }
+
+  /**
+   * Server-side apply of one object as `fieldManager`. `force` takes over
+   * fields another manager owns; `dryRun` validates without persisting.
+   */
+  apply<T = any>(object: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }, options: { fieldManager: string; force?: boolean; dryRun?: boolean; subresource?: string }): Promise<T> {
+    const path = resourcePath(object.apiVersion, object.kind, object.metadata.namespace, object.metadata.name) + (options.subresource ? `/${options.subresource}` : '');
+    return this.request<T>('PATCH', path, {
+      query: { fieldManager: options.fieldManager, force: options.force ? true : undefined, dryRun: options.dryRun ? 'All' : undefined, fieldValidation: 'Strict' },
+      body: object,
+      contentType: 'application/apply-patch+yaml',
+    });
+  }
+
+  /** Releases the connection pool, so a process using the client can exit. */
+  close(): void {
+    this.agent.destroy();
+  }
+}

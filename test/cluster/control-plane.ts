@@ -1,0 +1,258 @@
+/**
+ * A real Kubernetes control plane (etcd + kube-apiserver) on loopback, started
+ * the way controller-runtime's envtest starts one: free ports, a temp dir with
+ * its own CA, serving and admin client certificates, service-account keys,
+ * RBAC authorization, and a kubeconfig for a `system:masters` user.
+ *
+ * Used by jest's global setup, by tests that need a control plane of their own
+ * (restarting the API server), and by `npm run cluster` for humans.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** test/cluster in the source tree, whether running from source or from lib/. */
+const clusterDir = here.includes(`${join('lib', 'test')}`) ? join(here, '..', '..', '..', 'test', 'cluster') : here;
+
+export interface ControlPlane {
+  /** Temp dir holding certificates, data, logs and the kubeconfig. */
+  readonly dir: string;
+  readonly kubeconfigPath: string;
+  /** https://127.0.0.1:<port> */
+  readonly server: string;
+  /** Milliseconds from spawning etcd to kube-apiserver answering /readyz. */
+  readonly startMillis: number;
+  /** Stops kube-apiserver (keeping etcd and its data) and starts it again on the same port. */
+  restartApiServer(): Promise<void>;
+  /** Stops kube-apiserver only (to test clients that outlive it). */
+  stopApiServer(): Promise<void>;
+  /** Starts kube-apiserver again after stopApiServer. */
+  startApiServer(): Promise<void>;
+  /** Stops everything and removes the temp dir. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+export class ControlPlaneUnavailable extends Error {}
+
+/**
+ * The directory holding kube-apiserver, etcd and dkv-pki: the envtest
+ * variables if set, else the cached build (building it on first use).
+ * Throws ControlPlaneUnavailable when there is neither a Go toolchain nor binaries.
+ */
+export function locateBinaries(): string {
+  const hasExternal = process.env.KUBEBUILDER_ASSETS || (process.env.TEST_ASSET_KUBE_APISERVER && process.env.TEST_ASSET_ETCD);
+  if (!hasExternal && spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) {
+    throw new ControlPlaneUnavailable('no Go toolchain and no KUBEBUILDER_ASSETS / TEST_ASSET_KUBE_APISERVER+TEST_ASSET_ETCD: cannot build or find kube-apiserver and etcd');
+  }
+  const result = spawnSync('bash', [join(clusterDir, 'build.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 });
+  if (result.status !== 0) throw new ControlPlaneUnavailable(`test/cluster/build.sh failed with exit code ${result.status}`);
+  const lines = result.stdout.trim().split('\n');
+  return lines[lines.length - 1];
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+interface Tls { ca: Buffer; cert: Buffer; key: Buffer }
+
+function get(url: string, tls: Tls, timeoutMs: number): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { ...tls, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function httpGet(url: string, timeoutMs: number): Promise<number> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  await res.text();
+  return res.status;
+}
+
+/** Polls until `check` resolves true; rejects with the last error after the deadline. */
+async function waitFor(what: string, deadlineMs: number, check: () => Promise<boolean>, alive: () => string | undefined): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  let last = '';
+  for (;;) {
+    const dead = alive();
+    if (dead) throw new Error(`${what}: ${dead}`);
+    try {
+      if (await check()) return;
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not ready within ${deadlineMs} ms (${last})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+/** Whatever happens to the test process, no etcd or kube-apiserver outlives it. */
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const child of running) child.kill('SIGKILL');
+  });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      for (const child of running) child.kill('SIGKILL');
+      process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGTERM' ? 15 : 1));
+    });
+  }
+}
+
+function launch(binary: string, args: string[], logFile: string): ChildProcess {
+  const fd = openSync(logFile, 'a');
+  const child = spawn(binary, args, { stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  running.add(child);
+  child.on('exit', () => running.delete(child));
+  return child;
+}
+
+async function terminate(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function exitDescription(child: ChildProcess, logFile: string): string | undefined {
+  if (child.exitCode === null && child.signalCode === null) return undefined;
+  let tail = '';
+  try {
+    tail = readFileSync(logFile, 'utf8').split('\n').slice(-15).join('\n');
+  } catch {
+    /* no log yet */
+  }
+  return `exited (${child.exitCode ?? child.signalCode}); last log lines:\n${tail}`;
+}
+
+function kubeconfig(server: string, pki: string): string {
+  const b64 = (f: string) => readFileSync(join(pki, f)).toString('base64');
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    `- name: dkv-test\n  cluster:\n    server: ${server}\n    certificate-authority-data: ${b64('ca.crt')}`,
+    'users:',
+    `- name: admin\n  user:\n    client-certificate-data: ${b64('admin.crt')}\n    client-key-data: ${b64('admin.key')}`,
+    'contexts:',
+    '- name: dkv-test\n  context:\n    cluster: dkv-test\n    user: admin',
+    'current-context: dkv-test',
+    '',
+  ].join('\n');
+}
+
+export async function startControlPlane(binDir: string = locateBinaries()): Promise<ControlPlane> {
+  installExitHook();
+  const started = Date.now();
+  const dir = mkdtempSync(join(tmpdir(), 'dkv-control-plane-'));
+  const pki = join(dir, 'pki');
+  mkdirSync(pki);
+  const pkiResult = spawnSync(join(binDir, 'dkv-pki'), [pki], { encoding: 'utf8' });
+  if (pkiResult.status !== 0) throw new Error(`dkv-pki failed: ${pkiResult.stderr}`);
+  const tls: Tls = { ca: readFileSync(join(pki, 'ca.crt')), cert: readFileSync(join(pki, 'admin.crt')), key: readFileSync(join(pki, 'admin.key')) };
+
+  const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
+  const etcdLog = join(dir, 'etcd.log');
+  const etcdUrl = `http://127.0.0.1:${etcdClient}`;
+  const etcd = launch(join(binDir, 'etcd'), [
+    '--name=dkv-test',
+    `--data-dir=${join(dir, 'etcd')}`,
+    `--listen-client-urls=${etcdUrl}`,
+    `--advertise-client-urls=${etcdUrl}`,
+    `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+    `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+    `--initial-cluster=dkv-test=http://127.0.0.1:${etcdPeer}`,
+    '--unsafe-no-fsync=true',
+    '--log-level=warn',
+  ], etcdLog);
+
+  const server = `https://127.0.0.1:${apiPort}`;
+  const apiLog = join(dir, 'kube-apiserver.log');
+  const apiArgs = [
+    `--etcd-servers=${etcdUrl}`,
+    `--bind-address=127.0.0.1`,
+    `--secure-port=${apiPort}`,
+    `--cert-dir=${join(dir, 'apiserver-certs')}`,
+    `--tls-cert-file=${join(pki, 'apiserver.crt')}`,
+    `--tls-private-key-file=${join(pki, 'apiserver.key')}`,
+    `--client-ca-file=${join(pki, 'ca.crt')}`,
+    '--service-cluster-ip-range=10.0.0.0/24',
+    '--allow-privileged=true',
+    '--authorization-mode=RBAC',
+    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    `--service-account-key-file=${join(pki, 'sa.pub')}`,
+    `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
+    // Nothing creates default service accounts without kube-controller-manager.
+    '--disable-admission-plugins=ServiceAccount',
+    '--endpoint-reconciler-type=none',
+    '--v=1',
+  ];
+  let apiserver: ChildProcess | undefined;
+  let stopped = false;
+
+  const startApiServer = async (): Promise<void> => {
+    const child = launch(join(binDir, 'kube-apiserver'), apiArgs, apiLog);
+    apiserver = child;
+    await waitFor('kube-apiserver', 60_000, async () => (await get(`${server}/readyz`, tls, 2000)).status === 200, () => exitDescription(child, apiLog));
+  };
+  const stopApiServer = async (): Promise<void> => terminate(apiserver);
+
+  const stop = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    await terminate(apiserver);
+    await terminate(etcd);
+    if (!process.env.DKV_KEEP_CONTROL_PLANE) rmSync(dir, { recursive: true, force: true });
+  };
+
+  try {
+    await waitFor('etcd', 30_000, async () => (await httpGet(`${etcdUrl}/health`, 2000)) === 200, () => exitDescription(etcd, etcdLog));
+    await startApiServer();
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const kubeconfigPath = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfigPath, kubeconfig(server, pki), { mode: 0o600 });
+  return {
+    dir,
+    kubeconfigPath,
+    server,
+    startMillis: Date.now() - started,
+    restartApiServer: async () => {
+      await stopApiServer();
+      await startApiServer();
+    },
+    stopApiServer,
+    startApiServer,
+    stop,
+  };
+}

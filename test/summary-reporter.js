@@ -1,0 +1,16 @@
+// A jest reporter that writes the run's totals to DKV_TEST_SUMMARY (if set),
+// so .ci/run can print the one plain `N passed, N failed` line CI reads.
+import { writeFileSync } from 'node:fs';
+
+export default class SummaryReporter {
+  onRunComplete(_contexts, results) {
+    const file = process.env.DKV_TEST_SUMMARY;
+    if (!file) return;
+    const failedSuites = results.testResults.filter((r) => r.testExecError).length;
+    writeFileSync(file, JSON.stringify({
+      passed: results.numPassedTests,
+      failed: results.numFailedTests + failedSuites + (results.runExecError ? 1 : 0),
+      skipped: results.numPendingTests + results.numTodoTests,
+    }));
+  }
+}
