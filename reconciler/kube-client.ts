@@ -37,6 +37,12 @@ export class KubeApiError extends Error {
   }
 }
 
+/** One event of a watch stream. */
+export interface WatchEvent {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  readonly object: any;
+}
+
 export interface RequestOptionsExtra {
   readonly query?: Record<string, string | number | boolean | undefined>;
   readonly body?: unknown;
@@ -131,6 +137,61 @@ export class KubeClient {
       body: object,
       contentType: 'application/apply-patch+yaml',
     });
+  }
+
+  /**
+   * Streams a watch: one callback per event (ADDED, MODIFIED, DELETED,
+   * BOOKMARK, ERROR) until the server ends the stream (resolves) or the
+   * connection fails (rejects). `abort()` ends it from this side.
+   */
+  watch(path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (event: WatchEvent) => void): { done: Promise<void>; abort: () => void } {
+    let abort: () => void = () => undefined;
+    const done = (async () => {
+      const url = new URL(this.server + path);
+      for (const [k, v] of Object.entries({ ...query, watch: true })) if (v !== undefined) url.searchParams.set(k, String(v));
+      const tls = await this.tlsOptions();
+      await new Promise<void>((resolve, reject) => {
+        // Watches get their own connections: a long-lived stream must not hold a pooled socket.
+        const req = request(url, { ...tls, method: 'GET', agent: false, headers: { Accept: 'application/json', ...(tls.headers ?? {}) } }, (res) => {
+          if ((res.statusCode ?? 0) >= 300) {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (c) => (text += c));
+            res.on('end', () => {
+              let parsed: any;
+              try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+              reject(new KubeApiError(res.statusCode ?? 0, parsed?.reason ?? String(res.statusCode), parsed?.message ?? text, parsed));
+            });
+            return;
+          }
+          let buffer = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            buffer += chunk;
+            let newline: number;
+            while ((newline = buffer.indexOf('\n')) >= 0) {
+              const line = buffer.slice(0, newline).trim();
+              buffer = buffer.slice(newline + 1);
+              if (!line) continue;
+              try {
+                onEvent(JSON.parse(line) as WatchEvent);
+              } catch (e) {
+                req.destroy(e as Error);
+                return;
+              }
+            }
+          });
+          res.on('end', () => resolve());
+          res.on('aborted', () => reject(new Error('watch stream aborted')));
+          res.on('error', reject);
+        });
+        abort = () => req.destroy();
+        req.on('close', () => resolve());
+        req.on('error', reject);
+        req.end();
+      });
+    })();
+    return { done, abort: () => abort() };
   }
 
   /** Releases the connection pool, so a process using the client can exit. */
