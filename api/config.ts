@@ -37,6 +37,12 @@ export interface GeneratorConfig {
   readonly ports: { readonly client: number; readonly peer: number };
   readonly dataPath: string;
   readonly patches: Readonly<Partial<Record<PatchableKind, readonly JsonPatchOperation[]>>>;
+  readonly controller: {
+    readonly fieldManager: string;
+    readonly finalizer: string;
+    readonly detectOnlyAnnotation: string;
+    readonly leaseName: string;
+  };
 }
 
 /** A configuration file as written: every key optional, merged over the default. */
@@ -77,6 +83,7 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides): GeneratorConf
     ports: { ...base.ports, ...overrides.ports },
     dataPath: (overrides.dataPath as string | undefined) ?? base.dataPath,
     patches: { ...base.patches, ...overrides.patches } as GeneratorConfig['patches'],
+    controller: { ...base.controller, ...overrides.controller },
   };
 }
 

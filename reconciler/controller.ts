@@ -1,0 +1,179 @@
+/**
+ * The loop machinery around reconcileDistributedKV: informers feed a work
+ * queue, workers take keys and reconcile them, failures come back with
+ * backoff. Nothing here knows what a DistributedKV turns into.
+ */
+import type { GeneratorConfig } from '../api/config.js';
+import { API_VERSION, KIND } from '../api/validate.js';
+import { EventRecorder } from './events.js';
+import { Informer, objectKey, type CachedObject } from './informer.js';
+import { resourcePath, type KubeClient } from './kube-client.js';
+import type { Logger } from './log.js';
+import { ControllerMetrics } from './metrics.js';
+import { WorkQueue, type BackoffPolicy } from './queue.js';
+import { reconcileDistributedKV, TerminalError, type ReconcileContext } from './reconcile.js';
+
+/** What a DistributedKV generates; their informers are label-selected so the cache holds only ours. */
+export const OWNED_KINDS = [
+  { apiVersion: 'apps/v1', kind: 'StatefulSet' },
+  { apiVersion: 'v1', kind: 'Service' },
+  { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' },
+  { apiVersion: 'batch/v1', kind: 'CronJob' },
+] as const;
+
+export interface ControllerOptions {
+  readonly client: KubeClient;
+  readonly config: GeneratorConfig;
+  readonly log: Logger;
+  readonly metrics?: ControllerMetrics;
+  /** Parallel reconciles (of different keys). @default 4 */
+  readonly workers?: number;
+  /** Full resync of every cached object. @default 10 minutes */
+  readonly resyncMs?: number;
+  /** Only this namespace; all namespaces when unset. */
+  readonly namespace?: string;
+  /** Retry backoff of failed reconciles. @default 2 s doubling to 5 min */
+  readonly backoff?: BackoffPolicy;
+}
+
+/**
+ * The labels every generated object carries whatever its cluster: the
+ * configured labels whose values do not depend on the cluster's name or
+ * component. They select the owned-object informers.
+ */
+export function generatedSelector(config: GeneratorConfig): string {
+  return Object.entries(config.labels).filter(([, v]) => !v.includes('{')).map(([k, v]) => `${k}=${v}`).join(',');
+}
+
+/** The label whose value is the cluster's name: maps objects applied without owner references (GitOps) to their cluster. */
+function instanceLabel(config: GeneratorConfig): string | undefined {
+  return Object.entries(config.labels).find(([, v]) => v === '{name}')?.[0];
+}
+
+export class Controller {
+  readonly metrics: ControllerMetrics;
+  readonly queue: WorkQueue;
+  readonly clusters: Informer;
+  readonly owned = new Map<string, Informer>();
+  private readonly context: ReconcileContext;
+  private workersRunning: Promise<void>[] = [];
+  private leading = false;
+  private synced = false;
+
+  constructor(private readonly options: ControllerOptions) {
+    const { client, config, log } = options;
+    this.metrics = options.metrics ?? new ControllerMetrics();
+    this.queue = new WorkQueue(options.backoff ?? { baseMs: 2000, maxMs: 300_000 }, (depth) => this.metrics.queueDepth.set(depth));
+    const resyncMs = options.resyncMs ?? 10 * 60_000;
+    const informerLog = (event: string, fields: Record<string, unknown>) => log.warn(fields, event);
+    this.clusters = new Informer({
+      client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, options.namespace), resyncMs, log: informerLog,
+      onEvent: (type, object, old) => {
+        // Status-only updates (our own writes) change neither generation nor metadata we act on.
+        if (type === 'updated' && old && old !== object && old.metadata.generation === object.metadata.generation
+          && JSON.stringify(old.metadata.annotations) === JSON.stringify(object.metadata.annotations)
+          && JSON.stringify(old.metadata.finalizers) === JSON.stringify(object.metadata.finalizers)
+          && old.metadata.deletionTimestamp === object.metadata.deletionTimestamp) return;
+        this.queue.add(objectKey(object));
+      },
+      onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind: KIND, reason }),
+    });
+    const selector = generatedSelector(config);
+    const instance = instanceLabel(config);
+    for (const { apiVersion, kind } of OWNED_KINDS) {
+      this.owned.set(`${apiVersion}/${kind}`, new Informer({
+        client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), labelSelector: selector, resyncMs, log: informerLog,
+        onEvent: (_type, object) => this.enqueueOwner(object, instance),
+        onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
+      }));
+    }
+    this.context = {
+      client, config, clusters: this.clusters, owned: this.owned, metrics: this.metrics,
+      events: new EventRecorder(client, config.controller.fieldManager, (e) => log.warn({ error: String(e) }, 'recording an event failed')),
+      log: (level, message, fields) => log[level](fields, message),
+    };
+  }
+
+  private enqueueOwner(object: CachedObject, instance: string | undefined): void {
+    const owner = (object.metadata.ownerReferences ?? []).find((r: { kind?: string; apiVersion?: string; controller?: boolean }) => r.kind === KIND && r.apiVersion === API_VERSION && r.controller);
+    const name = owner?.name ?? (instance ? object.metadata.labels?.[instance] : undefined);
+    if (name) this.queue.add(`${object.metadata.namespace}/${name}`);
+  }
+
+  /** Starts the informers and resolves when every cache has synced. */
+  async startCaches(): Promise<void> {
+    const informers = [this.clusters, ...this.owned.values()];
+    for (const informer of informers) informer.start();
+    await Promise.all(informers.map((i) => i.hasSynced()));
+    this.synced = true;
+  }
+
+  get cachesSynced(): boolean {
+    return this.synced;
+  }
+
+  get isLeading(): boolean {
+    return this.leading;
+  }
+
+  /** Begins reconciling (on winning the Lease): every known cluster is queued, workers start. */
+  startWorkers(): void {
+    if (this.leading) return;
+    this.leading = true;
+    this.metrics.leader.set(1);
+    this.queue.reopen();
+    for (const cr of this.clusters.list()) this.queue.add(objectKey(cr));
+    const workers = this.options.workers ?? 4;
+    for (let i = 0; i < workers; i++) this.workersRunning.push(this.work());
+  }
+
+  /** Stops taking new keys at once (on losing the Lease, or shutting down); resolves when in-flight reconciles finish. */
+  async stopWorkers(): Promise<void> {
+    this.leading = false;
+    this.metrics.leader.set(0);
+    this.queue.shutDown();
+    await Promise.all(this.workersRunning);
+    this.workersRunning = [];
+  }
+
+  async stop(): Promise<void> {
+    await this.stopWorkers();
+    await Promise.all([this.clusters, ...this.owned.values()].map((i) => i.stop()));
+  }
+
+  private async work(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      if (!this.leading) {
+        this.queue.done(key);
+        return;
+      }
+      const started = process.hrtime.bigint();
+      let outcome: string;
+      try {
+        const result = await reconcileDistributedKV(key, this.context);
+        this.queue.forget(key);
+        if (result.requeueAfterMs) this.queue.addAfter(key, result.requeueAfterMs);
+        outcome = 'success';
+      } catch (e) {
+        if (e instanceof TerminalError) {
+          // Not retried: the next change to the object brings it back.
+          this.queue.forget(key);
+          outcome = 'terminal';
+          this.options.log.warn({ key, outcome, error: e.message }, 'reconcile failed terminally');
+        } else {
+          const retryInMs = Math.round(this.queue.addRateLimited(key));
+          outcome = 'error';
+          this.options.log.error({ key, outcome, error: (e as Error).message, retryInMs, failures: this.queue.failureCount(key) }, 'reconcile failed');
+        }
+      } finally {
+        this.queue.done(key);
+      }
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      this.metrics.reconciles.inc({ result: outcome });
+      this.metrics.reconcileDuration.observe(seconds);
+      if (outcome === 'success') this.options.log.debug({ key, outcome, durationMs: Math.round(seconds * 1000) }, 'reconciled');
+    }
+  }
+}

@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+import type { KubeClient } from './kube-client.js';
+
+export interface InvolvedObject {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: { readonly name: string; readonly namespace?: string; readonly uid?: string; readonly resourceVersion?: string };
+}
+
+/**
+ * Records Kubernetes Events on a DistributedKV, so `kubectl describe`
+ * answers "what did the controller do, and why". Recording never fails a
+ * reconcile: an Event is a report, not part of the desired state.
+ */
+export class EventRecorder {
+  constructor(private readonly client: KubeClient, private readonly component: string, private readonly onError: (e: unknown) => void) {}
+
+  async record(object: InvolvedObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const now = new Date().toISOString();
+    const namespace = object.metadata.namespace ?? 'default';
+    try {
+      await this.client.request('POST', `/api/v1/namespaces/${namespace}/events`, {
+        body: {
+          apiVersion: 'v1',
+          kind: 'Event',
+          metadata: { name: `${object.metadata.name}.${Date.now().toString(16)}${randomBytes(3).toString('hex')}`, namespace },
+          involvedObject: { apiVersion: object.apiVersion, kind: object.kind, name: object.metadata.name, namespace, uid: object.metadata.uid, resourceVersion: object.metadata.resourceVersion },
+          type,
+          reason,
+          message: message.length > 1024 ? message.slice(0, 1021) + '...' : message,
+          source: { component: this.component },
+          reportingComponent: this.component,
+          reportingInstance: this.component,
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+        },
+      });
+    } catch (e) {
+      this.onError(e);
+    }
+  }
+}

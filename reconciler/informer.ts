@@ -1,0 +1,206 @@
+import { KubeApiError, type KubeClient, type WatchEvent } from './kube-client.js';
+
+/** The minimum every cached object has. */
+export interface CachedObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string; [key: string]: any };
+  [key: string]: any;
+}
+
+export type InformerEventType = 'added' | 'updated' | 'deleted';
+
+export interface InformerOptions {
+  readonly client: KubeClient;
+  readonly apiVersion: string;
+  readonly kind: string;
+  /** The collection path (all namespaces, or one). */
+  readonly path: string;
+  /** Only objects with these labels are listed, watched and cached. */
+  readonly labelSelector?: string;
+  /** Called for every change the cache sees, and for every object at each resync. */
+  readonly onEvent: (type: InformerEventType, object: CachedObject, old?: CachedObject) => void;
+  /** Called when a watch ends abnormally and is restarted (for metrics). */
+  readonly onWatchRestart?: (reason: string) => void;
+  readonly log?: (event: string, fields: Record<string, unknown>) => void;
+  /** Re-deliver every cached object this often, to catch anything missed. @default 10 minutes */
+  readonly resyncMs?: number;
+  /** First reconnect delay after a failed list or watch; doubles up to maxBackoffMs. @default 1000 */
+  readonly initialBackoffMs?: number;
+  /** @default 30000 */
+  readonly maxBackoffMs?: number;
+}
+
+export function objectKey(object: { metadata: { name: string; namespace?: string } }): string {
+  return object.metadata.namespace ? `${object.metadata.namespace}/${object.metadata.name}` : object.metadata.name;
+}
+
+/**
+ * A list-then-watch cache of one kind, as client-go's reflector keeps one:
+ * list to get a resourceVersion, watch from it with bookmarks (so a resumed
+ * watch starts from a recent version), resume the watch when it ends, relist
+ * when the server says the version is too old (410 Gone), and back off on
+ * failures. A relist replaces the cache and reports what changed while the
+ * watch was down, deletions included.
+ */
+export class Informer {
+  private readonly cache = new Map<string, CachedObject>();
+  private resourceVersion = '';
+  private stopped = false;
+  private synced = false;
+  private syncedWaiters: (() => void)[] = [];
+  private abortWatch: () => void = () => undefined;
+  private resyncTimer?: NodeJS.Timeout;
+  private wakeUp?: () => void;
+  private loop?: Promise<void>;
+
+  constructor(private readonly options: InformerOptions) {}
+
+  start(): void {
+    this.loop = this.run();
+    const resyncMs = this.options.resyncMs ?? 10 * 60_000;
+    this.resyncTimer = setInterval(() => {
+      for (const object of this.cache.values()) this.options.onEvent('updated', object, object);
+    }, resyncMs);
+    this.resyncTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.resyncTimer);
+    this.abortWatch();
+    this.wakeUp?.();
+    await this.loop;
+  }
+
+  /** Resolves once the first list has filled the cache. */
+  hasSynced(): Promise<void> {
+    return this.synced ? Promise.resolve() : new Promise((resolve) => this.syncedWaiters.push(resolve));
+  }
+
+  get(key: string): CachedObject | undefined {
+    return this.cache.get(key);
+  }
+
+  list(): CachedObject[] {
+    return [...this.cache.values()];
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+
+  private async sleep(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      timer.unref();
+      this.wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private async run(): Promise<void> {
+    const initial = this.options.initialBackoffMs ?? 1000;
+    const max = this.options.maxBackoffMs ?? 30_000;
+    let backoff = initial;
+    let needList = true;
+    while (!this.stopped) {
+      try {
+        if (needList) {
+          await this.relist();
+          needList = false;
+        }
+        const ended = await this.watchOnce();
+        backoff = initial;
+        if (ended === 'gone') {
+          needList = true;
+          this.options.onWatchRestart?.('gone');
+        }
+      } catch (e) {
+        if (this.stopped) break;
+        const gone = e instanceof KubeApiError && e.status === 410;
+        if (gone) needList = true;
+        this.options.onWatchRestart?.(gone ? 'gone' : 'error');
+        this.options.log?.('watch failed', { kind: this.options.kind, error: String(e), retryInMs: backoff });
+        // Jitter keeps many informers from reconnecting in lockstep after an API server restart.
+        await this.sleep(backoff * (0.8 + Math.random() * 0.4));
+        backoff = Math.min(max, backoff * 2);
+      }
+    }
+  }
+
+  private async relist(): Promise<void> {
+    const fresh = new Map<string, CachedObject>();
+    let continueToken: string | undefined;
+    let list: any;
+    do {
+      list = await this.options.client.request('GET', this.options.path, {
+        query: { labelSelector: this.options.labelSelector, limit: 500, continue: continueToken },
+      });
+      for (const item of list.items as CachedObject[]) {
+        item.apiVersion = this.options.apiVersion;
+        item.kind = this.options.kind;
+        fresh.set(objectKey(item), item);
+      }
+      continueToken = list.metadata?.continue || undefined;
+    } while (continueToken);
+    this.resourceVersion = list.metadata.resourceVersion;
+    const previous = new Map(this.cache);
+    this.cache.clear();
+    for (const [key, object] of fresh) {
+      this.cache.set(key, object);
+      const old = previous.get(key);
+      if (!old) this.options.onEvent('added', object);
+      else if (old.metadata.resourceVersion !== object.metadata.resourceVersion) this.options.onEvent('updated', object, old);
+    }
+    for (const [key, old] of previous) if (!fresh.has(key)) this.options.onEvent('deleted', old);
+    if (!this.synced) {
+      this.synced = true;
+      for (const resolve of this.syncedWaiters.splice(0)) resolve();
+    }
+  }
+
+  /** Watches until the stream ends; returns 'gone' when the resourceVersion expired. */
+  private async watchOnce(): Promise<'ended' | 'gone'> {
+    let gone = false;
+    const { done, abort } = this.options.client.watch(this.options.path, {
+      labelSelector: this.options.labelSelector,
+      resourceVersion: this.resourceVersion,
+      allowWatchBookmarks: true,
+      // The server ends the watch after this long; a fresh one also proves the connection is alive.
+      timeoutSeconds: 240 + Math.floor(Math.random() * 120),
+    }, (event) => {
+      if (this.handle(event) === 'gone') {
+        gone = true;
+        abort();
+      }
+    });
+    this.abortWatch = abort;
+    await done;
+    return gone ? 'gone' : 'ended';
+  }
+
+  private handle(event: WatchEvent): 'gone' | undefined {
+    if (event.type === 'ERROR') {
+      if (event.object?.code === 410) return 'gone';
+      throw new KubeApiError(event.object?.code ?? 500, event.object?.reason ?? 'WatchError', event.object?.message ?? 'watch error', event.object);
+    }
+    const object = event.object as CachedObject;
+    this.resourceVersion = object.metadata.resourceVersion ?? this.resourceVersion;
+    if (event.type === 'BOOKMARK') return undefined;
+    object.apiVersion = this.options.apiVersion;
+    object.kind = this.options.kind;
+    const key = objectKey(object);
+    const old = this.cache.get(key);
+    if (event.type === 'DELETED') {
+      this.cache.delete(key);
+      this.options.onEvent('deleted', object);
+    } else {
+      this.cache.set(key, object);
+      this.options.onEvent(old ? 'updated' : 'added', object, old);
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,219 @@
+/**
+ * The DistributedKV logic: desired = synth(spec); for each desired object,
+ * compare with the cache and apply what is missing, changed or drifted;
+ * prune what is no longer desired; then report status.
+ *
+ * Contract (controller-runtime's): reconcile is handed a key, never an event.
+ * It reads the current state, acts, and returns a result or throws. An
+ * ordinary error means "retry with backoff"; a TerminalError means "do not
+ * retry until the object changes". It may run any time, be interrupted and
+ * run again: it never trusts its own earlier status to decide what to write.
+ */
+import type { GeneratorConfig } from '../api/config.js';
+import { dottedPath } from '../api/schema-errors.js';
+import { API_VERSION, KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
+import { synthesizeCluster } from '../constructs/synthesize.js';
+import type { KubeObject } from '../constructs/hash.js';
+import type { DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
+import { findDrift, type DriftedField } from './drift.js';
+import type { EventRecorder } from './events.js';
+import type { CachedObject, Informer } from './informer.js';
+import { KubeApiError, resourcePath, type KubeClient } from './kube-client.js';
+import type { ApplyReason, ControllerMetrics } from './metrics.js';
+import { desiredStatus, statusChanged, type ObservedState } from './status.js';
+
+export interface ReconcileResult {
+  /** Look again after this long even if nothing changes. */
+  readonly requeueAfterMs?: number;
+}
+
+/** An error retrying cannot fix (an invalid spec): wait for the object to change. */
+export class TerminalError extends Error {}
+
+/** The kinds a DistributedKV generates, by `apiVersion/kind`. */
+export type OwnedCaches = ReadonlyMap<string, Informer>;
+
+export interface ReconcileContext {
+  readonly client: KubeClient;
+  readonly config: GeneratorConfig;
+  readonly clusters: Informer;
+  readonly owned: OwnedCaches;
+  readonly events: EventRecorder;
+  readonly metrics: ControllerMetrics;
+  readonly log: (level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown>) => void;
+}
+
+const cacheKind = (o: { apiVersion: string; kind: string }): string => `${o.apiVersion}/${o.kind}`;
+const objectName = (o: { kind: string; metadata: { name: string } }): string => `${o.kind}/${o.metadata.name}`;
+
+function ownedBy(object: CachedObject, uid: string): boolean {
+  return (object.metadata.ownerReferences ?? []).some((r: { uid?: string; controller?: boolean }) => r.uid === uid && r.controller);
+}
+
+function describeDrift(fields: readonly DriftedField[]): string {
+  return fields.map((f) => `${f.path}${f.manager ? ` (changed by ${f.manager})` : ''}`).join(', ');
+}
+
+interface PlannedWrite {
+  readonly desired: KubeObject;
+  readonly reason: ApplyReason;
+  readonly drift: readonly DriftedField[];
+}
+
+export async function reconcileDistributedKV(key: string, ctx: ReconcileContext): Promise<ReconcileResult> {
+  const cr = ctx.clusters.get(key);
+  if (!cr) return {}; // gone: its objects go with it (owner references, and the finalizer's cleanup before that)
+  const { config, client } = ctx;
+  const { fieldManager, finalizer, detectOnlyAnnotation } = config.controller;
+  const detectOnly = cr.metadata.annotations?.[detectOnlyAnnotation] === 'true';
+  const crPath = resourcePath(API_VERSION, KIND, cr.metadata.namespace, cr.metadata.name);
+  const uid: string = cr.metadata.uid!;
+  const involved = { apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata };
+
+  if (cr.metadata.deletionTimestamp) {
+    if (!(cr.metadata.finalizers ?? []).includes(finalizer)) return {};
+    await deleteOwned(ctx, cr, uid, () => true);
+    await client.request('PATCH', crPath, {
+      body: { metadata: { finalizers: cr.metadata.finalizers.filter((f: string) => f !== finalizer), resourceVersion: cr.metadata.resourceVersion } },
+      contentType: 'application/merge-patch+json',
+    });
+    ctx.log('info', 'cleaned up and removed finalizer', { key });
+    return {};
+  }
+
+  const { status: previousStatus, ...document } = cr;
+  const validation = validateDistributedKV(document, config);
+  if (!validation.valid) {
+    const message = validation.problems.map((p) => `${dottedPath(p.segments)}: ${p.message}`).join('; ');
+    const wasInvalid = previousStatus?.conditions?.some((c: { type: string; reason: string; message: string }) => c.type === 'Degraded' && c.reason === 'InvalidSpec' && c.message === message);
+    await writeStatus(ctx, cr, crPath, { generation: cr.metadata.generation ?? 0, generatedObjects: previousStatus?.generatedObjects ?? [], degraded: { reason: 'InvalidSpec', message } });
+    if (!wasInvalid) await ctx.events.record(involved, 'Warning', 'InvalidSpec', message);
+    throw new TerminalError(`invalid spec: ${message}`);
+  }
+
+  if (!detectOnly && !(cr.metadata.finalizers ?? []).includes(finalizer)) {
+    await client.request('PATCH', crPath, {
+      body: { metadata: { finalizers: [...(cr.metadata.finalizers ?? []), finalizer], resourceVersion: cr.metadata.resourceVersion } },
+      contentType: 'application/merge-patch+json',
+    });
+  }
+
+  const resource: ValidResource = { ...validation.resource, metadata: { ...validation.resource.metadata, namespace: cr.metadata.namespace } };
+  const desired = synthesizeCluster(resource, config);
+  const hashAnnotation = config.hashAnnotation;
+  const previouslyGenerated = new Set((previousStatus?.generatedObjects ?? []).map((g: GeneratedObject) => `${g.kind}/${g.name}`));
+
+  // Plan from the cache alone: no request per object.
+  const writes: PlannedWrite[] = [];
+  const live = new Map<string, CachedObject | undefined>();
+  for (const object of desired) {
+    const current = ctx.owned.get(cacheKind(object))?.get(`${object.metadata.namespace}/${object.metadata.name}`);
+    live.set(objectName(object), current);
+    if (!current) {
+      // It existed before (status lists it): someone deleted it.
+      const deleted = previouslyGenerated.has(objectName(object));
+      writes.push({ desired: object, reason: deleted ? 'drift' : 'created', drift: deleted ? [{ path: '(object deleted)' }] : [] });
+    } else if (current.metadata.annotations?.[hashAnnotation] !== object.metadata.annotations?.[hashAnnotation]) {
+      writes.push({ desired: object, reason: 'spec-changed', drift: [] });
+    } else {
+      const drift = findDrift(object, current, fieldManager);
+      if (drift.length > 0) writes.push({ desired: object, reason: 'drift', drift });
+    }
+  }
+  const desiredNames = new Set(desired.map(objectName));
+  const prunable = [...ctx.owned.values()].flatMap((informer) => informer.list())
+    .filter((o) => o.metadata.namespace === cr.metadata.namespace && ownedBy(o, uid) && !desiredNames.has(objectName(o as { kind: string; metadata: { name: string } })));
+
+  const ownerReference = { apiVersion: API_VERSION, kind: KIND, name: cr.metadata.name, uid, controller: true, blockOwnerDeletion: true };
+  const failures: string[] = [];
+  const applied = new Map<string, CachedObject>();
+  const driftReports: string[] = [];
+
+  for (const write of writes) {
+    const name = objectName(write.desired);
+    for (const field of write.drift) ctx.metrics.drift.inc({ kind: write.desired.kind, field: field.path, manager: field.manager ?? 'unknown', action: detectOnly ? 'reported' : 'corrected' });
+    if (detectOnly) {
+      if (write.reason === 'drift') driftReports.push(`${name}: ${describeDrift(write.drift)}`);
+      else driftReports.push(`${name}: ${write.reason === 'created' ? 'missing' : 'differs from the spec'}`);
+      continue;
+    }
+    try {
+      const body = { ...write.desired, metadata: { ...write.desired.metadata, ownerReferences: [ownerReference] } };
+      const result = await client.apply<CachedObject>(body, { fieldManager, force: true });
+      applied.set(name, result);
+      ctx.metrics.applies.inc({ kind: write.desired.kind, reason: write.reason });
+      const driftText = describeDrift(write.drift);
+      ctx.log('info', 'applied', { key, object: name, reason: write.reason, ...(write.drift.length ? { drift: write.drift } : {}) });
+      if (write.reason === 'drift') await ctx.events.record(involved, 'Warning', 'DriftCorrected', `${name}: restored ${driftText}`);
+      else await ctx.events.record(involved, 'Normal', write.reason === 'created' ? 'Created' : 'Updated', `${name} ${write.reason === 'created' ? 'created' : 'updated to match the spec'}`);
+    } catch (e) {
+      failures.push(`${name}: ${(e as Error).message}`);
+      ctx.log('error', 'apply failed', { key, object: name, error: (e as Error).message });
+    }
+  }
+
+  if (!detectOnly) {
+    const pruned = await deleteOwned(ctx, cr, uid, (o) => prunable.includes(o), failures);
+    for (const name of pruned) await ctx.events.record(involved, 'Normal', 'Pruned', `${name} deleted: no longer part of the spec`);
+  } else {
+    for (const o of prunable) driftReports.push(`${objectName(o as { kind: string; metadata: { name: string } })}: no longer part of the spec`);
+  }
+
+  if (failures.length > 0) await ctx.events.record(involved, 'Warning', 'ApplyFailed', failures.join('; '));
+
+  const detected = driftReports.join('; ');
+  const previousDrift = previousStatus?.conditions?.find((c: { type: string; reason: string }) => c.type === 'Degraded' && c.reason === 'DriftDetected')?.message;
+  if (detectOnly && detected && detected !== previousDrift) await ctx.events.record(involved, 'Warning', 'DriftDetected', detected);
+
+  const generatedObjects: GeneratedObject[] = desired.map((o) => {
+    const current = applied.get(objectName(o)) ?? live.get(objectName(o));
+    return { apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, ...(current?.metadata.uid ? { uid: current.metadata.uid } : {}), hash: o.metadata.annotations![hashAnnotation] };
+  });
+  const stsDesired = desired.find((o) => o.kind === 'StatefulSet')!;
+  const cronDesired = desired.find((o) => o.kind === 'CronJob');
+  await writeStatus(ctx, cr, crPath, {
+    generation: cr.metadata.generation ?? 0,
+    size: resource.spec.size,
+    statefulSet: (applied.get(objectName(stsDesired)) ?? live.get(objectName(stsDesired))) as ObservedState['statefulSet'],
+    cronJob: cronDesired ? (live.get(objectName(cronDesired)) as ObservedState['cronJob']) : undefined,
+    generatedObjects,
+    degraded: failures.length > 0 ? { reason: 'ApplyFailed', message: failures.join('; ') } : detected ? { reason: 'DriftDetected', message: detected } : undefined,
+  });
+
+  if (failures.length > 0) throw new Error(`${failures.length} write(s) failed: ${failures.join('; ')}`);
+  return {};
+}
+
+async function writeStatus(ctx: ReconcileContext, cr: CachedObject, crPath: string, observed: ObservedState): Promise<void> {
+  const previous = cr.status as DistributedKVStatus | undefined;
+  const next = desiredStatus(observed, previous);
+  if (!statusChanged(previous, next)) return;
+  // Only the status subresource: the controller never writes spec. No resourceVersion
+  // precondition: the status describes what was observed, and only the leader writes it.
+  await ctx.client.request('PATCH', `${crPath}/status`, { body: { status: next }, contentType: 'application/merge-patch+json' });
+}
+
+/** Deletes the cached objects this CR controls that match; returns their names. 404 is success. */
+async function deleteOwned(ctx: ReconcileContext, cr: CachedObject, uid: string, select: (o: CachedObject) => boolean, failures?: string[]): Promise<string[]> {
+  const deleted: string[] = [];
+  for (const informer of ctx.owned.values()) {
+    for (const object of informer.list()) {
+      if (object.metadata.namespace !== cr.metadata.namespace || !ownedBy(object, uid) || !select(object)) continue;
+      const name = `${object.kind}/${object.metadata.name}`;
+      try {
+        await ctx.client.request('DELETE', resourcePath(object.apiVersion!, object.kind!, object.metadata.namespace, object.metadata.name), {
+          query: { propagationPolicy: 'Background' },
+          body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: object.metadata.uid } },
+        });
+        deleted.push(name);
+        ctx.metrics.applies.inc({ kind: object.kind!, reason: 'pruned' });
+        ctx.log('info', 'deleted', { key: `${cr.metadata.namespace}/${cr.metadata.name}`, object: name });
+      } catch (e) {
+        if (e instanceof KubeApiError && e.status === 404) continue;
+        if (!failures) throw e;
+        failures.push(`${name}: ${(e as Error).message}`);
+      }
+    }
+  }
+  return deleted;
+}

@@ -1,0 +1,77 @@
+/**
+ * The DistributedKV's status: what the controller observed, never what it
+ * hopes. Conditions follow metav1.Condition: a condition's
+ * lastTransitionTime changes only when its status does, so an unchanged
+ * cluster produces an unchanged status and no write.
+ */
+import type { Condition, DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
+import { quorum } from '../constructs/disruption-budget.js';
+import { canonicalJson } from '../constructs/hash.js';
+
+export interface ObservedState {
+  readonly generation: number;
+  readonly size?: number;
+  /** The live StatefulSet, if any. */
+  readonly statefulSet?: { metadata: { generation?: number }; status?: { readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number } };
+  /** The live backup CronJob, if any. */
+  readonly cronJob?: { status?: { lastSuccessfulTime?: string } };
+  readonly generatedObjects: readonly GeneratedObject[];
+  /** Why the cluster is degraded, if it is. */
+  readonly degraded?: { readonly reason: 'InvalidSpec' | 'ApplyFailed' | 'DriftDetected'; readonly message: string };
+}
+
+type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
+
+function condition(input: ConditionInput, previous: readonly Condition[] | undefined, generation: number, now: string): Condition {
+  const before = previous?.find((c) => c.type === input.type);
+  return {
+    ...input,
+    observedGeneration: generation,
+    lastTransitionTime: before && before.status === input.status ? before.lastTransitionTime : now,
+  };
+}
+
+export function desiredStatus(observed: ObservedState, previous: DistributedKVStatus | undefined, now = new Date()): DistributedKVStatus {
+  const timestamp = now.toISOString().replace(/\.\d+Z$/, 'Z');
+  const ready = observed.statefulSet?.status?.readyReplicas ?? 0;
+  const size = observed.size;
+  const conditions: ConditionInput[] = [];
+
+  if (size === undefined || !observed.statefulSet) {
+    conditions.push({ type: 'Available', status: 'False', reason: size === undefined ? 'InvalidSpec' : 'NotCreated', message: size === undefined ? 'the spec is invalid; see the Degraded condition' : 'the StatefulSet does not exist yet' });
+  } else {
+    const needed = quorum(size);
+    conditions.push(ready >= needed
+      ? { type: 'Available', status: 'True', reason: 'QuorumAvailable', message: `${ready} of ${size} members ready; a majority (${needed}) accepts writes` }
+      : { type: 'Available', status: 'False', reason: 'QuorumUnavailable', message: `${ready} of ${size} members ready; ${needed} are needed for a majority` });
+  }
+
+  const sts = observed.statefulSet;
+  if (size !== undefined && sts) {
+    const rolledOut = (sts.status?.observedGeneration ?? 0) >= (sts.metadata.generation ?? 0) && (sts.status?.updatedReplicas ?? 0) >= size && ready >= size;
+    conditions.push(rolledOut
+      ? { type: 'Progressing', status: 'False', reason: 'Reconciled', message: `all ${size} members run the desired revision and are ready` }
+      : { type: 'Progressing', status: 'True', reason: 'RollingOut', message: `${sts.status?.updatedReplicas ?? 0} of ${size} members updated, ${ready} ready` });
+  } else {
+    conditions.push({ type: 'Progressing', status: 'False', reason: size === undefined ? 'InvalidSpec' : 'NotCreated', message: 'nothing to roll out' });
+  }
+
+  conditions.push(observed.degraded
+    ? { type: 'Degraded', status: 'True', reason: observed.degraded.reason, message: observed.degraded.message }
+    : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'every generated object matches the spec' });
+
+  const status: DistributedKVStatus = {
+    observedGeneration: observed.generation,
+    readyReplicas: ready,
+    conditions: conditions.map((c) => condition(c, previous?.conditions, observed.generation, timestamp)),
+    generatedObjects: [...observed.generatedObjects],
+  };
+  const lastBackup = observed.cronJob?.status?.lastSuccessfulTime;
+  if (lastBackup) status.lastBackupTime = lastBackup;
+  return status;
+}
+
+/** Whether writing `next` would change anything. */
+export function statusChanged(previous: DistributedKVStatus | undefined, next: DistributedKVStatus): boolean {
+  return canonicalJson(previous ?? {}) !== canonicalJson(next);
+}
