@@ -151,6 +151,17 @@ export class KubeClient {
       for (const [k, v] of Object.entries({ ...query, watch: true })) if (v !== undefined) url.searchParams.set(k, String(v));
       const tls = await this.tlsOptions();
       await new Promise<void>((resolve, reject) => {
+        // Ends the stream once: a deliberate abort or a clean end resolves; anything else rejects.
+        let failure: Error | undefined;
+        let aborted = false;
+        let settled = false;
+        const settle = (error?: Error): void => {
+          if (settled) return;
+          settled = true;
+          const cause = failure ?? (aborted ? undefined : error);
+          if (cause) reject(cause);
+          else resolve();
+        };
         // Watches get their own connections: a long-lived stream must not hold a pooled socket.
         const req = request(url, { ...tls, method: 'GET', agent: false, headers: { Accept: 'application/json', ...(tls.headers ?? {}) } }, (res) => {
           if ((res.statusCode ?? 0) >= 300) {
@@ -160,7 +171,8 @@ export class KubeClient {
             res.on('end', () => {
               let parsed: any;
               try { parsed = JSON.parse(text); } catch { /* not JSON */ }
-              reject(new KubeApiError(res.statusCode ?? 0, parsed?.reason ?? String(res.statusCode), parsed?.message ?? text, parsed));
+              failure = new KubeApiError(res.statusCode ?? 0, parsed?.reason ?? String(res.statusCode), parsed?.message ?? text, parsed);
+              settle();
             });
             return;
           }
@@ -169,25 +181,29 @@ export class KubeClient {
           res.on('data', (chunk: string) => {
             buffer += chunk;
             let newline: number;
-            while ((newline = buffer.indexOf('\n')) >= 0) {
+            while (!settled && (newline = buffer.indexOf('\n')) >= 0) {
               const line = buffer.slice(0, newline).trim();
               buffer = buffer.slice(newline + 1);
               if (!line) continue;
               try {
                 onEvent(JSON.parse(line) as WatchEvent);
               } catch (e) {
-                req.destroy(e as Error);
+                failure = e as Error;
+                req.destroy();
                 return;
               }
             }
           });
-          res.on('end', () => resolve());
-          res.on('aborted', () => reject(new Error('watch stream aborted')));
-          res.on('error', reject);
+          res.on('end', () => settle());
+          res.on('aborted', () => settle(new Error('watch stream aborted')));
+          res.on('error', (e) => settle(e));
         });
-        abort = () => req.destroy();
-        req.on('close', () => resolve());
-        req.on('error', reject);
+        abort = () => {
+          aborted = true;
+          req.destroy();
+        };
+        req.on('close', () => settle(new Error('watch connection closed')));
+        req.on('error', (e) => settle(e));
         req.end();
       });
     })();

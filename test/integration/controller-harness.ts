@@ -1,0 +1,64 @@
+/**
+ * Runs a controller in-process against the test control plane, scoped to one
+ * namespace so tests in parallel never see each other's clusters.
+ */
+import { pino } from 'pino';
+import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
+import { API_VERSION, KIND } from '../../api/validate.js';
+import { Controller } from '../../reconciler/controller.js';
+import { resourcePath, type KubeClient } from '../../reconciler/kube-client.js';
+import { eventually } from '../cluster/kube.js';
+
+export const config: GeneratorConfig = loadDefaultConfig();
+
+export interface RunningController {
+  readonly controller: Controller;
+  stop(): Promise<void>;
+}
+
+/** Starts caches and workers; retries start at 200 ms so failure tests stay fast (production: 2 s). */
+export async function startController(client: KubeClient, namespace: string, options: { backoffBaseMs?: number; workers?: number } = {}): Promise<RunningController> {
+  const log = pino({ level: process.env.DKV_TEST_LOG_LEVEL ?? 'silent' });
+  const controller = new Controller({ client, config, log, namespace, workers: options.workers ?? 2, backoff: { baseMs: options.backoffBaseMs ?? 200, maxMs: 5000 } });
+  await controller.startCaches();
+  controller.startWorkers();
+  return { controller, stop: () => controller.stop() };
+}
+
+export function clusterPath(namespace: string, name?: string): string {
+  return resourcePath(API_VERSION, KIND, namespace, name);
+}
+
+export async function createCluster(client: KubeClient, namespace: string, name: string, spec: Record<string, unknown>, annotations?: Record<string, string>): Promise<any> {
+  return client.request('POST', clusterPath(namespace), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, annotations }, spec } });
+}
+
+/** Waits until the CR's status describes its current generation with every generated object listed. */
+export async function converged(client: KubeClient, namespace: string, name: string, objects: number, deadlineMs = 30_000): Promise<any> {
+  return eventually(`${namespace}/${name} to converge`, async () => {
+    const cr = await client.request('GET', clusterPath(namespace, name));
+    const ok = cr.status?.observedGeneration === cr.metadata.generation && cr.status?.generatedObjects?.length === objects && cr.status.generatedObjects.every((o: { uid?: string }) => o.uid);
+    return ok ? cr : undefined;
+  }, deadlineMs);
+}
+
+/** Events recorded on one DistributedKV, oldest first. */
+export async function eventsFor(client: KubeClient, namespace: string, name: string): Promise<any[]> {
+  const list = await client.request('GET', `/api/v1/namespaces/${namespace}/events`, { query: { fieldSelector: `involvedObject.name=${name},involvedObject.kind=${KIND}` } });
+  return list.items.sort((a: any, b: any) => String(a.metadata.creationTimestamp).localeCompare(String(b.metadata.creationTimestamp)));
+}
+
+/** Sum of the API server's own apiserver_request_total for mutating verbs, excluding the kinds named. */
+export async function mutatingRequests(client: KubeClient, excludeResources: readonly string[] = ['leases', 'events']): Promise<number> {
+  const text: string = await client.request('GET', '/metrics');
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const verb = /verb="([A-Z]+)"/.exec(line)?.[1];
+    const resource = /resource="([^"]*)"/.exec(line)?.[1] ?? '';
+    if (!verb || !['POST', 'PUT', 'PATCH', 'APPLY', 'DELETE', 'DELETECOLLECTION', 'CREATE', 'UPDATE'].includes(verb)) continue;
+    if (excludeResources.includes(resource)) continue;
+    total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
