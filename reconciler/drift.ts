@@ -88,34 +88,60 @@ interface ManagedFieldsEntry {
   fieldsV1?: Record<string, any>;
 }
 
-/** Whether a managedFields `fieldsV1` tree covers the path (or a prefix of it, for whole-list ownership). */
-function owns(fields: Record<string, any> | undefined, path: readonly Segment[]): boolean {
-  let node = fields;
-  for (const segment of path) {
-    if (!node) return false;
-    if (typeof segment === 'string') {
-      node = node[`f:${segment}`];
-    } else {
-      const keys = Object.keys(node);
-      const key = typeof segment === 'number'
-        ? keys.find((k) => k === `i:${segment}`)
-        : keys.find((k) => k.startsWith('k:') && (JSON.parse(k.slice(2)) as { name?: string }).name === segment.name);
-      if (!key) return false;
-      node = node[key];
-    }
-  }
-  return node !== undefined;
+/**
+ * Whether a managedFields list-map key (`k:{"name":"kv"}`, or for ports
+ * `k:{"containerPort":2379,"protocol":"TCP"}`) names the live list item
+ * that the path calls `[name]`.
+ */
+function keyMatches(key: Record<string, unknown>, name: string, item: unknown): boolean {
+  if ('name' in key) return key.name === name;
+  return item !== null && typeof item === 'object' && Object.entries(key).every(([k, v]) => (item as Record<string, unknown>)[k] === v);
 }
 
-/** The most recent manager other than ours whose fields cover the path. */
-function lastWriter(entries: readonly ManagedFieldsEntry[], path: readonly Segment[], ourManager: string): string | undefined {
+/** The node of a managedFields `fieldsV1` tree at the path, if the manager owns anything there. */
+function ownedNode(fields: Record<string, any> | undefined, path: readonly Segment[], live: unknown): Record<string, any> | undefined {
+  let node = fields;
+  let value = live;
+  for (const segment of path) {
+    if (!node) return undefined;
+    if (typeof segment === 'string') {
+      node = node[`f:${segment}`];
+      value = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[segment] : undefined;
+    } else if (typeof segment === 'number') {
+      node = node[`i:${segment}`];
+      value = Array.isArray(value) ? value[segment] : undefined;
+    } else {
+      const item = Array.isArray(value) ? value.find((v) => v !== null && typeof v === 'object' && v.name === segment.name) : undefined;
+      const key = Object.keys(node).find((k) => k.startsWith('k:') && keyMatches(JSON.parse(k.slice(2)), segment.name, item));
+      node = key ? node[key] : undefined;
+      value = item;
+    }
+  }
+  return node;
+}
+
+/**
+ * Whether a manager owns the path: the leaf itself, or a parent it owns as a
+ * whole (an atomic list or map is recorded as an empty node, `f:args: {}`).
+ * A parent with children recorded (`f:spec: {f:minReadySeconds: {}}`) says
+ * only that the manager owns something below it, not this field.
+ */
+function owns(fields: Record<string, any> | undefined, path: readonly Segment[], live: unknown): boolean {
+  if (ownedNode(fields, path, live) !== undefined) return true;
+  for (let n = path.length - 1; n > 0; n--) {
+    const node = ownedNode(fields, path.slice(0, n), live);
+    if (node === undefined) continue;
+    return Object.keys(node).length === 0;
+  }
+  return false;
+}
+
+/** The most recent manager other than ours that owns the path. */
+function lastWriter(entries: readonly ManagedFieldsEntry[], path: readonly Segment[], live: unknown, ourManager: string): string | undefined {
   let best: ManagedFieldsEntry | undefined;
   for (const entry of entries) {
     if (entry.manager === ourManager) continue;
-    // Ownership is recorded down to the leaf or at a parent; try the path and its parents.
-    let covered = false;
-    for (let n = path.length; n > 0 && !covered; n--) covered = owns(entry.fieldsV1, path.slice(0, n));
-    if (covered && (!best || (entry.time ?? '') >= (best.time ?? ''))) best = entry;
+    if (owns(entry.fieldsV1, path, live) && (!best || (entry.time ?? '') >= (best.time ?? ''))) best = entry;
   }
   return best ? `${best.manager}${best.subresource ? ` (${best.subresource})` : ''}` : undefined;
 }
@@ -136,5 +162,5 @@ export function findDrift(desired: KubeObject, live: { metadata: Record<string, 
   }
   diff(body, live, [], paths);
   const managed = (live.metadata?.managedFields ?? []) as ManagedFieldsEntry[];
-  return paths.map((path) => ({ path: dottedFieldPath(path), manager: lastWriter(managed, path, ourManager) }));
+  return paths.map((path) => ({ path: dottedFieldPath(path), manager: lastWriter(managed, path, live, ourManager) }));
 }

@@ -129,35 +129,45 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const applied = new Map<string, CachedObject>();
   const driftReports: string[] = [];
 
-  for (const write of writes) {
+  const created: string[] = [];
+  const updated: string[] = [];
+  const corrected: string[] = [];
+  // Independent objects are written in parallel: a reconcile costs one round trip, not one per object.
+  await Promise.all(writes.map(async (write) => {
     const name = objectName(write.desired);
     for (const field of write.drift) ctx.metrics.drift.inc({ kind: write.desired.kind, field: field.path, manager: field.manager ?? 'unknown', action: detectOnly ? 'reported' : 'corrected' });
     if (detectOnly) {
       if (write.reason === 'drift') driftReports.push(`${name}: ${describeDrift(write.drift)}`);
       else driftReports.push(`${name}: ${write.reason === 'created' ? 'missing' : 'differs from the spec'}`);
-      continue;
+      return;
     }
     try {
       const body = { ...write.desired, metadata: { ...write.desired.metadata, ownerReferences: [ownerReference] } };
       const result = await client.apply<CachedObject>(body, { fieldManager, force: true });
       applied.set(name, result);
       ctx.metrics.applies.inc({ kind: write.desired.kind, reason: write.reason });
-      const driftText = describeDrift(write.drift);
       ctx.log('info', 'applied', { key, object: name, reason: write.reason, ...(write.drift.length ? { drift: write.drift } : {}) });
-      if (write.reason === 'drift') await ctx.events.record(involved, 'Warning', 'DriftCorrected', `${name}: restored ${driftText}`);
-      else await ctx.events.record(involved, 'Normal', write.reason === 'created' ? 'Created' : 'Updated', `${name} ${write.reason === 'created' ? 'created' : 'updated to match the spec'}`);
+      if (write.reason === 'drift') corrected.push(`${name}: restored ${describeDrift(write.drift)}`);
+      else (write.reason === 'created' ? created : updated).push(name);
     } catch (e) {
       failures.push(`${name}: ${(e as Error).message}`);
       ctx.log('error', 'apply failed', { key, object: name, error: (e as Error).message });
     }
-  }
+  }));
+  driftReports.sort();
+
+  const events: Promise<void>[] = [];
+  if (created.length > 0) events.push(ctx.events.record(involved, 'Normal', 'Created', `created ${created.sort().join(', ')}`));
+  if (updated.length > 0) events.push(ctx.events.record(involved, 'Normal', 'Updated', `updated to match the spec: ${updated.sort().join(', ')}`));
+  for (const message of corrected) events.push(ctx.events.record(involved, 'Warning', 'DriftCorrected', message));
 
   if (!detectOnly) {
     const pruned = await deleteOwned(ctx, cr, uid, (o) => prunable.includes(o), failures);
-    for (const name of pruned) await ctx.events.record(involved, 'Normal', 'Pruned', `${name} deleted: no longer part of the spec`);
+    for (const name of pruned) events.push(ctx.events.record(involved, 'Normal', 'Pruned', `${name} deleted: no longer part of the spec`));
   } else {
     for (const o of prunable) driftReports.push(`${objectName(o as { kind: string; metadata: { name: string } })}: no longer part of the spec`);
   }
+  await Promise.all(events);
 
   if (failures.length > 0) await ctx.events.record(involved, 'Warning', 'ApplyFailed', failures.join('; '));
 

@@ -1,0 +1,229 @@
+import { performance } from 'node:perf_hooks';
+import { KubeApiError, resourcePath, type KubeClient } from './kube-client.js';
+
+const LEASE_API = 'coordination.k8s.io/v1';
+/** client-go's JitterFactor: candidates spread their retries so they do not poll in lockstep. */
+const CANDIDATE_JITTER = 1.2;
+
+export interface LeaderElectionOptions {
+  /** Client for the API server that holds the Lease. */
+  readonly client: KubeClient;
+  /** Namespace of the Lease. */
+  readonly namespace: string;
+  /** Name of the Lease; every replica of one controller uses the same name. */
+  readonly name: string;
+  /** Unique per process (e.g. the pod name): the value written to `spec.holderIdentity`. */
+  readonly identity: string;
+  /** How long others wait, after they last saw the Lease change, before taking it over. @default 15000 */
+  readonly leaseDurationMs?: number;
+  /** How long the leader keeps leading without a successful renew; must be < leaseDurationMs. @default 10000 */
+  readonly renewDeadlineMs?: number;
+  /** Pause between attempts to acquire or renew. @default 2000 */
+  readonly retryPeriodMs?: number;
+  /** Called when this process becomes leader: begin reconciling. */
+  readonly onStartedLeading: () => void;
+  /** Called, exactly once per term, when this process stops being leader: stop reconciling now. */
+  readonly onStoppedLeading: () => void;
+  /** Structured log hook: one event name and its fields. @default no logging */
+  readonly log?: (event: string, fields: Record<string, unknown>) => void;
+}
+
+/** The part of a coordination.k8s.io/v1 Lease that leader election reads and writes. */
+interface Lease {
+  apiVersion: string; kind: string; metadata: { name: string; namespace: string; resourceVersion?: string };
+  spec?: { holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string; leaseTransitions?: number };
+}
+
+/**
+ * Leader election through a Lease, with client-go's semantics: at most one
+ * replica reconciles at a time, provided clocks tick at about the same rate
+ * (they need not agree on the time: remote timestamps are never compared
+ * with the local clock).
+ *
+ * - Others consider the Lease expired only `leaseDuration` after they last
+ *   SAW it change, measured on their own monotonic clock.
+ * - The leader stops leading if no renew succeeded within `renewDeadline` of
+ *   the start of the last successful one, so it gives up before anyone else
+ *   may take over (margin: leaseDuration - renewDeadline). It also steps down
+ *   at once when it sees another holder.
+ * - Every write carries the resourceVersion it read, so two replicas can never
+ *   both win a race: the loser gets 409 and re-reads on its next attempt.
+ */
+export class LeaderElector {
+  private readonly leaseDurationMs: number;
+  private readonly renewDeadlineMs: number;
+  private readonly retryPeriodMs: number;
+  private readonly path: string;
+  private state: 'new' | 'running' | 'stopped' = 'new';
+  private leading = false;
+  /** The last Lease read or written, and when (monotonic) its record was first seen in that form. */
+  private lease?: Lease;
+  private observedKey = '';
+  private observedAt = 0;
+  private loopTimer?: NodeJS.Timeout;
+  private deadlineTimer?: NodeJS.Timeout;
+  private inflight?: Promise<void>;
+  private halted?: Promise<void>;
+
+  constructor(private readonly options: LeaderElectionOptions) {
+    this.leaseDurationMs = options.leaseDurationMs ?? 15_000;
+    this.renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
+    this.retryPeriodMs = options.retryPeriodMs ?? 2_000;
+    // client-go's checks: a leader must give up before others may take over, and have time for more than one retry.
+    if (!options.identity || !(this.leaseDurationMs > this.renewDeadlineMs && this.renewDeadlineMs > CANDIDATE_JITTER * this.retryPeriodMs)) {
+      throw new Error(`leader election: needs an identity and leaseDurationMs > renewDeadlineMs > ${CANDIDATE_JITTER} * retryPeriodMs (got ${this.leaseDurationMs}, ${this.renewDeadlineMs}, ${this.retryPeriodMs})`);
+    }
+    this.path = resourcePath(LEASE_API, 'Lease', options.namespace, options.name);
+  }
+
+  /** Starts acquiring (then renewing) in the background. An elector runs once: after stop(), make a new one. */
+  start(): void {
+    if (this.state !== 'new') throw new Error('leader election: start() called twice');
+    this.state = 'running';
+    this.schedule(0);
+  }
+
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Stops the loop; a leader stops leading, then releases the Lease so a successor need not wait for it to expire. */
+  stop(): Promise<void> {
+    return this.halt(true);
+  }
+
+  /**
+   * Stops like a crashed process: the loop ends (and onStoppedLeading is
+   * called, so this process stops reconciling) but the Lease is NOT released,
+   * so others must wait for it to expire. For tests and crash simulation.
+   */
+  abandon(): Promise<void> {
+    return this.halt(false);
+  }
+
+  /** The first stop() or abandon() decides; later calls wait for it. */
+  private halt(release: boolean): Promise<void> {
+    return (this.halted ??= (async () => {
+      this.state = 'stopped';
+      clearTimeout(this.loopTimer);
+      this.stepDown('stopped');
+      await this.inflight; // a write in flight may still succeed: release what it wrote
+      if (release && this.lease?.spec?.holderIdentity === this.options.identity) await this.release(this.lease);
+    })());
+  }
+
+  /** The loop timer stays ref'd: a standby candidate may have nothing else keeping its process alive. */
+  private schedule(delayMs: number): void {
+    this.loopTimer = setTimeout(() => {
+      this.inflight = this.attempt().finally(() => {
+        this.inflight = undefined;
+        const jitter = this.leading ? 0 : Math.random() * CANDIDATE_JITTER * this.retryPeriodMs;
+        if (this.state === 'running') this.schedule(this.retryPeriodMs + jitter);
+      });
+    }, delayMs);
+  }
+
+  /** One try to acquire or renew. Never rejects: every failure is retried after retryPeriod. */
+  private async attempt(): Promise<void> {
+    const startedAt = performance.now();
+    try {
+      const holder = await this.tryAcquireOrRenew();
+      if (this.state !== 'running') return;
+      if (holder === this.options.identity) this.renewed(startedAt);
+      else this.stepDown(`lease held by ${holder}`);
+    } catch (e) {
+      const conflict = e instanceof KubeApiError && e.status === 409;
+      this.log(conflict ? 'leader.conflict' : 'leader.error', { leading: this.leading, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+
+  /** Returns who holds the Lease afterwards; throws on API errors, including 409 when another replica wrote first. */
+  private async tryAcquireOrRenew(): Promise<string> {
+    const { client, namespace, name, identity } = this.options;
+    const now = microTime(new Date());
+    const timeoutMs = this.renewDeadlineMs;
+    const leaseDurationSeconds = Math.ceil(this.leaseDurationMs / 1000);
+    let lease: Lease;
+    try {
+      lease = await client.request<Lease>('GET', this.path, { timeoutMs });
+    } catch (e) {
+      if (!(e instanceof KubeApiError && e.status === 404)) throw e;
+      const body: Lease = { apiVersion: LEASE_API, kind: 'Lease', metadata: { name, namespace }, spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 } };
+      this.observe(await client.request<Lease>('POST', resourcePath(LEASE_API, 'Lease', namespace), { body, timeoutMs }));
+      return identity;
+    }
+    this.observe(lease);
+    const spec = lease.spec ?? {};
+    const holder = spec.holderIdentity ?? '';
+    const expiresAt = this.observedAt + (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
+    if (holder !== '' && holder !== identity && performance.now() <= expiresAt) return holder;
+    const ours = holder === identity;
+    const spec2 = { ...spec, holderIdentity: identity, leaseDurationSeconds, renewTime: now, acquireTime: ours ? spec.acquireTime ?? now : now, leaseTransitions: (spec.leaseTransitions ?? 0) + (ours ? 0 : 1) };
+    this.observe(await client.request<Lease>('PUT', this.path, { body: { ...lease, spec: spec2 }, timeoutMs }));
+    return identity;
+  }
+
+  /** Restarts the expiry clock whenever the record changes: the only time base is this process's own clock. */
+  private observe(lease: Lease): void {
+    const key = JSON.stringify([lease.spec?.holderIdentity, lease.spec?.renewTime, lease.metadata.resourceVersion]);
+    if (key !== this.observedKey) [this.observedKey, this.observedAt] = [key, performance.now()];
+    const holder = lease.spec?.holderIdentity ?? '';
+    if (holder !== (this.lease?.spec?.holderIdentity ?? '')) this.log('leader.holder-changed', { holder });
+    this.lease = lease;
+  }
+
+  /**
+   * A renew counts from when its attempt STARTED: the server wrote it later,
+   * so others' expiry clocks started later still, and the deadline stays safe.
+   */
+  private renewed(startedAt: number): void {
+    const remaining = startedAt + this.renewDeadlineMs - performance.now();
+    if (remaining <= 0) return this.stepDown('renew succeeded too late');
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = setTimeout(() => this.stepDown(`no successful renew within ${this.renewDeadlineMs} ms`), remaining);
+    this.deadlineTimer.unref(); // only meaningful while the process lives; the loop keeps it alive
+    if (this.leading) return;
+    this.leading = true;
+    this.log('leader.started', {});
+    this.callback(this.options.onStartedLeading);
+  }
+
+  private stepDown(reason: string): void {
+    clearTimeout(this.deadlineTimer);
+    if (!this.leading) return;
+    this.leading = false;
+    this.log('leader.stopped', { reason });
+    this.callback(this.options.onStoppedLeading);
+  }
+
+  /** Frees the Lease the way client-go does: empty holder, 1 s duration, guarded by resourceVersion. */
+  private async release(lease: Lease): Promise<void> {
+    const now = microTime(new Date());
+    const spec = { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now };
+    try {
+      this.lease = await this.options.client.request<Lease>('PUT', this.path, { body: { ...lease, spec }, timeoutMs: this.renewDeadlineMs });
+      this.log('leader.released', {});
+    } catch (e) {
+      // Someone else wrote it (409) or the server is unreachable: the Lease simply expires.
+      this.log('leader.release-failed', { error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+
+  /** A throwing callback must not kill the loop that keeps the leadership guarantee. */
+  private callback(fn: () => void): void {
+    try {
+      fn();
+    } catch (e) {
+      this.log('leader.callback-failed', { error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+
+  private log(event: string, fields: Record<string, unknown>): void {
+    this.options.log?.(event, { lease: `${this.options.namespace}/${this.options.name}`, identity: this.options.identity, ...fields });
+  }
+}
+
+/** Kubernetes MicroTime (RFC 3339 with microseconds): `2026-11-22T01:02:03.456000Z`. */
+function microTime(date: Date): string {
+  return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}

@@ -1,0 +1,520 @@
+/**
+ * The DistributedKV controller against a real kube-apiserver: it creates every
+ * generated object owned by the CR, then stays quiet; it restores what someone
+ * else changed among the fields it set (and names who), leaves alone what it
+ * never set, only reports in detect-only mode, writes only what a spec change
+ * touched, prunes what is no longer desired, reports an invalid spec once
+ * without retrying hot, cleans up on deletion, and writes nothing over
+ * identical objects another tool applied.
+ *
+ * There is no kube-controller-manager: no pods, no garbage collector, and a
+ * StatefulSet's status stays empty. Each test gets its own namespace and its
+ * own controller scoped to it.
+ */
+import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js';
+import { synthesizeCluster } from '../../constructs/synthesize.js';
+import { generatedSelector } from '../../reconciler/controller.js';
+import { resourcePath, type KubeClient } from '../../reconciler/kube-client.js';
+import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
+import { clusterPath, config, converged, createCluster, eventsFor, mutatingRequests, startController, type RunningController } from './controller-harness.js';
+
+const NAME = 'kv';
+const HASH = config.hashAnnotation;
+const { fieldManager: FIELD_MANAGER, finalizer: FINALIZER, detectOnlyAnnotation: DETECT_ONLY } = config.controller;
+const SPEC = { size: 3, image: 'kv:1', backup: { s3Path: 's3://bucket/kv', schedule: '*/30 * * * *' } };
+
+/** Like examples/orders.yaml, with quantities written the way the API server does not store them. */
+const PRODUCTION_SPEC = {
+  size: 5,
+  image: 'registry.example.com/kv/server:1.4.2',
+  storage: { size: '51200Mi', storageClassName: 'fast-ssd' },
+  resources: { requests: { cpu: '500m', memory: '1024Mi' }, limits: { cpu: 2, memory: '4Gi' } },
+  backup: { s3Path: 's3://acme-kv-backups/shop/orders', schedule: '0 2 * * *' },
+};
+
+/** What SPEC turns into, by the names in dkv.config.yaml. */
+const GENERATED = [
+  { apiVersion: 'apps/v1', kind: 'StatefulSet', name: NAME },
+  { apiVersion: 'v1', kind: 'Service', name: `${NAME}-peers` },
+  { apiVersion: 'v1', kind: 'Service', name: NAME },
+  { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', name: NAME },
+  { apiVersion: 'batch/v1', kind: 'CronJob', name: `${NAME}-backup` },
+] as const;
+const CRONJOB = GENERATED[4];
+const OWNED_KINDS = [...new Map(GENERATED.map((g) => [`${g.apiVersion}/${g.kind}`, g])).values()];
+
+const label = (g: { kind: string; name: string }): string => `${g.kind}/${g.name}`;
+/** Whether an event message names the object (`Service/kv` is not named by `Service/kv-peers`). */
+const mentions = (message: string, g: { kind: string; name: string }): boolean => {
+  const escaped = label(g).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(^|[^\\w-])${escaped}(?![\\w-])`).test(message);
+};
+const objectPath = (namespace: string, g: { apiVersion: string; kind: string; name: string }): string => resourcePath(g.apiVersion, g.kind, namespace, g.name);
+const stsPath = (namespace: string): string => resourcePath('apps/v1', 'StatefulSet', namespace, NAME);
+const mergePatch = 'application/merge-patch+json';
+
+describeWithCluster('the DistributedKV controller', () => {
+  let client: KubeClient;
+  let running: RunningController | undefined;
+
+  beforeAll(async () => {
+    client = testClient();
+    await installCrd(client);
+  });
+  afterEach(async () => {
+    await running?.stop();
+    running = undefined;
+  });
+  afterAll(() => client?.close());
+
+  // ---- helpers ---------------------------------------------------------------------------
+
+  async function startIn(prefix: string): Promise<{ namespace: string; controller: RunningController }> {
+    const namespace = await createNamespace(client, prefix);
+    running = await startController(client, namespace);
+    return { namespace, controller: running };
+  }
+
+  /** Sum of a controller metric's samples whose labels include `labels`. */
+  async function metric(controller: RunningController, name: string, labels: Record<string, string> = {}): Promise<number> {
+    const m = controller.controller.metrics.registry.getSingleMetric(name);
+    if (!m) throw new Error(`no metric ${name}`);
+    return (await m.get()).values
+      .filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))
+      .reduce((sum, v) => sum + v.value, 0);
+  }
+
+  /** Every generated-kind object in the namespace, by `Kind/name`. */
+  async function liveObjects(namespace: string): Promise<Map<string, any>> {
+    const out = new Map<string, any>();
+    for (const { apiVersion, kind } of OWNED_KINDS) {
+      const list = await client.request('GET', resourcePath(apiVersion, kind, namespace));
+      for (const item of list.items) out.set(`${kind}/${item.metadata.name}`, item);
+    }
+    return out;
+  }
+
+  async function resourceVersions(namespace: string): Promise<Record<string, string>> {
+    return Object.fromEntries([...(await liveObjects(namespace))].map(([k, o]) => [k, o.metadata.resourceVersion]));
+  }
+
+  /**
+   * Waits until the controller has nothing left to do: every watch event up to
+   * the current state of the namespace has reached its caches (cache and API
+   * server agree on every resourceVersion; watch handlers enqueue
+   * synchronously), the queue is empty, no reconcile is in flight and none
+   * waits for a retry.
+   */
+  async function settled(controller: RunningController, namespace: string): Promise<void> {
+    const c = controller.controller;
+    const selector = generatedSelector(config);
+    const informers = [
+      { path: clusterPath(namespace), selector: undefined, informer: c.clusters },
+      ...OWNED_KINDS.map(({ apiVersion, kind }) => ({ path: resourcePath(apiVersion, kind, namespace), selector, informer: c.owned.get(`${apiVersion}/${kind}`)! })),
+    ];
+    await eventually(`the controller in ${namespace} to be idle with caches current`, async () => {
+      for (const { path, selector: labelSelector, informer } of informers) {
+        const list = await client.request('GET', path, { query: { labelSelector } });
+        const live = new Map<string, string>(list.items.map((o: any) => [`${o.metadata.namespace}/${o.metadata.name}`, o.metadata.resourceVersion]));
+        const cached = informer.list().filter((o) => o.metadata.namespace === namespace);
+        if (cached.length !== live.size || cached.some((o) => live.get(`${o.metadata.namespace}/${o.metadata.name}`) !== o.metadata.resourceVersion)) return undefined;
+      }
+      // A failed reconcile waits for its retry with a failure count above zero.
+      return c.queue.depth === 0 && c.queue.inFlight === 0 && c.queue.failureCount(`${namespace}/${NAME}`) === 0 ? true : undefined;
+    });
+  }
+
+  /** Creates the CR, waits until its status lists every object with a uid, then until the controller is idle. */
+  async function createSettled(namespace: string, controller: RunningController, spec: Record<string, unknown> = SPEC, annotations?: Record<string, string>): Promise<any> {
+    await createCluster(client, namespace, NAME, spec, annotations);
+    await converged(client, namespace, NAME, (spec as { backup?: unknown }).backup ? 5 : 4);
+    await settled(controller, namespace);
+    return client.request('GET', clusterPath(namespace, NAME));
+  }
+
+  async function events(namespace: string, reason: string): Promise<any[]> {
+    return (await eventsFor(client, namespace, NAME)).filter((e) => e.reason === reason);
+  }
+
+  function degraded(cr: any): any {
+    return cr.status?.conditions?.find((c: { type: string }) => c.type === 'Degraded');
+  }
+
+  /** Scales the StatefulSet as `kubectl scale` does: a merge patch of the scale subresource. */
+  async function scaleAsKubectl(namespace: string, replicas: number): Promise<void> {
+    await client.request('PATCH', `${stsPath(namespace)}/scale`, { query: { fieldManager: 'kubectl' }, body: { spec: { replicas } }, contentType: mergePatch });
+  }
+
+  /** The generated objects as `dkv synth` writes them, placed in the namespace. */
+  function synthesized(namespace: string, spec: Record<string, unknown> = SPEC) {
+    const result = validateDistributedKV({ apiVersion: API_VERSION, kind: KIND, metadata: { name: NAME, namespace }, spec }, config);
+    if (!result.valid) throw new Error(JSON.stringify(result.problems));
+    return synthesizeCluster(result.resource, config);
+  }
+
+  /** Observes for a bounded window: a measurement, not a wait for a condition. */
+  const observeFor = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  // ---- 1. creation -----------------------------------------------------------------------
+
+  it('creates every generated object owned by the CR, with its desired hash, lists them in status and records Created events', async () => {
+    const { namespace, controller } = await startIn('ctl-create');
+    const cr = await createSettled(namespace, controller);
+    const live = await liveObjects(namespace);
+
+    expect([...live.keys()].sort()).toEqual(GENERATED.map(label).sort());
+    const desired = new Map(synthesized(namespace).map((o) => [label({ kind: o.kind, name: o.metadata.name }), o]));
+    for (const g of GENERATED) {
+      const object = live.get(label(g));
+      expect(object.metadata.ownerReferences).toEqual([{ apiVersion: API_VERSION, kind: KIND, name: NAME, uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true }]);
+      expect(object.metadata.annotations[HASH]).toBe(desired.get(label(g))!.metadata.annotations![HASH]);
+    }
+
+    expect(cr.metadata.finalizers).toEqual([FINALIZER]);
+    expect([...cr.status.generatedObjects].sort((a: any, b: any) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`)))
+      .toEqual(GENERATED.map((g) => {
+        const object = live.get(label(g));
+        return { apiVersion: g.apiVersion, kind: g.kind, name: g.name, uid: object.metadata.uid, hash: object.metadata.annotations[HASH] };
+      }).sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`)));
+    expect(degraded(cr)).toMatchObject({ status: 'False', reason: 'AsExpected' });
+
+    // One event per object or one for all of them: each object is reported created exactly once.
+    const created = await events(namespace, 'Created');
+    for (const g of GENERATED) expect(created.filter((e) => mentions(e.message, g))).toHaveLength(1);
+    expect(created.every((e) => e.type === 'Normal' && e.source.component === FIELD_MANAGER)).toBe(true);
+    expect(await metric(controller, 'dkv_applies_total', { reason: 'created' })).toBe(5);
+  });
+
+  // ---- 2. steady state -------------------------------------------------------------------
+
+  it.each([
+    ['a minimal spec', SPEC],
+    ['a production-shaped spec whose quantities the API server rewrites (1024Mi → 1Gi, 2 → "2")', PRODUCTION_SPEC],
+  ])('writes nothing at all over a settled cluster: %s', async (_, spec) => {
+    const { namespace, controller } = await startIn('ctl-steady');
+    await createSettled(namespace, controller, spec);
+    const versionsBefore = await resourceVersions(namespace);
+    const crBefore = await client.request('GET', clusterPath(namespace, NAME));
+    const appliesBefore = await metric(controller, 'dkv_applies_total');
+    const reconcilesBefore = await metric(controller, 'dkv_reconcile_total');
+    // The API server's own counter, so a write the controller does not count is still seen.
+    // Leases and Events are excluded: kube-apiserver renews its own identity and endpoint
+    // Leases on a timer, and Events are reports, not state. The counter is server-wide:
+    // this holds only while no other test file writes concurrently (jest runs files in
+    // parallel on machines with more than two cores; run this file alone there).
+    const mutatingBefore = await mutatingRequests(client);
+
+    await observeFor(5000);
+
+    expect(await mutatingRequests(client)).toBe(mutatingBefore);
+    expect(await metric(controller, 'dkv_applies_total')).toBe(appliesBefore);
+    expect(await resourceVersions(namespace)).toEqual(versionsBefore);
+    expect((await client.request('GET', clusterPath(namespace, NAME))).metadata.resourceVersion).toBe(crBefore.metadata.resourceVersion);
+    expect(await metric(controller, 'dkv_reconcile_total', { result: 'error' })).toBe(0);
+
+    // Quiet because nothing needed doing, not because it stopped working: it still answers a change.
+    await scaleAsKubectl(namespace, spec.size + 1);
+    await eventually(`replicas to be restored to ${spec.size}`, async () => ((await client.request('GET', stsPath(namespace))).spec.replicas === spec.size ? true : undefined));
+    await settled(controller, namespace);
+    expect(await metric(controller, 'dkv_reconcile_total')).toBeGreaterThan(reconcilesBefore);
+  });
+
+  // ---- 3. out-of-band edits --------------------------------------------------------------
+
+  describe('restores out-of-band edits to the fields it set, with one DriftCorrected event naming the field and who changed it', () => {
+    async function driftEvents(namespace: string): Promise<any[]> {
+      return events(namespace, 'DriftCorrected');
+    }
+
+    it('restores a StatefulSet scaled out of band, and names kubectl as the one who changed it', async () => {
+      const { namespace, controller } = await startIn('ctl-scale');
+      await createSettled(namespace, controller);
+
+      await scaleAsKubectl(namespace, 5);
+
+      await eventually('replicas to be restored to 3', async () => ((await client.request('GET', stsPath(namespace))).spec.replicas === 3 ? true : undefined));
+      await settled(controller, namespace);
+      const drift = await driftEvents(namespace);
+      expect(drift).toHaveLength(1);
+      expect(drift[0].type).toBe('Warning');
+      expect(drift[0].message).toContain(`StatefulSet/${NAME}`);
+      expect(drift[0].message).toContain('spec.replicas');
+      expect(drift[0].message).toMatch(/changed by kubectl\b/);
+      expect(await metric(controller, 'dkv_drift_total', { kind: 'StatefulSet', field: 'spec.replicas', action: 'corrected' })).toBe(1);
+      expect(await metric(controller, 'dkv_applies_total', { reason: 'drift' })).toBe(1);
+    });
+
+    it('restores a container image changed with a merge patch, and names kubectl-edit', async () => {
+      const { namespace, controller } = await startIn('ctl-image');
+      await createSettled(namespace, controller);
+
+      await client.request('PATCH', stsPath(namespace), {
+        query: { fieldManager: 'kubectl-edit' },
+        body: { spec: { template: { spec: { containers: [{ name: 'kv', image: 'kv:hotfix' }] } } } },
+        contentType: 'application/strategic-merge-patch+json',
+      });
+
+      await eventually('the image to be restored', async () => ((await client.request('GET', stsPath(namespace))).spec.template.spec.containers[0].image === 'kv:1' ? true : undefined));
+      await settled(controller, namespace);
+      const drift = await driftEvents(namespace);
+      expect(drift).toHaveLength(1);
+      expect(drift[0].message).toContain('spec.template.spec.containers[kv].image');
+      expect(drift[0].message).toContain('kubectl-edit');
+    });
+
+    it('recreates a deleted headless Service and says which object it restored', async () => {
+      const { namespace, controller } = await startIn('ctl-svc');
+      await createSettled(namespace, controller);
+      const headless = GENERATED[1];
+      const before = await client.request('GET', objectPath(namespace, headless));
+
+      await client.request('DELETE', objectPath(namespace, headless));
+
+      const recreated = await eventually('the headless Service to be recreated', async () => {
+        const svc = await client.request('GET', objectPath(namespace, headless));
+        return svc.metadata.uid !== before.metadata.uid ? svc : undefined;
+      });
+      expect(recreated.spec.clusterIP).toBe('None');
+      expect(recreated.metadata.ownerReferences?.[0]?.controller).toBe(true);
+      await settled(controller, namespace);
+      const drift = await driftEvents(namespace);
+      expect(drift).toHaveLength(1);
+      expect(drift[0].message).toContain(`Service/${headless.name}`);
+      // The status follows the new object.
+      const cr = await client.request('GET', clusterPath(namespace, NAME));
+      expect(cr.status.generatedObjects.find((g: any) => g.kind === 'Service' && g.name === headless.name).uid).toBe(recreated.metadata.uid);
+    });
+
+    it('restores a PodDisruptionBudget whose maxUnavailable was edited', async () => {
+      const { namespace, controller } = await startIn('ctl-pdb');
+      await createSettled(namespace, controller);
+      const pdb = GENERATED[3];
+      expect((await client.request('GET', objectPath(namespace, pdb))).spec.maxUnavailable).toBe(1);
+
+      await client.request('PATCH', objectPath(namespace, pdb), { query: { fieldManager: 'kubectl-edit' }, body: { spec: { maxUnavailable: 3 } }, contentType: mergePatch });
+
+      await eventually('maxUnavailable to be restored to 1', async () => ((await client.request('GET', objectPath(namespace, pdb))).spec.maxUnavailable === 1 ? true : undefined));
+      await settled(controller, namespace);
+      const drift = await driftEvents(namespace);
+      expect(drift).toHaveLength(1);
+      expect(drift[0].message).toContain(`PodDisruptionBudget/${pdb.name}`);
+      expect(drift[0].message).toContain('spec.maxUnavailable');
+      expect(drift[0].message).toContain('kubectl-edit');
+    });
+
+    it('restores a client Service port whose targetPort was edited, and names kubectl-edit', async () => {
+      const { namespace, controller } = await startIn('ctl-port');
+      await createSettled(namespace, controller);
+      const service = GENERATED[2];
+      const before = await client.request('GET', objectPath(namespace, service));
+      const port = before.spec.ports.find((p: { name: string }) => p.name === 'client');
+
+      await client.request('PATCH', objectPath(namespace, service), {
+        query: { fieldManager: 'kubectl-edit' },
+        body: { spec: { ports: [{ port: port.port, protocol: 'TCP', targetPort: 9999 }] } },
+        contentType: 'application/strategic-merge-patch+json',
+      });
+
+      await eventually('targetPort to be restored', async () => {
+        const svc = await client.request('GET', objectPath(namespace, service));
+        return JSON.stringify(svc.spec.ports) === JSON.stringify(before.spec.ports) ? true : undefined;
+      });
+      await settled(controller, namespace);
+      const drift = await driftEvents(namespace);
+      expect(drift).toHaveLength(1);
+      expect(drift[0].message).toContain(`Service/${service.name}`);
+      expect(drift[0].message).toContain('spec.ports[client].targetPort');
+      expect(drift[0].message).toContain('kubectl-edit');
+    });
+
+    it('leaves alone fields it never set (an annotation, spec.minReadySeconds), even while it corrects drift on the same object', async () => {
+      const { namespace, controller } = await startIn('ctl-foreign');
+      await createSettled(namespace, controller);
+      const reconcilesBefore = await metric(controller, 'dkv_reconcile_total', { result: 'success' });
+      const appliesBefore = await metric(controller, 'dkv_applies_total');
+
+      await client.request('PATCH', stsPath(namespace), {
+        query: { fieldManager: 'payments-team' },
+        body: { metadata: { annotations: { team: 'payments' } }, spec: { minReadySeconds: 10 } },
+        contentType: mergePatch,
+      });
+
+      // The edit reached the controller and it reconciled after it, writing nothing.
+      await eventually('a reconcile after the edit', async () => ((await metric(controller, 'dkv_reconcile_total', { result: 'success' })) > reconcilesBefore ? true : undefined));
+      await settled(controller, namespace);
+      expect(await metric(controller, 'dkv_applies_total')).toBe(appliesBefore);
+      expect(await driftEvents(namespace)).toHaveLength(0);
+      let sts = await client.request('GET', stsPath(namespace));
+      expect(sts.metadata.annotations.team).toBe('payments');
+      expect(sts.spec.minReadySeconds).toBe(10);
+
+      // A drift it does correct on the same object keeps the other manager's fields.
+      await scaleAsKubectl(namespace, 7);
+      await eventually('replicas to be restored to 3', async () => ((await client.request('GET', stsPath(namespace))).spec.replicas === 3 ? true : undefined));
+      await settled(controller, namespace);
+      sts = await client.request('GET', stsPath(namespace));
+      expect(sts.metadata.annotations.team).toBe('payments');
+      expect(sts.spec.minReadySeconds).toBe(10);
+      const drift = await driftEvents(namespace);
+      expect(drift).toHaveLength(1);
+      expect(drift[0].message).toContain('spec.replicas');
+      expect(drift[0].message).not.toMatch(/minReadySeconds|team/);
+    });
+  });
+
+  // ---- 4. detect-only --------------------------------------------------------------------
+
+  it('in detect-only mode reports an out-of-band scale as DriftDetected (naming spec.replicas and kubectl) and leaves it in place', async () => {
+    const { namespace, controller } = await startIn('ctl-detect');
+    // A GitOps tool owns the objects: the controller never creates them in detect-only mode.
+    for (const object of synthesized(namespace)) await client.apply(object, { fieldManager: 'argocd' });
+    const cr = await createSettled(namespace, controller, SPEC, { [DETECT_ONLY]: 'true' });
+    expect(degraded(cr)).toMatchObject({ status: 'False', reason: 'AsExpected' });
+    expect(cr.metadata.finalizers ?? []).toEqual([]);
+    const versionsBefore = await resourceVersions(namespace);
+
+    await scaleAsKubectl(namespace, 5);
+
+    const reported = await eventually('Degraded=True DriftDetected', async () => {
+      const current = await client.request('GET', clusterPath(namespace, NAME));
+      return degraded(current)?.reason === 'DriftDetected' ? current : undefined;
+    });
+    await settled(controller, namespace);
+    const condition = degraded(reported);
+    expect(condition.status).toBe('True');
+    expect(condition.message).toContain(`StatefulSet/${NAME}`);
+    expect(condition.message).toContain('spec.replicas');
+    expect(condition.message).toMatch(/changed by kubectl\b/);
+
+    const detected = await events(namespace, 'DriftDetected');
+    expect(detected).toHaveLength(1);
+    expect(detected[0].type).toBe('Warning');
+    expect(detected[0].message).toContain('spec.replicas');
+    expect(detected[0].message).toContain('kubectl');
+
+    // The edit stands, and nothing else was touched.
+    expect((await client.request('GET', stsPath(namespace))).spec.replicas).toBe(5);
+    const versionsAfter = await resourceVersions(namespace);
+    for (const g of GENERATED.filter((x) => x.kind !== 'StatefulSet')) expect(versionsAfter[label(g)]).toBe(versionsBefore[label(g)]);
+    expect(await metric(controller, 'dkv_applies_total')).toBe(0);
+    expect(await events(namespace, 'DriftCorrected')).toHaveLength(0);
+    expect(await metric(controller, 'dkv_drift_total', { field: 'spec.replicas', action: 'reported' })).toBeGreaterThanOrEqual(1);
+  });
+
+  // ---- 5. spec changes and prune ---------------------------------------------------------
+
+  it('on a spec change writes only the objects whose hash changed, and prunes the CronJob when backup is removed', async () => {
+    const { namespace, controller } = await startIn('ctl-spec');
+    await createSettled(namespace, controller);
+    const versionsBefore = await resourceVersions(namespace);
+
+    await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { backup: { schedule: '0 3 * * *' } } }, contentType: mergePatch });
+    await eventually('the CronJob to carry the new schedule', async () => ((await client.request('GET', objectPath(namespace, CRONJOB))).spec.schedule === '0 3 * * *' ? true : undefined));
+    await converged(client, namespace, NAME, 5);
+    await settled(controller, namespace);
+
+    const versionsAfter = await resourceVersions(namespace);
+    for (const g of GENERATED) {
+      if (g === CRONJOB) expect(versionsAfter[label(g)]).not.toBe(versionsBefore[label(g)]);
+      else expect(versionsAfter[label(g)]).toBe(versionsBefore[label(g)]);
+    }
+    const updated = await events(namespace, 'Updated');
+    expect(updated).toHaveLength(1);
+    expect(GENERATED.filter((g) => mentions(updated[0].message, g))).toEqual([CRONJOB]);
+    expect(await metric(controller, 'dkv_applies_total', { reason: 'spec-changed' })).toBe(1);
+
+    await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { backup: null } }, contentType: mergePatch });
+    await eventually('the CronJob to be pruned', async () => {
+      try {
+        await client.request('GET', objectPath(namespace, CRONJOB));
+        return undefined;
+      } catch (e) {
+        if (isApiError(e, 404)) return true;
+        throw e;
+      }
+    });
+    const cr = await converged(client, namespace, NAME, 4);
+    await settled(controller, namespace);
+    expect(cr.status.generatedObjects.map((g: any) => g.kind)).not.toContain('CronJob');
+    const pruned = await events(namespace, 'Pruned');
+    expect(pruned).toHaveLength(1);
+    expect(GENERATED.filter((g) => mentions(pruned[0].message, g))).toEqual([CRONJOB]);
+    const versionsPruned = await resourceVersions(namespace);
+    for (const g of GENERATED.filter((x) => x !== CRONJOB)) expect(versionsPruned[label(g)]).toBe(versionsBefore[label(g)]);
+    expect(versionsPruned[label(CRONJOB)]).toBeUndefined();
+  });
+
+  // ---- 6. invalid spec -------------------------------------------------------------------
+
+  it('reports a spec the API server accepts but the generator rejects as Degraded/InvalidSpec, creates nothing and does not retry hot', async () => {
+    const { namespace, controller } = await startIn('ctl-invalid');
+    await createCluster(client, namespace, NAME, { ...SPEC, backup: { s3Path: 's3://bucket/kv', schedule: '5-3 * * * *' } });
+
+    const cr = await eventually('Degraded=True InvalidSpec', async () => {
+      const current = await client.request('GET', clusterPath(namespace, NAME));
+      return degraded(current)?.reason === 'InvalidSpec' ? current : undefined;
+    });
+    await settled(controller, namespace);
+    expect(degraded(cr).status).toBe('True');
+    expect(degraded(cr).message).toContain('spec.backup.schedule');
+    expect(cr.status.observedGeneration).toBe(cr.metadata.generation);
+    expect((await liveObjects(namespace)).size).toBe(0);
+    expect(cr.metadata.finalizers ?? []).toEqual([]);
+    const invalid = await events(namespace, 'InvalidSpec');
+    expect(invalid).toHaveLength(1);
+    expect(invalid[0].message).toContain('spec.backup.schedule');
+
+    const mutatingBefore = await mutatingRequests(client);
+    await observeFor(3000);
+    expect(await metric(controller, 'dkv_reconcile_total', { result: 'terminal' })).toBeLessThanOrEqual(2);
+    expect(await metric(controller, 'dkv_reconcile_total', { result: 'error' })).toBe(0);
+    // Server-wide, excluding Leases and Events (see the steady-state test).
+    expect(await mutatingRequests(client)).toBe(mutatingBefore);
+
+    // Fixing the spec brings it back without a restart.
+    await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { backup: { schedule: '3-5 * * * *' } } }, contentType: mergePatch });
+    const fixed = await converged(client, namespace, NAME, 5);
+    expect(degraded(fixed)).toMatchObject({ status: 'False', reason: 'AsExpected' });
+  });
+
+  // ---- 7. deletion -----------------------------------------------------------------------
+
+  it('on deletion deletes every object it owns (there is no garbage collector here), then removes its finalizer', async () => {
+    const { namespace, controller } = await startIn('ctl-delete');
+    await createSettled(namespace, controller);
+
+    await client.request('DELETE', clusterPath(namespace, NAME));
+
+    await eventually('the CR to disappear', async () => {
+      try {
+        await client.request('GET', clusterPath(namespace, NAME));
+        return undefined;
+      } catch (e) {
+        if (isApiError(e, 404)) return true;
+        throw e;
+      }
+    });
+    expect((await liveObjects(namespace)).size).toBe(0);
+    expect(await metric(controller, 'dkv_applies_total', { reason: 'pruned' })).toBe(5);
+  });
+
+  // ---- 8. GitOps coexistence -------------------------------------------------------------
+
+  it('writes nothing to identical objects another tool applied from dkv synth output', async () => {
+    const { namespace, controller } = await startIn('ctl-gitops');
+    for (const object of synthesized(namespace)) await client.apply(object, { fieldManager: 'argocd' });
+    const versionsBefore = await resourceVersions(namespace);
+    expect(Object.keys(versionsBefore).sort()).toEqual(GENERATED.map(label).sort());
+
+    const cr = await createSettled(namespace, controller);
+
+    expect(await resourceVersions(namespace)).toEqual(versionsBefore);
+    expect(await metric(controller, 'dkv_applies_total')).toBe(0);
+    expect(await metric(controller, 'dkv_reconcile_total', { result: 'success' })).toBeGreaterThanOrEqual(1);
+    expect(degraded(cr)).toMatchObject({ status: 'False', reason: 'AsExpected' });
+    const live = await liveObjects(namespace);
+    for (const g of cr.status.generatedObjects) expect(g.uid).toBe(live.get(label(g)).metadata.uid);
+    expect(await events(namespace, 'Created')).toHaveLength(0);
+    expect(await events(namespace, 'DriftCorrected')).toHaveLength(0);
+  });
+});
