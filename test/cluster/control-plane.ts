@@ -204,7 +204,8 @@ export async function startControlPlane(binDir: string = locateBinaries()): Prom
     `--tls-cert-file=${join(pki, 'apiserver.crt')}`,
     `--tls-private-key-file=${join(pki, 'apiserver.key')}`,
     `--client-ca-file=${join(pki, 'ca.crt')}`,
-    '--service-cluster-ip-range=10.0.0.0/24',
+    // Room for thousands of ClusterIP Services (the controller benchmark makes 2,000).
+    '--service-cluster-ip-range=10.96.0.0/16',
     '--allow-privileged=true',
     '--authorization-mode=RBAC',
     '--service-account-issuer=https://kubernetes.default.svc.cluster.local',

@@ -1,0 +1,164 @@
+/**
+ * bench/controller: the reconciler on a local control plane, beside the floor.
+ *
+ *   converge   1,000 DistributedKVs created at once → time until every status
+ *              reports its generation; the floor is one bulk server-side apply
+ *              of the same objects from `dkv synth` output, no controller.
+ *   requests   API requests the controller made per converged cluster.
+ *   steady     writes per minute over a settled fleet (must be 0).
+ *   drift      latency from an out-of-band `kubectl scale` to its correction, p50/p99 over 100 edits.
+ *   rss        controller peak resident memory.
+ *
+ * Prints figures; never fails on a timing. `npm run bench:controller [-- --clusters N --steady-seconds S]`.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { loadDefaultConfig } from '../../api/config.js';
+import { customResourceDefinition } from '../../api/crd.js';
+import { packageRoot } from '../../api/package-root.js';
+import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js';
+import { synthesizeCluster } from '../../constructs/synthesize.js';
+import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
+import { startControlPlane } from '../../test/cluster/control-plane.js';
+
+const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' } } });
+const CLUSTERS = Number(values.clusters ?? 1000);
+const STEADY_SECONDS = Number(values['steady-seconds'] ?? 60);
+const DRIFT_EDITS = Number(values['drift-edits'] ?? 100);
+const WORKERS = values.workers ?? '8';
+const config = loadDefaultConfig();
+
+function spec(i: number): Record<string, unknown> {
+  return { size: 1 + (i % 9), image: `registry.example.com/kv/server:1.${i % 7}.0`, ...(i % 2 === 0 ? { backup: { s3Path: `s3://bench/kv-${i}`, schedule: `${i % 60} 2 * * *` } } : {}) };
+}
+
+async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: limit }, async () => {
+    while (next < items.length) await fn(items[next++]);
+  }));
+}
+
+/** apiserver_request_total by `VERB resource[/subresource]`. */
+async function requestCounts(client: KubeClient): Promise<Map<string, number>> {
+  const text: string = await client.request('GET', '/metrics');
+  const counts = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const verb = /verb="([A-Z]+)"/.exec(line)?.[1] ?? '?';
+    const resource = /resource="([^"]*)"/.exec(line)?.[1] ?? '';
+    const sub = /subresource="([^"]*)"/.exec(line)?.[1];
+    const key = `${verb} ${resource}${sub ? `/${sub}` : ''}`;
+    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return counts;
+}
+
+function delta(after: Map<string, number>, before: Map<string, number>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [k, v] of after) if (v - (before.get(k) ?? 0) > 0) out.set(k, v - (before.get(k) ?? 0));
+  return out;
+}
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'APPLY', 'DELETE', 'DELETECOLLECTION']);
+const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+
+const plane = await startControlPlane();
+const client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+try {
+  await client.apply(customResourceDefinition(config) as any, { fieldManager: 'bench', force: true });
+  for (const ns of ['floor', 'ctrl']) await client.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
+  await new Promise((r) => setTimeout(r, 1500)); // the CRD's endpoint becomes served shortly after it is Established
+
+  // Floor: the same objects applied in bulk, no controller.
+  const objects = Array.from({ length: CLUSTERS }, (_, i) => {
+    const result = validateDistributedKV({ apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace: 'floor' }, spec: spec(i) }, config);
+    if (!result.valid) throw new Error(JSON.stringify(result.problems));
+    return synthesizeCluster(result.resource, config);
+  }).flat();
+  let started = performance.now();
+  await inParallel(objects, 16, (o) => client.apply(o, { fieldManager: 'bench-floor', force: true }));
+  const floorMs = performance.now() - started;
+
+  // The controller, as its own process so its memory is its own.
+  const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), 'controller', '--kubeconfig', plane.kubeconfigPath, '--namespace', 'ctrl', '--leader-elect', 'false', '--health-addr', '127.0.0.1:0', '--workers', WORKERS], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // Logs at info, as in production; the bench reads them only for the health port.
+  const healthPort = await new Promise<number>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.includes('"healthPort"')) resolve(JSON.parse(line).healthPort);
+    });
+    child.once('exit', (code) => reject(new Error(`controller exited with ${code}`)));
+  });
+  const healthUrl = `http://127.0.0.1:${healthPort}`;
+  for (;;) {
+    const ok = await fetch(`${healthUrl}/readyz`).then((r) => r.ok, () => false);
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+
+  const before = await requestCounts(client);
+  started = performance.now();
+  await inParallel(Array.from({ length: CLUSTERS }, (_, i) => i), 16, (i) => client.request('POST', resourcePath(API_VERSION, KIND, 'ctrl'), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace: 'ctrl' }, spec: spec(i) } }));
+  const createdMs = performance.now() - started;
+  let polls = 0;
+  for (;;) {
+    polls++;
+    const list = await client.request('GET', resourcePath(API_VERSION, KIND, 'ctrl'));
+    const done = list.items.filter((cr: any) => cr.status?.observedGeneration === cr.metadata.generation && cr.status?.generatedObjects?.every((o: any) => o.uid)).length;
+    if (done === CLUSTERS) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const convergeMs = performance.now() - started;
+  const used = delta(await requestCounts(client), before);
+  // The bench's own requests: the creates and the polling lists.
+  used.set(`POST distributedkvs`, (used.get('POST distributedkvs') ?? 0) - CLUSTERS);
+  used.set(`LIST distributedkvs`, (used.get('LIST distributedkvs') ?? 0) - polls);
+  const controllerRequests = [...used.entries()].filter(([k, v]) => v > 0 && !k.includes('leases'));
+  const perCluster = controllerRequests.reduce((sum, [, v]) => sum + v, 0) / CLUSTERS;
+
+  // Steady state.
+  const steadyBefore = await requestCounts(client);
+  await new Promise((r) => setTimeout(r, STEADY_SECONDS * 1000));
+  const steadyWrites = [...delta(await requestCounts(client), steadyBefore).entries()]
+    .filter(([k]) => MUTATING.has(k.split(' ')[0]) && !/leases/.test(k))
+    .reduce((sum, [, v]) => sum + v, 0);
+
+  // Drift correction latency.
+  const latencies: number[] = [];
+  for (let e = 0; e < DRIFT_EDITS; e++) {
+    const i = (e * 7) % CLUSTERS;
+    const size = 1 + (i % 9);
+    const path = resourcePath('apps/v1', 'StatefulSet', 'ctrl', `kv-${i}`);
+    const t0 = performance.now();
+    await client.request('PATCH', `${path}/scale`, { query: { fieldManager: 'kubectl' }, body: { spec: { replicas: size + 1 } }, contentType: 'application/merge-patch+json' });
+    for (;;) {
+      const sts = await client.request('GET', path);
+      if (sts.spec.replicas === size) break;
+      if (performance.now() - t0 > 30_000) throw new Error(`drift on kv-${i} not corrected in 30 s`);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    latencies.push(performance.now() - t0);
+  }
+
+  const rssKb = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+
+  const row = (a: string, b: string, c: string, d = '') => console.log(`${a.padEnd(44)} ${b.padStart(12)} ${c.padStart(14)}   ${d}`);
+  console.log(`\nbench/controller: ${CLUSTERS} clusters (sizes 1-9, half with backup, ${objects.length} objects), ${WORKERS} workers, on ${plane.server}`);
+  row('figure', 'controller', 'floor/target', 'note');
+  row('converge all (create → status current)', `${(convergeMs / 1000).toFixed(2)} s`, `${(floorMs / 1000).toFixed(2)} s`, `ratio ${(convergeMs / floorMs).toFixed(2)}x (target ≤ 1.5x); creating the CRs took ${(createdMs / 1000).toFixed(2)} s`);
+  row('API requests per converged cluster', perCluster.toFixed(2), `${(objects.length / CLUSTERS).toFixed(2)}`, 'floor: one apply per object');
+  row('steady-state writes per minute', (steadyWrites * 60 / STEADY_SECONDS).toFixed(1), '0', `over ${STEADY_SECONDS} s, leases excluded`);
+  row('drift correction p50', `${percentile(latencies, 50).toFixed(0)} ms`, '', `${latencies.length} kubectl-scale edits`);
+  row('drift correction p99', `${percentile(latencies, 99).toFixed(0)} ms`, '< 1000 ms');
+  row('controller peak RSS', `${(rssKb / 1024).toFixed(0)} MB`, '< 200 MB');
+  console.log('\ncontroller requests by verb and resource:');
+  for (const [k, v] of controllerRequests.sort()) console.log(`  ${k.padEnd(40)} ${String(v).padStart(7)}  (${(v / CLUSTERS).toFixed(2)}/cluster)`);
+} finally {
+  client.close();
+  await plane.stop();
+}

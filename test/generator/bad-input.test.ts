@@ -1,0 +1,138 @@
+/**
+ * Every class of user mistake, as a user meets it: `dkv synth` exits 1,
+ * names the file and the field (or the line and column of broken YAML),
+ * shows no stack trace, and leaves the output directory exactly as it was.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { BACKUP, CLI_TIMEOUT_MS, type ClusterOptions, dkv, kvDocument, readTree, removeTemporaryDirectories, temporaryDirectory } from './support.js';
+
+afterAll(removeTemporaryDirectories);
+
+const PRIOR_OUTPUT = {
+  'shop.orders.k8s.yaml': '# written by an earlier run\n',
+  'stale.k8s.yaml': '# a successful run would prune this\n',
+  'README.md': 'not ours\n',
+};
+
+/** A directory holding the spec files, and an output directory with content from an earlier run. */
+function workspace(files: Record<string, string>): { dir: string; out: string } {
+  const dir = temporaryDirectory('dkv-bad-input-');
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  const out = join(dir, 'out');
+  mkdirSync(out);
+  for (const [name, text] of Object.entries(PRIOR_OUTPUT)) writeFileSync(join(out, name), text);
+  return { dir, out };
+}
+
+/** Runs `dkv synth` over the files and checks what every rejection must do; returns stderr. */
+function expectRejected(files: Record<string, string>): string {
+  const { dir, out } = workspace(files);
+  const before = readTree(out);
+  const specs = Object.keys(files).flatMap((name) => ['--specs', name]);
+  const result = dkv(['synth', ...specs, '--out', 'out'], dir);
+  expect(result.status).toBe(1);
+  expect(result.stderr).not.toContain('    at ');
+  expect(result.stderr).toMatch(/problem\(s\) found; nothing was written/);
+  expect(readTree(out)).toEqual(before);
+  return result.stderr;
+}
+
+const yamlOf = (options: ClusterOptions): string => stringify(kvDocument(options));
+
+describe('dkv synth rejects', () => {
+  it('a value of the wrong type', () => {
+    const stderr = expectRejected({ 'orders.yaml': yamlOf({ size: 'three' as unknown as number }) });
+    expect(stderr).toContain('orders.yaml: spec.size: must be integer (got "three")');
+  }, CLI_TIMEOUT_MS);
+
+  it('a value out of range', () => {
+    const stderr = expectRejected({ 'orders.yaml': yamlOf({ size: 10 }) });
+    expect(stderr).toContain('orders.yaml: spec.size: must be <= 9 (got 10)');
+  }, CLI_TIMEOUT_MS);
+
+  it('an unknown field, so a typo is never silently ignored', () => {
+    const stderr = expectRejected({ 'orders.yaml': yamlOf({ replicas: 3 }) });
+    expect(stderr).toContain('orders.yaml: spec.replicas: unknown field');
+  }, CLI_TIMEOUT_MS);
+
+  it('a missing required field', () => {
+    const document = kvDocument() as { spec: Record<string, unknown> };
+    delete document.spec.image;
+    const stderr = expectRejected({ 'orders.yaml': stringify(document) });
+    expect(stderr).toContain('orders.yaml: spec.image: required field is missing');
+  }, CLI_TIMEOUT_MS);
+
+  it('an S3 path that is not s3://bucket/prefix', () => {
+    const stderr = expectRejected({ 'orders.yaml': yamlOf({ backup: { ...BACKUP, s3Path: 'https://acme-kv-backups/shop' } }) });
+    expect(stderr).toContain('orders.yaml: spec.backup.s3Path: must match');
+    expect(stderr).toContain('"https://acme-kv-backups/shop"');
+  }, CLI_TIMEOUT_MS);
+
+  it.each([
+    ['a minute out of range', '61 * * * *'],
+    ['four fields instead of five', '0 2 * *'],
+  ])('a cron schedule that does not parse: %s', (_what, schedule) => {
+    const stderr = expectRejected({ 'orders.yaml': yamlOf({ backup: { ...BACKUP, schedule } }) });
+    expect(stderr).toContain('orders.yaml: spec.backup.schedule:');
+    expect(stderr).toContain(JSON.stringify(schedule));
+  }, CLI_TIMEOUT_MS);
+
+  it('a cron range that runs backwards', () => {
+    const stderr = expectRejected({ 'orders.yaml': yamlOf({ backup: { ...BACKUP, schedule: '5-3 * * * *' } }) });
+    expect(stderr).toContain('orders.yaml: spec.backup.schedule: minute range 5-3 runs backwards');
+  }, CLI_TIMEOUT_MS);
+
+  it.each([
+    ['with upper-case letters', 'Orders'],
+    ['starting with a digit', '9abc'],
+  ])('a name that is not a DNS label: %s', (_what, name) => {
+    const stderr = expectRejected({ 'orders.yaml': yamlOf({ name }) });
+    expect(stderr).toContain(`orders.yaml: metadata.name: must be a DNS-1035 label`);
+    expect(stderr).toContain(JSON.stringify(name));
+  }, CLI_TIMEOUT_MS);
+
+  it('a name too long for the objects derived from it', () => {
+    const name = 'a'.repeat(53);
+    const stderr = expectRejected({ 'orders.yaml': yamlOf({ name }) });
+    expect(stderr).toContain('orders.yaml: metadata.name: too long: the StatefulSet name');
+    expect(stderr).toMatch(/use a name of at most \d+ characters/);
+  }, CLI_TIMEOUT_MS);
+
+  it('broken YAML, at its line and column', () => {
+    const text = ['apiVersion: example.com/v1alpha1', 'kind: DistributedKV', 'metadata:', '  name: orders', 'spec:', '  size: 3', '  image: registry.example.com/kv/server:1.4.2', '\tbackup: {}', ''].join('\n');
+    const stderr = expectRejected({ 'orders.yaml': text });
+    expect(stderr).toMatch(/^orders\.yaml:8:1: invalid YAML: /m);
+  }, CLI_TIMEOUT_MS);
+
+  it('several problems across two files, all in one run', () => {
+    const stderr = expectRejected({
+      'a.yaml': yamlOf({ name: 'alpha', size: 0, replicas: 3 }),
+      'b.yaml': yamlOf({ name: 'beta', backup: { ...BACKUP, schedule: '5-3 * * * *' } }),
+    });
+    expect(stderr).toContain('a.yaml: spec.size: must be >= 1 (got 0)');
+    expect(stderr).toContain('a.yaml: spec.replicas: unknown field');
+    expect(stderr).toContain('b.yaml: spec.backup.schedule: minute range 5-3 runs backwards');
+    expect(stderr).toContain('3 problem(s) found');
+  }, CLI_TIMEOUT_MS);
+});
+
+describe('dkv synth given invalid input', () => {
+  it('does not create a missing output directory', () => {
+    const dir = temporaryDirectory('dkv-bad-input-');
+    writeFileSync(join(dir, 'orders.yaml'), yamlOf({ size: 10 }));
+    const result = dkv(['synth', '--specs', 'orders.yaml', '--out', 'never-created'], dir);
+    expect(result.status).toBe(1);
+    expect(existsSync(join(dir, 'never-created'))).toBe(false);
+  }, CLI_TIMEOUT_MS);
+
+  it('writes nothing for the valid files either', () => {
+    const { dir, out } = workspace({ 'good.yaml': yamlOf({ name: 'good' }), 'bad.yaml': yamlOf({ name: 'bad', size: 10 }) });
+    const before = readTree(out);
+    const result = dkv(['synth', '--specs', 'good.yaml', '--specs', 'bad.yaml', '--out', 'out'], dir);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('bad.yaml: spec.size:');
+    expect(readTree(out)).toEqual(before);
+  }, CLI_TIMEOUT_MS);
+});

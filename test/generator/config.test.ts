@@ -1,0 +1,123 @@
+/**
+ * A platform team changes names, labels and patches through a configuration
+ * file, never through code; a broken file is reported like a broken spec.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig } from '../../api/config.js';
+import { InputError } from '../../api/problem.js';
+import { desiredHash } from '../../constructs/hash.js';
+import { BACKUP, byRole, changedObjects, CLI_TIMEOUT_MS, dkv, hashes, kvDocument, readTree, synth, removeTemporaryDirectories, temporaryDirectory } from './support.js';
+
+afterAll(removeTemporaryDirectories);
+
+function configFile(text: string): string {
+  const file = join(temporaryDirectory('dkv-config-'), 'dkv.config.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+function loadError(file: string): InputError {
+  try {
+    loadConfig(file);
+  } catch (e) {
+    if (e instanceof InputError) return e;
+    throw e;
+  }
+  throw new Error(`${file} loaded without an error`);
+}
+
+describe('a configuration file', () => {
+  it('names every generated object from its name templates, and the objects still refer to each other', () => {
+    const config = loadConfig(
+      configFile(`
+names:
+  statefulSet: "{name}-kv"
+  headlessService: "{name}-mesh"
+  clientService: "{name}-client"
+  podDisruptionBudget: "{name}-pdb"
+  backupCronJob: "{name}-snapshot"
+`),
+    );
+    const { statefulSet, headless, client, pdb, cronJob } = byRole(synth({ name: 'orders', backup: BACKUP }, config));
+    expect([statefulSet, headless, client, pdb, cronJob!].map((o) => o.metadata.name)).toEqual(['orders-kv', 'orders-mesh', 'orders-client', 'orders-pdb', 'orders-snapshot']);
+    expect(statefulSet.spec.serviceName).toBe('orders-mesh');
+    const env: { name: string; value?: string }[] = cronJob!.spec.jobTemplate.spec.template.spec.containers[0].env;
+    expect(env.map((e) => e.value)).toContain('orders-client:2379');
+  });
+
+  it('puts its labels on every object and pod without widening the selector', () => {
+    const config = loadConfig(
+      configFile(`
+labels:
+  app.kubernetes.io/name: distributedkv
+  app.kubernetes.io/instance: "{name}"
+  app.kubernetes.io/component: "{component}"
+  app.kubernetes.io/managed-by: dkv
+  example.com/team: payments
+`),
+    );
+    const objects = synth({ backup: BACKUP }, config);
+    const { statefulSet, cronJob } = byRole(objects);
+    for (const object of objects) expect(object.metadata.labels).toHaveProperty(['example.com/team'], 'payments');
+    expect(statefulSet.spec.template.metadata.labels).toHaveProperty(['example.com/team'], 'payments');
+    expect(cronJob!.spec.jobTemplate.spec.template.metadata.labels).toHaveProperty(['example.com/team'], 'payments');
+    expect(statefulSet.spec.selector.matchLabels).not.toHaveProperty(['example.com/team']);
+  });
+
+  it('applies a StatefulSet patch to the StatefulSet alone, before hashing', () => {
+    const config = loadConfig(
+      configFile(`
+patches:
+  StatefulSet:
+    - { op: add, path: /spec/template/spec/priorityClassName, value: kv-critical }
+`),
+    );
+    const defaults = synth({ backup: BACKUP });
+    const patched = synth({ backup: BACKUP }, config);
+    const { statefulSet } = byRole(patched);
+    expect(statefulSet.spec.template.spec.priorityClassName).toBe('kv-critical');
+    expect(byRole(defaults).statefulSet.spec.template.spec.priorityClassName).toBeUndefined();
+    expect(changedObjects(hashes(defaults), hashes(patched, config))).toEqual(['StatefulSet/orders']);
+    expect(statefulSet.metadata.annotations?.[config.hashAnnotation]).toBe(desiredHash(statefulSet, config.hashAnnotation));
+  });
+
+  it('moves the server ports everywhere they are used', () => {
+    const config = loadConfig(configFile('ports: { client: 7000, peer: 7001 }\n'));
+    const { statefulSet, headless, client, cronJob } = byRole(synth({ backup: BACKUP }, config));
+    expect(statefulSet.spec.template.spec.containers[0].ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([7000, 7001]);
+    expect(headless.spec.ports.map((p: { port: number }) => p.port)).toEqual([7000, 7001]);
+    expect(client.spec.ports.map((p: { port: number }) => p.port)).toEqual([7000]);
+    const env: { value?: string }[] = cronJob!.spec.jobTemplate.spec.template.spec.containers[0].env;
+    expect(env.map((e) => e.value)).toContain('orders:7000');
+  });
+
+  it('that is invalid is reported as an InputError naming the file and every bad field', () => {
+    const file = configFile('ports:\n  client: "x"\nnames:\n  statefulSet: kv\n');
+    const error = loadError(file);
+    expect(error.problems).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ file, path: 'ports.client' }),
+        expect.objectContaining({ file, path: 'names.statefulSet' }),
+      ]),
+    );
+    expect(error.message).toContain(`${file}: ports.client: must be integer`);
+    expect(error.message).toContain(`${file}: names.statefulSet: must match`);
+  });
+
+  it('whose selector names a label it does not set is reported at that entry', () => {
+    const file = configFile('selectorLabels: [app.kubernetes.io/name, example.com/missing]\n');
+    expect(loadError(file).problems).toEqual([expect.objectContaining({ file, path: 'selectorLabels[1]' })]);
+  });
+
+  it('that is invalid makes dkv synth exit 1 naming the file and field, writing nothing', () => {
+    const dir = temporaryDirectory();
+    writeFileSync(join(dir, 'bad.config.yaml'), 'ports: { client: 2379, peer: 2379 }\n');
+    writeFileSync(join(dir, 'orders.yaml'), JSON.stringify(kvDocument()));
+    const result = dkv(['synth', '--specs', 'orders.yaml', '--out', 'out', '--config', 'bad.config.yaml'], dir);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('bad.config.yaml: ports.peer: must differ from ports.client');
+    expect(result.stderr).not.toContain('    at ');
+    expect(Object.keys(readTree(dir)).sort()).toEqual(['bad.config.yaml', 'orders.yaml']);
+  }, CLI_TIMEOUT_MS);
+});

@@ -1,0 +1,168 @@
+/**
+ * Rules every cluster obeys, checked for every size the API allows, with and
+ * without backups.
+ */
+import { desiredHash } from '../../constructs/hash.js';
+import { BACKUP, byRole, changedObjects, DEFAULT_CONFIG, hashes, type Manifest, selects, SIZES, synth } from './support.js';
+
+const HASH = DEFAULT_CONFIG.hashAnnotation;
+const majority = (size: number): number => Math.floor(size / 2) + 1;
+
+describe.each(SIZES)('a cluster of %i member(s)', (size) => {
+  const withoutBackup = synth({ name: 'orders', size });
+  const withBackup = synth({ name: 'orders', size, backup: BACKUP });
+  const variants: [string, Manifest[]][] = [
+    ['without backup', withoutBackup],
+    ['with backup', withBackup],
+  ];
+
+  it('runs one pod per member', () => {
+    for (const [, objects] of variants) expect(byRole(objects).statefulSet.spec.replicas).toBe(size);
+  });
+
+  it('selects its members with a subset of the labels their pod template carries', () => {
+    for (const [, objects] of variants) {
+      const { statefulSet } = byRole(objects);
+      const selector = statefulSet.spec.selector.matchLabels;
+      expect(Object.keys(selector).length).toBeGreaterThan(0);
+      expect(statefulSet.spec.template.metadata.labels).toMatchObject(selector);
+    }
+  });
+
+  it('points both Services and the PodDisruptionBudget at exactly the StatefulSet members', () => {
+    for (const [, objects] of variants) {
+      const { statefulSet, headless, client, pdb } = byRole(objects);
+      const selector = statefulSet.spec.selector.matchLabels;
+      expect(headless.spec.selector).toEqual(selector);
+      expect(client.spec.selector).toEqual(selector);
+      expect(pdb.spec.selector).toEqual({ matchLabels: selector });
+    }
+  });
+
+  it('never counts backup pods as members', () => {
+    const { statefulSet, cronJob } = byRole(withBackup);
+    const backupPodLabels = cronJob!.spec.jobTemplate.spec.template.metadata.labels;
+    expect(backupPodLabels).toBeDefined();
+    expect(selects(statefulSet.spec.selector.matchLabels, backupPodLabels)).toBe(false);
+  });
+
+  it('gives every member a stable DNS name through a headless Service that publishes unready peers', () => {
+    for (const [, objects] of variants) {
+      const { statefulSet, headless } = byRole(objects);
+      expect(headless.spec.clusterIP).toBe('None');
+      expect(headless.spec.publishNotReadyAddresses).toBe(true);
+      expect(statefulSet.spec.serviceName).toBe(headless.metadata.name);
+    }
+  });
+
+  it('always lets a node drain evict a member', () => {
+    for (const [, objects] of variants) expect(byRole(objects).pdb.spec.maxUnavailable).toBeGreaterThanOrEqual(1);
+  });
+
+  if (size >= 3) {
+    it('keeps a majority available when nodes drain', () => {
+      for (const [, objects] of variants) {
+        const { maxUnavailable } = byRole(objects).pdb.spec;
+        expect(size - maxUnavailable).toBeGreaterThanOrEqual(majority(size));
+      }
+    });
+  } else {
+    it('allows one disruption at a time, having no member to spare', () => {
+      for (const [, objects] of variants) expect(byRole(objects).pdb.spec.maxUnavailable).toBe(1);
+    });
+  }
+
+  it('runs a backup CronJob only when backups are configured', () => {
+    expect(byRole(withoutBackup).cronJob).toBeUndefined();
+    expect(withoutBackup.map((o) => o.kind).sort()).toEqual(['PodDisruptionBudget', 'Service', 'Service', 'StatefulSet']);
+    expect(byRole(withBackup).cronJob).toBeDefined();
+  });
+
+  it('never runs two backups at once and keeps a bounded Job history', () => {
+    const { spec } = byRole(withBackup).cronJob!;
+    expect(spec.schedule).toBe(BACKUP.schedule);
+    expect(spec.concurrencyPolicy).toBe('Forbid');
+    for (const limit of [spec.successfulJobsHistoryLimit, spec.failedJobsHistoryLimit]) {
+      expect(Number.isInteger(limit)).toBe(true);
+      expect(limit).toBeGreaterThan(0);
+    }
+  });
+
+  it('tells the backup job where to upload and which client Service address to read from', () => {
+    const { client, cronJob } = byRole(withBackup);
+    const clientPort = client.spec.ports.find((p: { name: string }) => p.name === 'client').port;
+    const env: { name: string; value?: string }[] = cronJob!.spec.jobTemplate.spec.template.spec.containers[0].env;
+    const values = env.map((e) => e.value);
+    expect(values).toContain(BACKUP.s3Path);
+    expect(values).toContain(`${client.metadata.name}:${clientPort}`);
+  });
+
+  it('labels every object as part of this DistributedKV, the backup CronJob as its backup component', () => {
+    for (const [, objects] of variants) {
+      for (const object of objects) {
+        expect(object.metadata.labels).toEqual(
+          expect.objectContaining({
+            'app.kubernetes.io/name': 'distributedkv',
+            'app.kubernetes.io/instance': 'orders',
+            'app.kubernetes.io/managed-by': 'dkv',
+            'app.kubernetes.io/component': object.kind === 'CronJob' ? 'backup' : 'server',
+          }),
+        );
+      }
+    }
+  });
+
+  it('annotates every object with the hash of its own desired content', () => {
+    for (const [, objects] of variants) {
+      for (const object of objects) {
+        const hash = object.metadata.annotations?.[HASH];
+        expect(hash).toMatch(/^[0-9a-f]{64}$/);
+        expect(hash).toBe(desiredHash(object, HASH));
+      }
+    }
+  });
+});
+
+describe('what a change to the spec touches', () => {
+  it('a new backup schedule changes only the CronJob', () => {
+    for (const size of SIZES) {
+      const before = hashes(synth({ size, backup: BACKUP }));
+      const after = hashes(synth({ size, backup: { ...BACKUP, schedule: '30 3 * * 0' } }));
+      expect(changedObjects(before, after)).toEqual(['CronJob/orders-backup']);
+    }
+  });
+
+  it('a new image rolls the StatefulSet and leaves the Services, the PDB and the backup alone', () => {
+    for (const size of SIZES) {
+      for (const backup of [undefined, BACKUP]) {
+        const before = hashes(synth({ size, backup }));
+        const after = hashes(synth({ size, backup, image: 'registry.example.com/kv/server:1.5.0' }));
+        expect(changedObjects(before, after)).toEqual(['StatefulSet/orders']);
+      }
+    }
+  });
+
+  it.each(SIZES.slice(0, -1))('resizing from %i members changes the StatefulSet, and the PDB only when its maxUnavailable changes', (size) => {
+    for (const backup of [undefined, BACKUP]) {
+      const before = synth({ size, backup });
+      const after = synth({ size: size + 1, backup });
+      const pdbChanged = byRole(before).pdb.spec.maxUnavailable !== byRole(after).pdb.spec.maxUnavailable;
+      expect(changedObjects(hashes(before), hashes(after))).toEqual(pdbChanged ? ['PodDisruptionBudget/orders', 'StatefulSet/orders'] : ['StatefulSet/orders']);
+    }
+  });
+
+  it('removing the backup deletes the CronJob and leaves every other object unchanged', () => {
+    for (const size of SIZES) {
+      const before = hashes(synth({ size, backup: BACKUP }));
+      const after = hashes(synth({ size }));
+      expect(changedObjects(before, after)).toEqual(['CronJob/orders-backup']);
+      expect(after.has('CronJob/orders-backup')).toBe(false);
+    }
+  });
+
+  it('moving the cluster to another namespace changes no hash', () => {
+    const before = hashes(synth({ size: 3, backup: BACKUP, namespace: 'shop' }));
+    const after = hashes(synth({ size: 3, backup: BACKUP, namespace: 'staging' }));
+    expect(changedObjects(before, after)).toEqual([]);
+  });
+});
