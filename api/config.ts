@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { isMap, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
+import { configProblems } from './config-check.js';
 import { packageRoot } from './package-root.js';
 import { InputError, yamlProblem, type Problem } from './problem.js';
 import { dottedPath, fieldProblems } from './schema-errors.js';
@@ -87,16 +88,6 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides): GeneratorConf
   };
 }
 
-/** Cross-field rules a schema cannot state. */
-function checkConsistency(file: string, config: GeneratorConfig): Problem[] {
-  const problems: Problem[] = [];
-  config.selectorLabels.forEach((key, i) => {
-    if (!(key in config.labels)) problems.push({ file, path: `selectorLabels[${i}]`, message: `"${key}" is not one of the configured labels` });
-  });
-  if (config.ports.client === config.ports.peer) problems.push({ file, path: 'ports.peer', message: 'must differ from ports.client' });
-  return problems;
-}
-
 let defaultConfig: GeneratorConfig | undefined;
 
 /** The built-in configuration (`dkv.config.yaml`). */
@@ -104,7 +95,7 @@ export function loadDefaultConfig(): GeneratorConfig {
   if (!defaultConfig) {
     const overrides = parseConfigFile(DEFAULT_CONFIG_FILE, readFileSync(DEFAULT_CONFIG_FILE, 'utf8'));
     defaultConfig = overrides as GeneratorConfig;
-    const problems = checkConsistency(DEFAULT_CONFIG_FILE, defaultConfig);
+    const problems = configProblems(DEFAULT_CONFIG_FILE, defaultConfig);
     if (problems.length > 0) throw new InputError(problems);
   }
   return defaultConfig;
@@ -124,7 +115,7 @@ export function loadConfig(file?: string): GeneratorConfig {
     throw new InputError([{ file, path: '', message: `cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}` }]);
   }
   const config = merge(base, parseConfigFile(file, text));
-  const problems = checkConsistency(file, config);
+  const problems = configProblems(file, config);
   if (problems.length > 0) throw new InputError(problems);
   return config;
 }

@@ -1,5 +1,8 @@
 import type { ErrorObject } from 'ajv';
 
+/** Schema keyword holding a field's rule in words, for rules whose pattern would be unreadable in an error. */
+export const CUSTOM_MESSAGE = 'x-dkv-message';
+
 /** A field-level problem found by a JSON Schema validator, before a file is attached. */
 export interface FieldProblem {
   /** Path segments from the validated document's root. */
@@ -52,11 +55,15 @@ export function fieldProblems(errors: readonly ErrorObject[] | null | undefined,
         message = 'unknown field';
         break;
       case 'anyOf':
-        message = `must be a non-negative integer or a Kubernetes quantity such as "500m" or "2Gi" (got ${describe(e.data)})`;
-        break;
       case 'pattern':
-        message = `must match ${(e.params as { pattern: string }).pattern} (got ${describe(e.data)})`;
+      case 'minimum': {
+        // A field whose rule a regex states badly says what it wants in words (x-dkv-message).
+        const words = (e.parentSchema as Record<string, unknown> | undefined)?.[CUSTOM_MESSAGE];
+        if (typeof words === 'string') message = `${words} (got ${describe(e.data)})`;
+        else if (e.keyword === 'pattern') message = `must match ${(e.params as { pattern: string }).pattern} (got ${describe(e.data)})`;
+        else message = `${e.message ?? 'is invalid'} (got ${describe(e.data)})`;
         break;
+      }
       case 'enum':
         message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map(describe).join(', ')} (got ${describe(e.data)})`;
         break;

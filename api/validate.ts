@@ -7,7 +7,7 @@ import { nameProblems } from '../constructs/cluster-identity.js';
 import type { GeneratorConfig } from './config.js';
 import { cronProblems } from './cron.js';
 import { packageRoot } from './package-root.js';
-import { fieldProblems, type FieldProblem } from './schema-errors.js';
+import { CUSTOM_MESSAGE, fieldProblems, type FieldProblem } from './schema-errors.js';
 
 export const API_GROUP = 'example.com';
 export const API_VERSION = 'example.com/v1alpha1';
@@ -33,7 +33,7 @@ function specValidator(): ValidateFunction<DistributedKVSpec> {
     // useDefaults fills in what the CRD's structural defaults fill in on the server.
     const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, useDefaults: true, verbose: true }) // strictTypes off: the int-or-string idiom puts minimum and pattern beside anyOf;
     addFormats.default(ajv);
-    for (const keyword of ['x-kubernetes-validations', 'x-kubernetes-int-or-string', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys']) {
+    for (const keyword of ['x-kubernetes-validations', 'x-kubernetes-int-or-string', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys', CUSTOM_MESSAGE]) {
       ajv.addKeyword({ keyword }); // Kubernetes-only annotations; their rules are checked below or need an old object.
     }
     ajv.addSchema(SCHEMA);

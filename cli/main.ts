@@ -51,7 +51,7 @@ try {
 } catch (e) {
   if (e instanceof InputError) {
     process.stderr.write(e.message + '\n');
-    process.stderr.write(`${e.problems.length} problem(s) found; nothing was written\n`);
+    process.stderr.write(`${e.problems.length} problem(s) found${process.argv[2] === 'synth' ? '; nothing was written' : ''}\n`);
     process.exitCode = 1;
   } else if (e instanceof TypeError && (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
     process.stderr.write(`dkv: ${e.message}\n${USAGE}\n`);

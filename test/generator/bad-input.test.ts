@@ -66,7 +66,7 @@ describe('dkv synth rejects', () => {
 
   it('an S3 path that is not s3://bucket/prefix', () => {
     const stderr = expectRejected({ 'orders.yaml': yamlOf({ backup: { ...BACKUP, s3Path: 'https://acme-kv-backups/shop' } }) });
-    expect(stderr).toContain('orders.yaml: spec.backup.s3Path: must match');
+    expect(stderr).toContain('orders.yaml: spec.backup.s3Path: must be an S3 path of the form s3://bucket/prefix');
     expect(stderr).toContain('"https://acme-kv-backups/shop"');
   }, CLI_TIMEOUT_MS);
 

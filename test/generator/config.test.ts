@@ -121,3 +121,31 @@ patches:
     expect(Object.keys(readTree(dir)).sort()).toEqual(['bad.config.yaml', 'orders.yaml']);
   }, CLI_TIMEOUT_MS);
 });
+
+describe('a configuration that would generate broken objects is rejected when loaded, naming the field', () => {
+  const problemsOf = (text: string) => loadError(configFile(text)).problems.map((p) => `${p.path}: ${p.message}`);
+
+  it('a patch whose test fails names the patch', () => {
+    expect(problemsOf('patches: {StatefulSet: [{op: test, path: /spec/replicas, value: 99}]}')).toEqual([
+      expect.stringMatching(/^patches\.StatefulSet\[0\]: cannot be applied to the generated StatefulSet: .*Test operation failed/),
+    ]);
+  });
+
+  it('a remove of a path that does not exist is not silently ignored', () => {
+    expect(problemsOf('patches: {StatefulSet: [{op: remove, path: /spec/nothere}]}')).toEqual(['patches.StatefulSet[0]: /spec/nothere does not exist in the generated StatefulSet']);
+  });
+
+  it('two Services with the same name', () => {
+    expect(problemsOf('names: {headlessService: "{name}"}')).toEqual([expect.stringMatching(/^names\.clientService: must differ from names\.headlessService/)]);
+  });
+
+  it('a selector that would also pick the backup pods', () => {
+    expect(problemsOf('selectorLabels: [app.kubernetes.io/name, app.kubernetes.io/instance]')).toEqual([expect.stringMatching(/^selectorLabels: must include a label whose value differs between server and backup pods/)]);
+  });
+
+  it('a label value Kubernetes rejects', () => {
+    expect(problemsOf('labels: {app.kubernetes.io/name: "Distributed KV", app.kubernetes.io/instance: "{name}", app.kubernetes.io/component: "{component}"}')).toEqual([
+      expect.stringMatching(/^labels\.app\.kubernetes\.io\/name: would give the label value "Distributed KV", which Kubernetes rejects/),
+    ]);
+  });
+});
