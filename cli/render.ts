@@ -1,8 +1,8 @@
-import { stringify } from 'yaml';
 import type { GeneratorConfig } from '../api/config.js';
 import { CRD_NAME, customResourceDefinition } from '../api/crd.js';
 import { synthesizeCluster } from '../constructs/synthesize.js';
 import type { SpecDocument } from './read-specs.js';
+import { yamlDocument } from './yaml-writer.js';
 
 /** Suffix of every file `dkv synth` writes; also what it may prune from an output directory. */
 export const MANIFEST_SUFFIX = '.k8s.yaml';
@@ -14,9 +14,9 @@ export function manifestFileName(spec: SpecDocument): string {
   return `${namespace ? `${namespace}.` : ''}${name}${MANIFEST_SUFFIX}`;
 }
 
-/** Deterministic YAML: keys sorted, no line folding, no anchors. */
+/** Deterministic YAML: keys sorted, one document per object. */
 export function toYaml(objects: readonly object[]): string {
-  return objects.map((o) => stringify(o, { sortMapEntries: true, lineWidth: 0, aliasDuplicateObjects: false })).join('---\n');
+  return objects.map((o) => yamlDocument(o as Record<string, unknown>)).join('---\n');
 }
 
 /**

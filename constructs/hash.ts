@@ -1,27 +1,34 @@
 import { createHash } from 'node:crypto';
 
-function writeCanonical(value: unknown, out: string[]): void {
-  if (value === null || typeof value !== 'object') {
-    out.push(JSON.stringify(value) ?? 'null');
-  } else if (Array.isArray(value)) {
-    out.push('[');
-    value.forEach((item, i) => {
-      if (i > 0) out.push(',');
-      writeCanonical(item === undefined ? null : item, out);
-    });
-    out.push(']');
-  } else {
-    out.push('{');
-    let first = true;
-    for (const key of Object.keys(value).sort()) {
-      const item = (value as Record<string, unknown>)[key];
-      if (item === undefined) continue;
-      out.push(first ? '' : ',', JSON.stringify(key), ':');
-      first = false;
-      writeCanonical(item, out);
+/**
+ * The value with object keys sorted at every level, returning the input
+ * itself where it already is (cdk8s emits sorted keys, so usually nothing is
+ * copied and the native JSON.stringify does the rest).
+ */
+function sortedKeys(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item = sortedKeys(value[i]);
+      if (item !== value[i]) (copy ??= value.slice())[i] = item;
     }
-    out.push('}');
+    return copy ?? value;
   }
+  const keys = Object.keys(value);
+  let sorted = true;
+  for (let i = 1; i < keys.length && sorted; i++) sorted = keys[i - 1] < keys[i];
+  let copy: Record<string, unknown> | undefined;
+  if (!sorted) {
+    copy = {};
+    for (const key of [...keys].sort()) copy[key] = (value as Record<string, unknown>)[key];
+  }
+  for (const key of keys) {
+    const item = (value as Record<string, unknown>)[key];
+    const canonical = sortedKeys(item);
+    if (canonical !== item) (copy ??= { ...(value as Record<string, unknown>) })[key] = canonical;
+  }
+  return copy ?? value;
 }
 
 /**
@@ -29,9 +36,7 @@ function writeCanonical(value: unknown, out: string[]): void {
  * the same bytes, whatever order it was built in.
  */
 export function canonicalJson(value: unknown): string {
-  const out: string[] = [];
-  writeCanonical(value, out);
-  return out.join('');
+  return JSON.stringify(sortedKeys(value)) ?? 'null';
 }
 
 /** The shape every generated object has; the rest is kind-specific. */

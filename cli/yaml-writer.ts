@@ -1,0 +1,69 @@
+/**
+ * A YAML writer for JSON-shaped data (maps, lists, strings, numbers, booleans,
+ * null), about ten times faster than the general-purpose `yaml` stringifier,
+ * which was most of `dkv synth`'s time. Keys are sorted; strings are written
+ * plain only where YAML 1.1 and 1.2 parsers both read them back as the same
+ * string, double-quoted (JSON escapes) everywhere else. A test reads every
+ * output back with the `yaml` parser and compares.
+ */
+
+const PLAIN = /^[A-Za-z_/][A-Za-z0-9_./@-]*(?::[A-Za-z0-9_./@-]+)*$/;
+/** Words YAML 1.1 reads as booleans or null. */
+const RESERVED = /^(?:y|n|yes|no|on|off|true|false|null|~)$/i;
+
+function scalar(value: unknown): string {
+  if (value === null || value === undefined) return 'null';
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  const text = String(value);
+  return PLAIN.test(text) && !RESERVED.test(text) ? text : JSON.stringify(text);
+}
+
+function isEmpty(value: unknown): boolean {
+  return Array.isArray(value) ? value.length === 0 : Object.keys(value as object).length === 0;
+}
+
+function isCollection(value: unknown): value is object {
+  return value !== null && typeof value === 'object';
+}
+
+function writeMap(map: Record<string, unknown>, indent: string, out: string[], firstPrefix?: string): void {
+  let first = true;
+  for (const key of Object.keys(map).sort()) {
+    const value = map[key];
+    if (value === undefined) continue;
+    const prefix = first && firstPrefix !== undefined ? firstPrefix : indent;
+    first = false;
+    if (isCollection(value) && !isEmpty(value)) {
+      out.push(`${prefix}${scalar(key)}:\n`);
+      writeNode(value, indent + '  ', out);
+    } else {
+      out.push(`${prefix}${scalar(key)}: ${isCollection(value) ? (Array.isArray(value) ? '[]' : '{}') : scalar(value)}\n`);
+    }
+  }
+}
+
+function writeNode(value: object, indent: string, out: string[]): void {
+  if (!Array.isArray(value)) {
+    writeMap(value as Record<string, unknown>, indent, out);
+    return;
+  }
+  for (const item of value) {
+    if (isCollection(item) && !isEmpty(item)) {
+      if (Array.isArray(item)) {
+        out.push(`${indent}-\n`);
+        writeNode(item, indent + '  ', out);
+      } else {
+        writeMap(item as Record<string, unknown>, indent + '  ', out, `${indent}- `);
+      }
+    } else {
+      out.push(`${indent}- ${isCollection(item) ? (Array.isArray(item) ? '[]' : '{}') : scalar(item)}\n`);
+    }
+  }
+}
+
+/** One YAML document for a JSON-shaped map. */
+export function yamlDocument(value: Record<string, unknown>): string {
+  const out: string[] = [];
+  writeMap(value, '', out);
+  return out.join('');
+}
