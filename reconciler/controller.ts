@@ -50,6 +50,27 @@ function instanceLabel(config: GeneratorConfig): string | undefined {
   return Object.entries(config.labels).find(([, v]) => v === '{name}')?.[0];
 }
 
+/** The uids of an object's controlling owners: the owned caches' index. */
+export function ownerUids(object: CachedObject): string[] {
+  return (object.metadata.ownerReferences ?? []).filter((r: { controller?: boolean }) => r.controller).map((r: { uid: string }) => r.uid);
+}
+
+/**
+ * What the cache keeps of an owned object. Our own managedFields entry (the
+ * largest, listing every field we set) and kubectl's last-applied annotation
+ * (a copy of the whole object) are never read: drift compares live values and
+ * asks the other managers' entries who changed them.
+ */
+export function slimOwnedObject(object: CachedObject, fieldManager: string): CachedObject {
+  const metadata = object.metadata;
+  if (Array.isArray(metadata.managedFields)) metadata.managedFields = metadata.managedFields.filter((m: { manager?: string }) => m.manager !== fieldManager);
+  if (metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration']) {
+    const { ['kubectl.kubernetes.io/last-applied-configuration']: _dropped, ...rest } = metadata.annotations;
+    metadata.annotations = rest;
+  }
+  return object;
+}
+
 export class Controller {
   readonly metrics: ControllerMetrics;
   readonly queue: WorkQueue;
@@ -80,9 +101,12 @@ export class Controller {
     });
     const selector = generatedSelector(config);
     const instance = instanceLabel(config);
+    const fieldManager = config.controller.fieldManager;
     for (const { apiVersion, kind } of OWNED_KINDS) {
       this.owned.set(`${apiVersion}/${kind}`, new Informer({
         client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), labelSelector: selector, resyncMs, log: informerLog,
+        indexBy: ownerUids,
+        transform: (object) => slimOwnedObject(object, fieldManager),
         onEvent: (_type, object) => this.enqueueOwner(object, instance),
         onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
       }));

@@ -29,6 +29,17 @@ export interface InformerOptions {
   readonly initialBackoffMs?: number;
   /** @default 30000 */
   readonly maxBackoffMs?: number;
+  /**
+   * Secondary index: the keys an object is found under with byIndex(). The
+   * controller indexes owned objects by their owner's uid, so a reconcile
+   * looks up its cluster's objects instead of scanning every cached one.
+   */
+  readonly indexBy?: (object: CachedObject) => readonly string[];
+  /**
+   * Applied to every object before it is cached, to keep only what the
+   * controller reads (as client-go's SetTransform).
+   */
+  readonly transform?: (object: CachedObject) => CachedObject;
 }
 
 export function objectKey(object: { metadata: { name: string; namespace?: string } }): string {
@@ -45,6 +56,7 @@ export function objectKey(object: { metadata: { name: string; namespace?: string
  */
 export class Informer {
   private readonly cache = new Map<string, CachedObject>();
+  private readonly index = new Map<string, Set<string>>();
   private resourceVersion = '';
   private stopped = false;
   private synced = false;
@@ -84,6 +96,43 @@ export class Informer {
 
   list(): CachedObject[] {
     return [...this.cache.values()];
+  }
+
+  /** Objects whose indexBy() keys include `value`. */
+  byIndex(value: string): CachedObject[] {
+    return [...(this.index.get(value) ?? [])].map((key) => this.cache.get(key)!).filter(Boolean);
+  }
+
+  /** Every cache write goes through here and remove(), so the index never disagrees with the cache. */
+  private put(key: string, object: CachedObject): void {
+    const old = this.cache.get(key);
+    if (old) this.unindex(key, old);
+    this.cache.set(key, object);
+    for (const value of this.options.indexBy?.(object) ?? []) {
+      let keys = this.index.get(value);
+      if (!keys) this.index.set(value, (keys = new Set()));
+      keys.add(key);
+    }
+  }
+
+  private remove(key: string): void {
+    const old = this.cache.get(key);
+    if (old) this.unindex(key, old);
+    this.cache.delete(key);
+  }
+
+  private unindex(key: string, object: CachedObject): void {
+    for (const value of this.options.indexBy?.(object) ?? []) {
+      const keys = this.index.get(value);
+      keys?.delete(key);
+      if (keys?.size === 0) this.index.delete(value);
+    }
+  }
+
+  private prepare(object: CachedObject): CachedObject {
+    object.apiVersion = this.options.apiVersion;
+    object.kind = this.options.kind;
+    return this.options.transform ? this.options.transform(object) : object;
   }
 
   get size(): number {
@@ -140,17 +189,17 @@ export class Informer {
         query: { labelSelector: this.options.labelSelector, limit: 500, continue: continueToken },
       });
       for (const item of list.items as CachedObject[]) {
-        item.apiVersion = this.options.apiVersion;
-        item.kind = this.options.kind;
-        fresh.set(objectKey(item), item);
+        const object = this.prepare(item);
+        fresh.set(objectKey(object), object);
       }
       continueToken = list.metadata?.continue || undefined;
     } while (continueToken);
     this.resourceVersion = list.metadata.resourceVersion;
     const previous = new Map(this.cache);
     this.cache.clear();
+    this.index.clear();
     for (const [key, object] of fresh) {
-      this.cache.set(key, object);
+      this.put(key, object);
       const old = previous.get(key);
       if (!old) this.options.onEvent('added', object);
       else if (old.metadata.resourceVersion !== object.metadata.resourceVersion) this.options.onEvent('updated', object, old);
@@ -187,18 +236,16 @@ export class Informer {
       if (event.object?.code === 410) return 'gone';
       throw new KubeApiError(event.object?.code ?? 500, event.object?.reason ?? 'WatchError', event.object?.message ?? 'watch error', event.object);
     }
-    const object = event.object as CachedObject;
-    this.resourceVersion = object.metadata.resourceVersion ?? this.resourceVersion;
+    this.resourceVersion = event.object?.metadata?.resourceVersion ?? this.resourceVersion;
     if (event.type === 'BOOKMARK') return undefined;
-    object.apiVersion = this.options.apiVersion;
-    object.kind = this.options.kind;
+    const object = this.prepare(event.object as CachedObject);
     const key = objectKey(object);
     const old = this.cache.get(key);
     if (event.type === 'DELETED') {
-      this.cache.delete(key);
+      this.remove(key);
       this.options.onEvent('deleted', object);
     } else {
-      this.cache.set(key, object);
+      this.put(key, object);
       this.options.onEvent(old ? 'updated' : 'added', object, old);
     }
     return undefined;

@@ -46,8 +46,9 @@ export interface ReconcileContext {
 const cacheKind = (o: { apiVersion: string; kind: string }): string => `${o.apiVersion}/${o.kind}`;
 const objectName = (o: { kind: string; metadata: { name: string } }): string => `${o.kind}/${o.metadata.name}`;
 
-function ownedBy(object: CachedObject, uid: string): boolean {
-  return (object.metadata.ownerReferences ?? []).some((r: { uid?: string; controller?: boolean }) => r.uid === uid && r.controller);
+/** The cached objects this cluster controls (owner reference with its uid), from the owner index. */
+function ownedObjects(ctx: ReconcileContext, cr: CachedObject, uid: string): CachedObject[] {
+  return [...ctx.owned.values()].flatMap((informer) => informer.byIndex(uid)).filter((o) => o.metadata.namespace === cr.metadata.namespace);
 }
 
 function describeDrift(fields: readonly DriftedField[]): string {
@@ -91,12 +92,16 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     throw new TerminalError(`invalid spec: ${message}`);
   }
 
-  if (!detectOnly && !(cr.metadata.finalizers ?? []).includes(finalizer)) {
-    await client.request('PATCH', crPath, {
+  // Added alongside the first writes rather than before them: should the cluster be deleted
+  // in between, its objects' owner references still take them away.
+  const addingFinalizer = !detectOnly && !(cr.metadata.finalizers ?? []).includes(finalizer)
+    ? client.request('PATCH', crPath, {
       body: { metadata: { finalizers: [...(cr.metadata.finalizers ?? []), finalizer], resourceVersion: cr.metadata.resourceVersion } },
       contentType: 'application/merge-patch+json',
-    });
-  }
+    })
+    : Promise.resolve();
+  // A failed finalizer write fails the reconcile, but only after the other writes settled.
+  const finalizerResult = addingFinalizer.then(() => undefined, (e: Error) => e);
 
   const resource: ValidResource = { ...validation.resource, metadata: { ...validation.resource.metadata, namespace: cr.metadata.namespace } };
   const desired = synthesizeCluster(resource, config);
@@ -121,8 +126,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     }
   }
   const desiredNames = new Set(desired.map(objectName));
-  const prunable = [...ctx.owned.values()].flatMap((informer) => informer.list())
-    .filter((o) => o.metadata.namespace === cr.metadata.namespace && ownedBy(o, uid) && !desiredNames.has(objectName(o as { kind: string; metadata: { name: string } })));
+  const prunable = ownedObjects(ctx, cr, uid).filter((o) => !desiredNames.has(objectName(o as { kind: string; metadata: { name: string } })));
 
   const ownerReference = { apiVersion: API_VERSION, kind: KIND, name: cr.metadata.name, uid, controller: true, blockOwnerDeletion: true };
   const failures: string[] = [];
@@ -155,6 +159,10 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     }
   }));
   driftReports.sort();
+  const finalizerError = await finalizerResult;
+  // A conflict only means the cluster changed since the cache saw it: retry, without calling it Degraded.
+  const finalizerConflict = finalizerError instanceof KubeApiError && finalizerError.status === 409;
+  if (finalizerError && !finalizerConflict) failures.push(`finalizer: ${finalizerError.message}`);
 
   const events: Promise<void>[] = [];
   if (created.length > 0) events.push(ctx.events.record(involved, 'Normal', 'Created', `created ${created.sort().join(', ')}`));
@@ -191,6 +199,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   });
 
   if (failures.length > 0) throw new Error(`${failures.length} write(s) failed: ${failures.join('; ')}`);
+  if (finalizerConflict) throw new Error('adding the finalizer conflicted with a concurrent change; retrying');
   return {};
 }
 
@@ -206,24 +215,21 @@ async function writeStatus(ctx: ReconcileContext, cr: CachedObject, crPath: stri
 /** Deletes the cached objects this CR controls that match; returns their names. 404 is success. */
 async function deleteOwned(ctx: ReconcileContext, cr: CachedObject, uid: string, select: (o: CachedObject) => boolean, failures?: string[]): Promise<string[]> {
   const deleted: string[] = [];
-  for (const informer of ctx.owned.values()) {
-    for (const object of informer.list()) {
-      if (object.metadata.namespace !== cr.metadata.namespace || !ownedBy(object, uid) || !select(object)) continue;
-      const name = `${object.kind}/${object.metadata.name}`;
-      try {
-        await ctx.client.request('DELETE', resourcePath(object.apiVersion!, object.kind!, object.metadata.namespace, object.metadata.name), {
-          query: { propagationPolicy: 'Background' },
-          body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: object.metadata.uid } },
-        });
-        deleted.push(name);
-        ctx.metrics.applies.inc({ kind: object.kind!, reason: 'pruned' });
-        ctx.log('info', 'deleted', { key: `${cr.metadata.namespace}/${cr.metadata.name}`, object: name });
-      } catch (e) {
-        if (e instanceof KubeApiError && e.status === 404) continue;
-        if (!failures) throw e;
-        failures.push(`${name}: ${(e as Error).message}`);
-      }
+  await Promise.all(ownedObjects(ctx, cr, uid).filter(select).map(async (object) => {
+    const name = `${object.kind}/${object.metadata.name}`;
+    try {
+      await ctx.client.request('DELETE', resourcePath(object.apiVersion!, object.kind!, object.metadata.namespace, object.metadata.name), {
+        query: { propagationPolicy: 'Background' },
+        body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: object.metadata.uid } },
+      });
+      deleted.push(name);
+      ctx.metrics.applies.inc({ kind: object.kind!, reason: 'pruned' });
+      ctx.log('info', 'deleted', { key: `${cr.metadata.namespace}/${cr.metadata.name}`, object: name });
+    } catch (e) {
+      if (e instanceof KubeApiError && e.status === 404) return;
+      if (!failures) throw e;
+      failures.push(`${name}: ${(e as Error).message}`);
     }
-  }
-  return deleted;
+  }));
+  return deleted.sort();
 }
