@@ -1,5 +1,5 @@
 import { Agent, request, type RequestOptions } from 'node:https';
-import { KubeConfig } from '@kubernetes/client-node';
+import { loadConnection, withServer, type Connection } from './connection.js';
 
 /** Where each kind this project touches lives in the API. */
 const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
@@ -51,39 +51,31 @@ export interface RequestOptionsExtra {
 }
 
 /**
- * A small REST client over a kubeconfig. @kubernetes/client-node supplies
- * what is hard to get right (kubeconfig loading, in-cluster config, auth
- * plugins, TLS); requests go over one keep-alive agent because a controller
- * sends many small requests to one server, and the generated typed clients
- * cannot express server-side apply with strict field validation.
+ * A small REST client. Requests go over one keep-alive agent because a
+ * controller sends many small requests to one server, and it speaks what the
+ * generated typed clients cannot: server-side apply with strict field
+ * validation, and raw watch streams. Credentials come from connection.ts.
  */
 export class KubeClient {
+  /** A client for a kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster). */
   static fromKubeconfig(path?: string): KubeClient {
-    const kc = new KubeConfig();
-    if (path) kc.loadFromFile(path);
-    else kc.loadFromDefault();
-    return new KubeClient(kc);
+    return new KubeClient(loadConnection(path));
   }
 
   readonly server: string;
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 32 });
-  private tls?: Promise<RequestOptions>;
 
-  constructor(readonly kubeConfig: KubeConfig) {
-    const cluster = kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error('kubeconfig has no current cluster');
-    this.server = cluster.server.replace(/\/$/, '');
+  constructor(readonly connection: Connection) {
+    this.server = connection.server;
+  }
+
+  /** The same credentials against another address. */
+  withServer(server: string): KubeClient {
+    return new KubeClient(withServer(this.connection, server));
   }
 
   private tlsOptions(): Promise<RequestOptions> {
-    if (!this.tls) {
-      this.tls = (async () => {
-        const opts: RequestOptions = {};
-        await this.kubeConfig.applyToHTTPSOptions(opts);
-        return opts;
-      })();
-    }
-    return this.tls;
+    return this.connection.requestOptions();
   }
 
   async request<T = any>(method: string, path: string, options: RequestOptionsExtra = {}): Promise<T> {

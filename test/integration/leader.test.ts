@@ -5,7 +5,6 @@
  * may start. Durations are scaled down (lease 3 s, renew 2 s, retry 250 ms).
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
 import { LeaderElector, type LeaderElectionOptions } from '../../reconciler/leader.js';
 import { createNamespace, describeWithCluster, eventually, testClient } from '../cluster/kube.js';
@@ -174,7 +173,7 @@ describeWithCluster('leader election', () => {
 
   it('stops leading before the Lease can expire when it cannot reach the API server', async () => {
     const proxy = await partitionableProxy(client.server);
-    const cut = new KubeClient(viaProxy(client.kubeConfig, proxy.url));
+    const cut = client.withServer(proxy.url);
     try {
       const leader = replica('cut-off', { client: cut });
       await leaderOf([leader]);
@@ -235,15 +234,4 @@ async function partitionableProxy(server: string): Promise<{ url: string; partit
       return new Promise((resolve) => proxy.close(() => resolve()));
     },
   };
-}
-
-function viaProxy(kubeConfig: KubeConfig, url: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: kubeConfig.clusters.map((c) => ({ ...c, server: url })),
-    users: kubeConfig.users,
-    contexts: kubeConfig.contexts,
-    currentContext: kubeConfig.currentContext,
-  });
-  return kc;
 }
