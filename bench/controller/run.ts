@@ -12,7 +12,7 @@
  * Prints figures; never fails on a timing. `npm run bench:controller [-- --clusters N --steady-seconds S]`.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
@@ -21,6 +21,7 @@ import { customResourceDefinition } from '../../api/crd.js';
 import { packageRoot } from '../../api/package-root.js';
 import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
+import { Informer } from '../../reconciler/informer.js';
 import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
 import { startControlPlane } from '../../test/cluster/control-plane.js';
 
@@ -63,6 +64,40 @@ function delta(after: Map<string, number>, before: Map<string, number>): Map<str
   return out;
 }
 
+/** CPU seconds (user + system) used so far by this process's children named `names`, and by `extra` pids. */
+function cpuSeconds(pids: Record<string, number>): Record<string, number> {
+  const ticks = 100; // USER_HZ on Linux
+  const out: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(pids)) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+      out[name] = (Number(fields[11]) + Number(fields[12])) / ticks;
+    } catch {
+      out[name] = NaN;
+    }
+  }
+  return out;
+}
+
+function childPids(): Record<string, number> {
+  const pids: Record<string, number> = {};
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const comm = /\((.*)\)/.exec(stat)?.[1] ?? '';
+      const ppid = Number(stat.replace(/^.*\) /, '').split(' ')[1]);
+      if (ppid === process.pid && (comm === 'kube-apiserver' || comm === 'etcd')) pids[comm] = Number(entry);
+    } catch {
+      /* gone */
+    }
+  }
+  return pids;
+}
+
+const cpuDelta = (after: Record<string, number>, before: Record<string, number>) =>
+  Object.keys(after).map((k) => `${k} ${(after[k] - before[k]).toFixed(1)} s`).join(', ');
+
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'APPLY', 'DELETE', 'DELETECOLLECTION']);
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
@@ -70,7 +105,7 @@ const plane = await startControlPlane();
 const client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
 try {
   await client.apply(customResourceDefinition(config) as any, { fieldManager: 'bench', force: true });
-  for (const ns of ['floor', 'ctrl']) await client.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
+  for (const ns of ['floor', 'floor-seq', 'ctrl']) await client.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
   await new Promise((r) => setTimeout(r, 1500)); // the CRD's endpoint becomes served shortly after it is Established
 
   // Floor: the same objects applied in bulk, no controller.
@@ -79,9 +114,16 @@ try {
     if (!result.valid) throw new Error(JSON.stringify(result.problems));
     return synthesizeCluster(result.resource, config);
   }).flat();
+  const planePids = childPids();
+  const floorCpuBefore = cpuSeconds({ ...planePids, bench: process.pid });
   let started = performance.now();
   await inParallel(objects, 16, (o) => client.apply(o, { fieldManager: 'bench-floor', force: true }));
   const floorMs = performance.now() - started;
+  const floorCpu = cpuDelta(cpuSeconds({ ...planePids, bench: process.pid }), floorCpuBefore);
+  // What `kubectl apply --server-side -f dist/` does: one object at a time.
+  started = performance.now();
+  for (const o of objects) await client.apply({ ...o, metadata: { ...o.metadata, namespace: 'floor-seq' } }, { fieldManager: 'bench-floor', force: true });
+  const sequentialMs = performance.now() - started;
 
   // The controller, as its own process so its memory is its own.
   const child = spawn(process.execPath, [...(process.env.DKV_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), join(packageRoot(), 'bin', 'dkv.js'), 'controller', '--kubeconfig', plane.kubeconfigPath, '--namespace', 'ctrl', '--leader-elect', 'false', '--health-addr', '127.0.0.1:0', '--workers', WORKERS], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -99,27 +141,36 @@ try {
     await new Promise((r) => setTimeout(r, 50));
   }
 
+  // Convergence is observed through a watch: polling a list of 1,000 clusters would cost the API server more than the controller does.
+  const converged = new Set<string>();
+  let markConverged: () => void = () => undefined;
+  const allConverged = new Promise<void>((resolve) => (markConverged = resolve));
+  const watcher = new Informer({
+    client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, 'ctrl'),
+    onEvent: (_type, cr) => {
+      if (cr.status?.observedGeneration === cr.metadata.generation && cr.status?.generatedObjects?.every((o: { uid?: string }) => o.uid)) converged.add(cr.metadata.name);
+      if (converged.size === CLUSTERS) markConverged();
+    },
+  });
+  watcher.start();
+  await watcher.hasSynced();
   const before = await requestCounts(client);
+  const convergeCpuBefore = cpuSeconds({ ...planePids, controller: child.pid!, bench: process.pid });
   started = performance.now();
   await inParallel(Array.from({ length: CLUSTERS }, (_, i) => i), 16, (i) => client.request('POST', resourcePath(API_VERSION, KIND, 'ctrl'), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace: 'ctrl' }, spec: spec(i) } }));
   const createdMs = performance.now() - started;
-  let polls = 0;
-  for (;;) {
-    polls++;
-    const list = await client.request('GET', resourcePath(API_VERSION, KIND, 'ctrl'));
-    const done = list.items.filter((cr: any) => cr.status?.observedGeneration === cr.metadata.generation && cr.status?.generatedObjects?.every((o: any) => o.uid)).length;
-    if (done === CLUSTERS) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await allConverged;
   const convergeMs = performance.now() - started;
+  const convergeCpu = cpuDelta(cpuSeconds({ ...planePids, controller: child.pid!, bench: process.pid }), convergeCpuBefore);
   const used = delta(await requestCounts(client), before);
-  // The bench's own requests: the creates and the polling lists.
+  // The bench's own requests: the creates (its watch is one long request).
   used.set(`POST distributedkvs`, (used.get('POST distributedkvs') ?? 0) - CLUSTERS);
-  used.set(`LIST distributedkvs`, (used.get('LIST distributedkvs') ?? 0) - polls);
-  const controllerRequests = [...used.entries()].filter(([k, v]) => v > 0 && !k.includes('leases'));
+  // ipaddresses are the API server's own ClusterIP allocations (the floor makes them too).
+  const controllerRequests = [...used.entries()].filter(([k, v]) => v > 0 && !k.includes('leases') && !k.includes('ipaddresses'));
   const perCluster = controllerRequests.reduce((sum, [, v]) => sum + v, 0) / CLUSTERS;
 
   // Steady state.
+  await watcher.stop();
   const steadyBefore = await requestCounts(client);
   await new Promise((r) => setTimeout(r, STEADY_SECONDS * 1000));
   const steadyWrites = [...delta(await requestCounts(client), steadyBefore).entries()]
@@ -151,11 +202,14 @@ try {
   console.log(`\nbench/controller: ${CLUSTERS} clusters (sizes 1-9, half with backup, ${objects.length} objects), ${WORKERS} workers, on ${plane.server}`);
   row('figure', 'controller', 'floor/target', 'note');
   row('converge all (create → status current)', `${(convergeMs / 1000).toFixed(2)} s`, `${(floorMs / 1000).toFixed(2)} s`, `ratio ${(convergeMs / floorMs).toFixed(2)}x (target ≤ 1.5x); creating the CRs took ${(createdMs / 1000).toFixed(2)} s`);
+  row('  against a sequential apply (kubectl-style)', '', `${(sequentialMs / 1000).toFixed(2)} s`, `ratio ${(convergeMs / sequentialMs).toFixed(2)}x`);
   row('API requests per converged cluster', perCluster.toFixed(2), `${(objects.length / CLUSTERS).toFixed(2)}`, 'floor: one apply per object');
   row('steady-state writes per minute', (steadyWrites * 60 / STEADY_SECONDS).toFixed(1), '0', `over ${STEADY_SECONDS} s, leases excluded`);
   row('drift correction p50', `${percentile(latencies, 50).toFixed(0)} ms`, '', `${latencies.length} kubectl-scale edits`);
   row('drift correction p99', `${percentile(latencies, 99).toFixed(0)} ms`, '< 1000 ms');
   row('controller peak RSS', `${(rssKb / 1024).toFixed(0)} MB`, '< 200 MB');
+  console.log(`\nCPU during the floor:    ${floorCpu}`);
+  console.log(`CPU during convergence: ${convergeCpu}  (2 cores: ${(2 * convergeMs / 1000).toFixed(1)} s available)`);
   console.log('\ncontroller requests by verb and resource:');
   for (const [k, v] of controllerRequests.sort()) console.log(`  ${k.padEnd(40)} ${String(v).padStart(7)}  (${(v / CLUSTERS).toFixed(2)}/cluster)`);
 } finally {
