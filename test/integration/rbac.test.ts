@@ -1,0 +1,83 @@
+/**
+ * deploy/rbac.yaml grants what the controller needs: the controller, running
+ * with a token of that service account and nothing else, converges a
+ * cluster, corrects drift, elects itself leader and cleans up on deletion.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { packageRoot } from '../../api/package-root.js';
+import { staticConnectionForTests } from '../../reconciler/connection.js';
+import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
+import { LeaderElector } from '../../reconciler/leader.js';
+import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
+import { clusterPath, converged, createCluster, startController } from './controller-harness.js';
+
+describeWithCluster('the controller with only the permissions of deploy/rbac.yaml', () => {
+  let admin: KubeClient;
+  let controllerClient: KubeClient;
+
+  beforeAll(async () => {
+    admin = testClient();
+    await installCrd(admin);
+    await admin.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'dkv-system' } } }).catch((e) => {
+      if (!isApiError(e, 409)) throw e;
+    });
+    for (const doc of parseAllDocuments(readFileSync(join(packageRoot(), 'deploy', 'rbac.yaml'), 'utf8'))) {
+      await admin.apply(doc.toJS(), { fieldManager: 'dkv-test', force: true });
+    }
+    const token = await admin.request('POST', resourcePath('v1', 'ServiceAccount', 'dkv-system', 'dkv-controller') + '/token', {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+    });
+    controllerClient = new KubeClient(staticConnectionForTests(admin.connection, token.status.token));
+  });
+  afterAll(() => {
+    admin?.close();
+    controllerClient?.close();
+  });
+
+  it('is refused what the role does not grant', async () => {
+    await expect(controllerClient.request('GET', '/api/v1/secrets')).rejects.toMatchObject({ status: 403 });
+  });
+
+  it('converges a cluster, corrects drift, and cleans up on deletion', async () => {
+    const namespace = await createNamespace(admin, 'rbac');
+    const running = await startController(controllerClient, namespace);
+    try {
+      await createCluster(admin, namespace, 'kv', { size: 3, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '@daily' } });
+      await converged(admin, namespace, 'kv', 5);
+      const sts = resourcePath('apps/v1', 'StatefulSet', namespace, 'kv');
+      await admin.request('PATCH', `${sts}/scale`, { query: { fieldManager: 'kubectl' }, body: { spec: { replicas: 7 } }, contentType: 'application/merge-patch+json' });
+      await eventually('the scale to be reverted', async () => ((await admin.request('GET', sts)).spec.replicas === 3 ? true : undefined));
+      await admin.request('DELETE', clusterPath(namespace, 'kv'));
+      await eventually('the cluster to be gone', async () => {
+        try {
+          await admin.request('GET', clusterPath(namespace, 'kv'));
+          return undefined;
+        } catch (e) {
+          return isApiError(e, 404) ? true : undefined;
+        }
+      });
+      expect((await admin.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace))).items).toEqual([]);
+      const failures = (await running.controller.metrics.reconciles.get()).values.filter((v) => v.labels.result === 'error');
+      expect(failures.reduce((n, v) => n + v.value, 0)).toBe(0);
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('can hold the leader Lease in its own namespace', async () => {
+    let leading = false;
+    const elector = new LeaderElector({
+      client: controllerClient, namespace: 'dkv-system', name: 'dkv-controller', identity: 'rbac-test',
+      leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 250,
+      onStartedLeading: () => (leading = true), onStoppedLeading: () => (leading = false),
+    });
+    elector.start();
+    try {
+      await eventually('leadership', async () => (leading ? true : undefined));
+    } finally {
+      await elector.stop();
+    }
+  });
+});
