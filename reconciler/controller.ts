@@ -112,7 +112,7 @@ export class Controller {
       }));
     }
     this.context = {
-      client, config, clusters: this.clusters, owned: this.owned, metrics: this.metrics,
+      client, config, clusters: this.clusters, owned: this.owned, metrics: this.metrics, notKept: new Map(),
       events: new EventRecorder(client, config.controller.fieldManager, (e) => log.warn({ error: String(e) }, 'recording an event failed')),
       log: (level, message, fields) => log[level](fields, message),
     };

@@ -34,6 +34,8 @@ export function resourcePath(apiVersion: string, kind: string, namespace?: strin
   return `${base}${ns}/${resource.plural}${name ? `/${encodeURIComponent(name)}` : ''}`;
 }
 
+const USER_AGENT = 'dkv-controller';
+
 /** A non-2xx answer from the API server, with its Status reason (`NotFound`, `Conflict`, `Invalid`, …). */
 export class KubeApiError extends Error {
   constructor(readonly status: number, readonly reason: string, message: string, readonly body: unknown) {
@@ -96,6 +98,8 @@ export class KubeClient {
         timeout: options.timeoutMs ?? 30_000,
         headers: {
           Accept: 'application/json',
+          // Writes without a fieldManager are attributed to the user agent in managedFields.
+          'User-Agent': USER_AGENT,
           ...(payload !== undefined ? { 'Content-Type': options.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}),
           ...(tls.headers ?? {}),
         },

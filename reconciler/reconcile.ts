@@ -33,7 +33,16 @@ export class TerminalError extends Error {}
 /** The kinds a DistributedKV generates, by `apiVersion/kind`. */
 export type OwnedCaches = ReadonlyMap<string, Informer>;
 
+/**
+ * Fields the API server does not keep as applied (it drops or rewrites them:
+ * a sessionAffinityConfig without sessionAffinity, say), by object, for one
+ * desired hash. Comparing them would find "drift" after every apply and loop
+ * forever; they are reported once and left out of the comparison.
+ */
+export type NotKeptFields = Map<string, { readonly hash: string; readonly paths: ReadonlySet<string> }>;
+
 export interface ReconcileContext {
+  readonly notKept: NotKeptFields;
   readonly client: KubeClient;
   readonly config: GeneratorConfig;
   readonly clusters: Informer;
@@ -45,6 +54,7 @@ export interface ReconcileContext {
 
 const cacheKind = (o: { apiVersion: string; kind: string }): string => `${o.apiVersion}/${o.kind}`;
 const objectName = (o: { kind: string; metadata: { name: string } }): string => `${o.kind}/${o.metadata.name}`;
+const objectId = (o: KubeObject): string => `${o.metadata.namespace}/${o.kind}/${o.metadata.name}`;
 
 /** The cached objects this cluster controls (owner reference with its uid), from the owner index. */
 function ownedObjects(ctx: ReconcileContext, cr: CachedObject, uid: string): CachedObject[] {
@@ -121,7 +131,9 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     } else if (current.metadata.annotations?.[hashAnnotation] !== object.metadata.annotations?.[hashAnnotation]) {
       writes.push({ desired: object, reason: 'spec-changed', drift: [] });
     } else {
-      const drift = findDrift(object, current, fieldManager);
+      const ignored = ctx.notKept.get(objectId(object));
+      const hash = object.metadata.annotations?.[hashAnnotation];
+      const drift = findDrift(object, current, fieldManager).filter((f) => !(ignored && ignored.hash === hash && ignored.paths.has(f.path)));
       if (drift.length > 0) writes.push({ desired: object, reason: 'drift', drift });
     }
   }
@@ -136,6 +148,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const created: string[] = [];
   const updated: string[] = [];
   const corrected: string[] = [];
+  const notKeptReports: string[] = [];
   // Independent objects are written in parallel: a reconcile costs one round trip, not one per object.
   await Promise.all(writes.map(async (write) => {
     const name = objectName(write.desired);
@@ -149,6 +162,17 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
       const body = { ...write.desired, metadata: { ...write.desired.metadata, ownerReferences: [ownerReference] } };
       const result = await client.apply<CachedObject>(body, { fieldManager, force: true });
       applied.set(name, result);
+      const notKept = findDrift(write.desired, result, fieldManager);
+      if (notKept.length > 0) {
+        const hash = write.desired.metadata.annotations![hashAnnotation];
+        const id = objectId(write.desired);
+        if (ctx.notKept.get(id)?.hash !== hash) {
+          ctx.notKept.set(id, { hash, paths: new Set(notKept.map((f) => f.path)) });
+          const fields = notKept.map((f) => f.path).join(', ');
+          ctx.log('warn', 'the API server does not keep fields as applied; they are not compared', { key, object: name, fields });
+          notKeptReports.push(`${name}: the API server does not keep ${fields} as generated (check the configuration's patches); not treated as drift`);
+        }
+      }
       ctx.metrics.applies.inc({ kind: write.desired.kind, reason: write.reason });
       ctx.log('info', 'applied', { key, object: name, reason: write.reason, ...(write.drift.length ? { drift: write.drift } : {}) });
       if (write.reason === 'drift') corrected.push(`${name}: restored ${describeDrift(write.drift)}`);
@@ -168,6 +192,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   if (created.length > 0) events.push(ctx.events.record(involved, 'Normal', 'Created', `created ${created.sort().join(', ')}`));
   if (updated.length > 0) events.push(ctx.events.record(involved, 'Normal', 'Updated', `updated to match the spec: ${updated.sort().join(', ')}`));
   for (const message of corrected) events.push(ctx.events.record(involved, 'Warning', 'DriftCorrected', message));
+  for (const message of notKeptReports) events.push(ctx.events.record(involved, 'Warning', 'FieldsNotKept', message));
 
   if (!detectOnly) {
     const pruned = await deleteOwned(ctx, cr, uid, (o) => prunable.includes(o), failures);

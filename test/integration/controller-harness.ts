@@ -17,9 +17,9 @@ export interface RunningController {
 }
 
 /** Starts caches and workers; retries start at 200 ms so failure tests stay fast (production: 2 s). */
-export async function startController(client: KubeClient, namespace: string, options: { backoffBaseMs?: number; workers?: number } = {}): Promise<RunningController> {
+export async function startController(client: KubeClient, namespace: string, options: { backoffBaseMs?: number; workers?: number; config?: GeneratorConfig } = {}): Promise<RunningController> {
   const log = pino({ level: process.env.DKV_TEST_LOG_LEVEL ?? 'silent' });
-  const controller = new Controller({ client, config, log, namespace, workers: options.workers ?? 2, backoff: { baseMs: options.backoffBaseMs ?? 200, maxMs: 5000 } });
+  const controller = new Controller({ client, config: options.config ?? config, log, namespace, workers: options.workers ?? 2, backoff: { baseMs: options.backoffBaseMs ?? 200, maxMs: 5000 } });
   await controller.startCaches();
   controller.startWorkers();
   return { controller, stop: () => controller.stop() };

@@ -16,6 +16,7 @@ import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { generatedSelector } from '../../reconciler/controller.js';
 import { resourcePath, type KubeClient } from '../../reconciler/kube-client.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
+import type { GeneratorConfig } from '../../api/config.js';
 import { clusterPath, config, converged, createCluster, eventsFor, mutatingRequests, startController, type RunningController } from './controller-harness.js';
 
 const NAME = 'kv';
@@ -217,6 +218,26 @@ describeWithCluster('the DistributedKV controller', () => {
     await eventually(`replicas to be restored to ${spec.size}`, async () => ((await client.request('GET', stsPath(namespace))).spec.replicas === spec.size ? true : undefined));
     await settled(controller, namespace);
     expect(await metric(controller, 'dkv_reconcile_total')).toBeGreaterThan(reconcilesBefore);
+  });
+
+  it('does not fight the API server over a field it does not keep (a patched sessionAffinityConfig): one warning, then no writes', async () => {
+    const namespace = await createNamespace(client, 'ctl-notkept');
+    // The API server drops sessionAffinityConfig from a Service without ClientIP affinity: every
+    // comparison would find it "drifted" again, and a naive controller would apply forever.
+    const patched: GeneratorConfig = { ...config, patches: { Service: [{ op: 'add', path: '/spec/sessionAffinityConfig', value: { clientIP: { timeoutSeconds: 30 } } }] } };
+    running = await startController(client, namespace, { config: patched });
+    await createSettled(namespace, running);
+    const warnings = await events(namespace, 'FieldsNotKept');
+    expect(warnings).toHaveLength(2);
+    for (const w of warnings) expect(w.message).toContain('spec.sessionAffinityConfig');
+
+    const mutatingBefore = await mutatingRequests(client);
+    const appliesBefore = await metric(running, 'dkv_applies_total');
+    await observeFor(3000);
+    expect(await mutatingRequests(client)).toBe(mutatingBefore);
+    expect(await metric(running, 'dkv_applies_total')).toBe(appliesBefore);
+    expect(await events(namespace, 'FieldsNotKept')).toHaveLength(2);
+    expect(await events(namespace, 'DriftCorrected')).toHaveLength(0);
   });
 
   // ---- 3. out-of-band edits --------------------------------------------------------------
