@@ -14,5 +14,7 @@ export default {
   globalSetup: '<rootDir>/lib/test/cluster/global-setup.js',
   globalTeardown: '<rootDir>/lib/test/cluster/global-teardown.js',
   testTimeout: 60000,
+  // One file at a time: some tests read the API server's own request counters, which are server-wide.
+  maxWorkers: 1,
   reporters: ['default', '<rootDir>/test/summary-reporter.js'],
 };

@@ -107,14 +107,16 @@ async function waitFor(what: string, deadlineMs: number, check: () => Promise<bo
 }
 
 const running = new Set<ChildProcess>();
+const temporaryDirs = new Set<string>();
 let exitHookInstalled = false;
 
-/** Whatever happens to the test process, no etcd or kube-apiserver outlives it. */
+/** Whatever happens to the test process, no etcd or kube-apiserver outlives it, and no temp dir stays behind. */
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on('exit', () => {
     for (const child of running) child.kill('SIGKILL');
+    if (!process.env.DKV_KEEP_CONTROL_PLANE) for (const dir of temporaryDirs) rmSync(dir, { recursive: true, force: true });
   });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
@@ -173,6 +175,7 @@ export async function startControlPlane(binDir: string = locateBinaries()): Prom
   installExitHook();
   const started = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'dkv-control-plane-'));
+  temporaryDirs.add(dir);
   const pki = join(dir, 'pki');
   mkdirSync(pki);
   const pkiResult = spawnSync(join(binDir, 'dkv-pki'), [pki], { encoding: 'utf8' });
@@ -232,6 +235,7 @@ export async function startControlPlane(binDir: string = locateBinaries()): Prom
     await terminate(apiserver);
     await terminate(etcd);
     if (!process.env.DKV_KEEP_CONTROL_PLANE) rmSync(dir, { recursive: true, force: true });
+    temporaryDirs.delete(dir);
   };
 
   try {
