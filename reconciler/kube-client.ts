@@ -131,7 +131,7 @@ export class KubeClient {
    * Server-side apply of one object as `fieldManager`. `force` takes over
    * fields another manager owns; `dryRun` validates without persisting.
    */
-  apply<T = any>(object: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }, options: { fieldManager: string; force?: boolean; dryRun?: boolean; subresource?: string }): Promise<T> {
+  apply<T = any>(object: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; [key: string]: unknown } }, options: { fieldManager: string; force?: boolean; dryRun?: boolean; subresource?: string }): Promise<T> {
     const path = resourcePath(object.apiVersion, object.kind, object.metadata.namespace, object.metadata.name) + (options.subresource ? `/${options.subresource}` : '');
     return this.request<T>('PATCH', path, {
       query: { fieldManager: options.fieldManager, force: options.force ? true : undefined, dryRun: options.dryRun ? 'All' : undefined, fieldValidation: 'Strict' },

@@ -84,10 +84,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   if (cr.metadata.deletionTimestamp) {
     if (!(cr.metadata.finalizers ?? []).includes(finalizer)) return {};
     await deleteOwned(ctx, cr, uid, () => true);
-    await client.request('PATCH', crPath, {
-      body: { metadata: { finalizers: cr.metadata.finalizers.filter((f: string) => f !== finalizer), resourceVersion: cr.metadata.resourceVersion } },
-      contentType: 'application/merge-patch+json',
-    });
+    await applyFinalizer(ctx, cr, []);
     ctx.log('info', 'cleaned up and removed finalizer', { key });
     return {};
   }
@@ -103,15 +100,11 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   }
 
   // Added alongside the first writes rather than before them: should the cluster be deleted
-  // in between, its objects' owner references still take them away.
-  const addingFinalizer = !detectOnly && !(cr.metadata.finalizers ?? []).includes(finalizer)
-    ? client.request('PATCH', crPath, {
-      body: { metadata: { finalizers: [...(cr.metadata.finalizers ?? []), finalizer], resourceVersion: cr.metadata.resourceVersion } },
-      contentType: 'application/merge-patch+json',
-    })
-    : Promise.resolve();
-  // A failed finalizer write fails the reconcile, but only after the other writes settled.
-  const finalizerResult = addingFinalizer.then(() => undefined, (e: Error) => e);
+  // in between, its objects' owner references still take them away. A failed finalizer write
+  // fails the reconcile, but only after the other writes settled.
+  const finalizerResult = !detectOnly && !(cr.metadata.finalizers ?? []).includes(finalizer)
+    ? applyFinalizer(ctx, cr, [finalizer]).then(() => undefined, (e: Error) => e)
+    : Promise.resolve(undefined);
 
   const resource: ValidResource = { ...validation.resource, metadata: { ...validation.resource.metadata, namespace: cr.metadata.namespace } };
   const desired = synthesizeCluster(resource, config);
@@ -184,9 +177,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   }));
   driftReports.sort();
   const finalizerError = await finalizerResult;
-  // A conflict only means the cluster changed since the cache saw it: retry, without calling it Degraded.
-  const finalizerConflict = finalizerError instanceof KubeApiError && finalizerError.status === 409;
-  if (finalizerError && !finalizerConflict) failures.push(`finalizer: ${finalizerError.message}`);
+  if (finalizerError) failures.push(`finalizer: ${finalizerError.message}`);
 
   const events: Promise<void>[] = [];
   if (created.length > 0) events.push(ctx.events.record(involved, 'Normal', 'Created', `created ${created.sort().join(', ')}`));
@@ -224,8 +215,16 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   });
 
   if (failures.length > 0) throw new Error(`${failures.length} write(s) failed: ${failures.join('; ')}`);
-  if (finalizerConflict) throw new Error('adding the finalizer conflicted with a concurrent change; retrying');
   return {};
+}
+
+/**
+ * Sets the controller's finalizers on the cluster by server-side apply of
+ * metadata.finalizers alone: finalizers form a set, so this adds or removes
+ * only ours, never conflicts with other writers, and needs no resourceVersion.
+ */
+async function applyFinalizer(ctx: ReconcileContext, cr: CachedObject, finalizers: string[]): Promise<void> {
+  await ctx.client.apply({ apiVersion: API_VERSION, kind: KIND, metadata: { name: cr.metadata.name, namespace: cr.metadata.namespace, finalizers } }, { fieldManager: ctx.config.controller.fieldManager });
 }
 
 async function writeStatus(ctx: ReconcileContext, cr: CachedObject, crPath: string, observed: ObservedState): Promise<void> {
