@@ -1,0 +1,66 @@
+/**
+ * What the status says, given what was observed. (Against the real API
+ * server there are no pods yet, so the observed StatefulSet and CronJob
+ * statuses are given here as a kube-controller-manager would write them.)
+ */
+import { desiredStatus, statusChanged, type ObservedState } from '../../reconciler/status.js';
+
+const NOW = new Date('2026-11-22T10:00:00.123Z');
+const LATER = new Date('2026-11-22T11:00:00Z');
+
+function observed(overrides: Partial<ObservedState> = {}): ObservedState {
+  return {
+    generation: 2,
+    size: 5,
+    statefulSet: { metadata: { generation: 3 }, status: { readyReplicas: 5, updatedReplicas: 5, observedGeneration: 3 } },
+    generatedObjects: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'kv', uid: 'u1', hash: 'h1' }],
+    ...overrides,
+  };
+}
+
+const condition = (status: ReturnType<typeof desiredStatus>, type: string) => status.conditions!.find((c) => c.type === type)!;
+
+describe('the status of a DistributedKV', () => {
+  it('reports ready members from the StatefulSet and is Available with a majority', () => {
+    const status = desiredStatus(observed({ statefulSet: { metadata: { generation: 3 }, status: { readyReplicas: 3, updatedReplicas: 5, observedGeneration: 3 } } }), undefined, NOW);
+    expect(status.readyReplicas).toBe(3);
+    expect(status.observedGeneration).toBe(2);
+    expect(condition(status, 'Available')).toMatchObject({ status: 'True', reason: 'QuorumAvailable', observedGeneration: 2, lastTransitionTime: '2026-11-22T10:00:00Z' });
+    expect(condition(status, 'Progressing')).toMatchObject({ status: 'True', reason: 'RollingOut' });
+  });
+
+  it('is not Available below a majority (2 of 5)', () => {
+    const status = desiredStatus(observed({ statefulSet: { metadata: { generation: 3 }, status: { readyReplicas: 2, updatedReplicas: 5, observedGeneration: 3 } } }), undefined, NOW);
+    expect(condition(status, 'Available')).toMatchObject({ status: 'False', reason: 'QuorumUnavailable', message: '2 of 5 members ready; 3 are needed for a majority' });
+  });
+
+  it('has finished progressing only when every member is updated and ready at the current StatefulSet generation', () => {
+    expect(condition(desiredStatus(observed(), undefined, NOW), 'Progressing')).toMatchObject({ status: 'False', reason: 'Reconciled' });
+    const stale = observed({ statefulSet: { metadata: { generation: 4 }, status: { readyReplicas: 5, updatedReplicas: 5, observedGeneration: 3 } } });
+    expect(condition(desiredStatus(stale, undefined, NOW), 'Progressing')).toMatchObject({ status: 'True', reason: 'RollingOut' });
+  });
+
+  it('takes lastBackupTime from the CronJob\'s last successful run, and omits it before the first', () => {
+    expect(desiredStatus(observed({ cronJob: { status: { lastSuccessfulTime: '2026-11-22T02:00:07Z' } } }), undefined, NOW).lastBackupTime).toBe('2026-11-22T02:00:07Z');
+    expect(desiredStatus(observed({ cronJob: { status: {} } }), undefined, NOW)).not.toHaveProperty('lastBackupTime');
+  });
+
+  it('is Degraded with the reason and message it is given, and not otherwise', () => {
+    expect(condition(desiredStatus(observed(), undefined, NOW), 'Degraded')).toMatchObject({ status: 'False', reason: 'AsExpected' });
+    const invalid = desiredStatus(observed({ size: undefined, statefulSet: undefined, degraded: { reason: 'InvalidSpec', message: 'spec.size: must be <= 9' } }), undefined, NOW);
+    expect(condition(invalid, 'Degraded')).toMatchObject({ status: 'True', reason: 'InvalidSpec', message: 'spec.size: must be <= 9' });
+    expect(condition(invalid, 'Available')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+  });
+
+  it('keeps a condition\'s lastTransitionTime while its status holds, so an unchanged cluster needs no status write', () => {
+    const first = desiredStatus(observed(), undefined, NOW);
+    const again = desiredStatus(observed(), first, LATER);
+    expect(again).toEqual(first);
+    expect(statusChanged(first, again)).toBe(false);
+
+    const degraded = desiredStatus(observed({ degraded: { reason: 'ApplyFailed', message: 'x' } }), first, LATER);
+    expect(condition(degraded, 'Degraded').lastTransitionTime).toBe('2026-11-22T11:00:00Z');
+    expect(condition(degraded, 'Available').lastTransitionTime).toBe('2026-11-22T10:00:00Z');
+    expect(statusChanged(first, degraded)).toBe(true);
+  });
+});
