@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { loadConfig } from '../api/config.js';
 import { packageRoot } from '../api/package-root.js';
-import { InputError } from '../api/problem.js';
+import { InputError, type Problem } from '../api/problem.js';
 import { readSpecs } from './read-specs.js';
 import { renderManifests } from './render.js';
 import { writeManifests } from './write-output.js';
@@ -29,16 +29,24 @@ export interface SynthReport {
 export function synth(options: SynthOptions): SynthReport {
   const config = loadConfig(options.configFile);
   const { specs, problems, skipped } = readSpecs(options.specs, config);
+  // An empty result is far more often a wrong path than an intent, and writing it would
+  // remove every manifest in the output directory (and, through GitOps, every cluster).
+  if (problems.length === 0 && specs.length === 0) problems.push(noSpecsFound(options.specs));
   if (problems.length > 0) throw new InputError(problems);
   const files = renderManifests(specs, config);
   const { written, removed } = writeManifests(options.outDir, files);
   return { clusters: specs.length, files: written, removed, skipped };
 }
 
+function noSpecsFound(paths: readonly string[]): Problem {
+  return { file: paths.join(', '), path: '', message: 'no DistributedKV documents found (nothing was read, so nothing is written)' };
+}
+
 /** Validates only; throws an InputError listing every problem. */
 export function validate(paths: readonly string[], configFile?: string): { clusters: number; skipped: readonly string[] } {
   const config = loadConfig(configFile);
   const { specs, problems, skipped } = readSpecs(paths, config);
+  if (problems.length === 0 && specs.length === 0) problems.push(noSpecsFound(paths));
   if (problems.length > 0) throw new InputError(problems);
   return { clusters: specs.length, skipped };
 }

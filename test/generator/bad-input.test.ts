@@ -93,6 +93,11 @@ describe('dkv synth rejects', () => {
     expect(stderr).toContain(JSON.stringify(name));
   }, CLI_TIMEOUT_MS);
 
+  it('specs that hold no DistributedKV at all, which would otherwise prune every manifest in the output', () => {
+    const stderr = expectRejected({ 'empty.yaml': '# nothing here yet\n', 'namespace.yaml': 'apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n' });
+    expect(stderr).toContain('empty.yaml, namespace.yaml: no DistributedKV documents found');
+  }, CLI_TIMEOUT_MS);
+
   it('a name too long for the objects derived from it', () => {
     const name = 'a'.repeat(53);
     const stderr = expectRejected({ 'orders.yaml': yamlOf({ name }) });
