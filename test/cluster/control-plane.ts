@@ -4,6 +4,9 @@
  * its own CA, serving and admin client certificates, service-account keys,
  * RBAC authorization, and a kubeconfig for a `system:masters` user.
  *
+ * Opt-in (`{ withNodes: true }`): kube-controller-manager, kube-scheduler and
+ * kwok with fake Nodes as well, so workloads really run their course (see nodes.ts).
+ *
  * Used by jest's global setup, by tests that need a control plane of their own
  * (restarting the API server), and by `npm run cluster` for humans.
  */
@@ -14,6 +17,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startNodeComponents, type NodeComponents, type NodesOptions } from './nodes.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** test/cluster in the source tree, whether running from source or from lib/. */
@@ -25,7 +29,7 @@ export interface ControlPlane {
   readonly kubeconfigPath: string;
   /** https://127.0.0.1:<port> */
   readonly server: string;
-  /** Milliseconds from spawning etcd to kube-apiserver answering /readyz. */
+  /** Milliseconds from spawning etcd to kube-apiserver answering /readyz (with `withNodes`: to every fake node Ready). */
   readonly startMillis: number;
   /** Stops kube-apiserver (keeping etcd and its data) and starts it again on the same port. */
   restartApiServer(): Promise<void>;
@@ -35,6 +39,16 @@ export interface ControlPlane {
   startApiServer(): Promise<void>;
   /** Stops everything and removes the temp dir. Safe to call twice. */
   stop(): Promise<void>;
+  /** kube-controller-manager, kube-scheduler, kwok and the fake Nodes: only with `withNodes`. */
+  readonly nodes?: NodeComponents;
+}
+
+export interface ControlPlaneOptions {
+  /**
+   * Also run kube-controller-manager, kube-scheduler and kwok, and create fake
+   * Nodes (3 unless `{ count }` says otherwise). Default: etcd + kube-apiserver only.
+   */
+  readonly withNodes?: boolean | NodesOptions;
 }
 
 export class ControlPlaneUnavailable extends Error {}
@@ -126,9 +140,9 @@ function installExitHook(): void {
   }
 }
 
-function launch(binary: string, args: string[], logFile: string): ChildProcess {
+function launch(binary: string, args: string[], logFile: string, env?: NodeJS.ProcessEnv): ChildProcess {
   const fd = openSync(logFile, 'a');
-  const child = spawn(binary, args, { stdio: ['ignore', fd, fd] });
+  const child = spawn(binary, args, { stdio: ['ignore', fd, fd], env });
   closeSync(fd);
   running.add(child);
   child.on('exit', () => running.delete(child));
@@ -171,7 +185,7 @@ function kubeconfig(server: string, pki: string): string {
   ].join('\n');
 }
 
-export async function startControlPlane(binDir: string = locateBinaries()): Promise<ControlPlane> {
+export async function startControlPlane(binDir: string = locateBinaries(), options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   installExitHook();
   const started = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'dkv-control-plane-'));
@@ -220,6 +234,7 @@ export async function startControlPlane(binDir: string = locateBinaries()): Prom
     '--v=1',
   ];
   let apiserver: ChildProcess | undefined;
+  let nodes: NodeComponents | undefined;
   let stopped = false;
 
   const startApiServer = async (): Promise<void> => {
@@ -232,21 +247,26 @@ export async function startControlPlane(binDir: string = locateBinaries()): Prom
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
+    await nodes?.stop();
     await terminate(apiserver);
     await terminate(etcd);
     if (!process.env.DKV_KEEP_CONTROL_PLANE) rmSync(dir, { recursive: true, force: true });
     temporaryDirs.delete(dir);
   };
 
+  const kubeconfigPath = join(dir, 'kubeconfig');
   try {
     await waitFor('etcd', 30_000, async () => (await httpGet(`${etcdUrl}/health`, 2000)) === 200, () => exitDescription(etcd, etcdLog));
     await startApiServer();
+    writeFileSync(kubeconfigPath, kubeconfig(server, pki), { mode: 0o600 });
+    if (options.withNodes) {
+      const tools = { launch, terminate, exitDescription, waitFor, freePort };
+      nodes = await startNodeComponents({ binDir, dir, kubeconfigPath, server, tools }, options.withNodes === true ? {} : options.withNodes);
+    }
   } catch (e) {
     await stop();
     throw e;
   }
-  const kubeconfigPath = join(dir, 'kubeconfig');
-  writeFileSync(kubeconfigPath, kubeconfig(server, pki), { mode: 0o600 });
   return {
     dir,
     kubeconfigPath,
@@ -259,5 +279,6 @@ export async function startControlPlane(binDir: string = locateBinaries()): Prom
     stopApiServer,
     startApiServer,
     stop,
+    nodes,
   };
 }

@@ -1,0 +1,298 @@
+/**
+ * The optional half of the test control plane: kube-controller-manager,
+ * kube-scheduler and kwok with a few fake Nodes, so that what controllers do
+ * with our objects really happens — StatefulSet pods are created, scheduled
+ * and become Ready, CronJobs start Jobs whose pods succeed, PVCs bind, and
+ * the garbage collector deletes what lost its owner. Nothing runs a container:
+ * kwok plays each pod's lifecycle through its Stage files (copied from the
+ * kwok module by build.sh into <binDir>/kwok-stages/):
+ *
+ *   Pending ──(scheduled)──▶ Running + Ready ──(owned by a Job)──▶ Succeeded
+ *
+ * and deletes terminating pods at once (there is no kubelet to wait for).
+ * PVCs of the default StorageClass `kwok-volume` get a PV and are Bound.
+ *
+ * Started by startControlPlane(binDir, { withNodes: true }); the components'
+ * logs are kube-controller-manager.log, kube-scheduler.log and kwok.log in the
+ * control plane's dir (kept with DKV_KEEP_CONTROL_PLANE=1).
+ */
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+
+export interface NodesOptions {
+  /** Fake nodes to create (default 3). */
+  readonly count?: number;
+  /**
+   * CustomResourceDefinitions to create (and wait for) before kube-controller-manager
+   * starts. Its garbage collector notices new resource types only every 30 s; until
+   * then it cannot see an owner of a new kind being deleted, and the dependents'
+   * collection waits for that resync plus retry backoff (~30-80 s instead of ~1 s).
+   */
+  readonly crds?: readonly Record<string, any>[];
+}
+
+export interface NodeComponents {
+  /** Names of the fake Nodes, all Ready and untainted when startNodeComponents resolves. */
+  readonly nodeNames: readonly string[];
+  /** Milliseconds from spawning the components to every node being Ready. */
+  readonly startMillis: number;
+  /** Stops kwok, kube-scheduler and kube-controller-manager. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** The process helpers of control-plane.ts, handed in so that children are tracked (and killed on exit) in one place. */
+export interface ProcessTools {
+  launch(binary: string, args: string[], logFile: string, env?: NodeJS.ProcessEnv): ChildProcess;
+  terminate(child: ChildProcess | undefined): Promise<void>;
+  exitDescription(child: ChildProcess, logFile: string): string | undefined;
+  waitFor(what: string, deadlineMs: number, check: () => Promise<boolean>, alive: () => string | undefined): Promise<void>;
+  freePort(): Promise<number>;
+}
+
+export interface NodeComponentsContext {
+  readonly binDir: string;
+  /** The control plane's temp dir (pki/ inside it). */
+  readonly dir: string;
+  readonly kubeconfigPath: string;
+  /** https://127.0.0.1:<port> of kube-apiserver */
+  readonly server: string;
+  readonly tools: ProcessTools;
+}
+
+/** Annotation kwok selects its nodes by (`--manage-nodes-with-annotation-selector`). */
+export const FAKE_NODE_ANNOTATION = 'kwok.x-k8s.io/node';
+/** Pod IPs kwok hands out: outside the Service range (10.96.0.0/16). */
+const POD_CIDR = '10.244.0.0/16';
+const NODE_IP = '10.0.0.2';
+
+const REQUIRED = ['kube-controller-manager', 'kube-scheduler', 'kwok', 'kwok-stages'];
+
+/** What `binDir` lacks for the nodes mode (external envtest binaries have none of it). */
+export function missingNodeBinaries(binDir: string): string[] {
+  return REQUIRED.filter((name) => !existsSync(join(binDir, name)));
+}
+
+interface Tls { ca: Buffer; cert: Buffer; key: Buffer }
+
+/** One request to kube-apiserver as the admin user; JSON in and out. */
+function api(server: string, tls: Tls, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = request(`${server}${path}`, {
+      ...tls, method, timeout: 10_000,
+      headers: { accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) },
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      res.on('end', () => {
+        let json: any;
+        try {
+          json = text ? JSON.parse(text) : undefined;
+        } catch {
+          json = text;
+        }
+        resolve({ status: res.statusCode ?? 0, json });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+async function create(server: string, tls: Tls, path: string, object: unknown): Promise<void> {
+  const res = await api(server, tls, 'POST', path, object);
+  if (res.status !== 201 && res.status !== 409) throw new Error(`POST ${path}: HTTP ${res.status} ${JSON.stringify(res.json)}`);
+}
+
+/** GET https://127.0.0.1:<port>/healthz of a component serving a self-signed certificate (the path is always allowed). */
+function healthz(url: string): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { rejectUnauthorized: false, timeout: 2000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode === 200));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function httpHealthz(url: string): Promise<boolean> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+  await res.text();
+  return res.status === 200;
+}
+
+/** kwok's Stage documents (for --config) and the other objects shipped with them (the `kwok-volume` StorageClass). */
+function readStages(binDir: string): { stages: string; objects: Record<string, any>[] } {
+  const stageDir = join(binDir, 'kwok-stages');
+  const stages: string[] = [];
+  const objects: Record<string, any>[] = [];
+  for (const file of readdirSync(stageDir).filter((f) => f.endsWith('.yaml')).sort()) {
+    for (const doc of parseAllDocuments(readFileSync(join(stageDir, file), 'utf8'))) {
+      const object = doc.toJS();
+      if (!object) continue;
+      if (object.kind === 'Stage') stages.push(`# ${file}\n${doc.toString()}`);
+      else objects.push(object);
+    }
+  }
+  if (stages.length === 0) throw new Error(`no kwok Stage documents in ${stageDir}`);
+  return { stages: stages.join('---\n'), objects };
+}
+
+function fakeNode(name: string): Record<string, unknown> {
+  const resources = { cpu: '32', memory: '256Gi', pods: '110' };
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      annotations: { [FAKE_NODE_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+      // kubernetes.io/hostname is what the StatefulSet's topology spread constraint counts by; a kubelet would set it.
+      labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok' },
+    },
+    // No taints: nothing needs a toleration. kwok keeps allocatable/capacity as given.
+    spec: {},
+    status: { allocatable: resources, capacity: resources },
+  };
+}
+
+/** Creates a CRD and waits until it is Established and listed in discovery (what the garbage collector reads). */
+async function installCrd(server: string, tls: Tls, crd: Record<string, any>, tools: ProcessTools): Promise<void> {
+  const name: string = crd.metadata.name;
+  await create(server, tls, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+  const { group, names: { plural }, versions } = crd.spec;
+  const served = (versions as { name: string; served: boolean }[]).filter((v) => v.served).map((v) => v.name);
+  await tools.waitFor(`CRD ${name} Established and discoverable`, 30_000, async () => {
+    const live = await api(server, tls, 'GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+    if (!live.json?.status?.conditions?.some((c: any) => c.type === 'Established' && c.status === 'True')) return false;
+    for (const version of served) {
+      const discovery = await api(server, tls, 'GET', `/apis/${group}/${version}`);
+      if (!discovery.json?.resources?.some((r: any) => r.name === plural)) return false;
+    }
+    return true;
+  }, () => undefined);
+}
+
+const ready = (node: any): boolean => node.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True') ?? false;
+/** kube-controller-manager's node lifecycle controller taints a node until it has seen it Ready. */
+const schedulable = (node: any): boolean => !(node.spec?.taints ?? []).some((t: any) => t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !node.spec?.unschedulable;
+
+export async function startNodeComponents(ctx: NodeComponentsContext, options: NodesOptions = {}): Promise<NodeComponents> {
+  const { binDir, dir, kubeconfigPath, server, tools } = ctx;
+  const started = Date.now();
+  const missing = missingNodeBinaries(binDir);
+  if (missing.length > 0) throw new Error(`withNodes: ${binDir} lacks ${missing.join(', ')} (test/cluster/build.sh builds them; external KUBEBUILDER_ASSETS do not have them)`);
+  const pki = join(dir, 'pki');
+  const tls: Tls = { ca: readFileSync(join(pki, 'ca.crt')), cert: readFileSync(join(pki, 'admin.crt')), key: readFileSync(join(pki, 'admin.key')) };
+  const count = options.count ?? 3;
+  const children: ChildProcess[] = [];
+  let stopped = false;
+  const stop = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    // Reverse order: kwok first, so nothing plays pods while the controllers go away.
+    for (const child of [...children].reverse()) await tools.terminate(child);
+  };
+
+  try {
+    // The `kwok-volume` StorageClass must exist (as the default) before any PVC is created.
+    const { stages, objects } = readStages(binDir);
+    for (const object of objects) {
+      if (object.kind !== 'StorageClass') continue; // the stage files' RBAC is for an in-cluster kwok; ours is admin
+      await create(server, tls, '/apis/storage.k8s.io/v1/storageclasses', object);
+    }
+
+    for (const crd of options.crds ?? []) await installCrd(server, tls, crd, tools);
+
+    const [kcmPort, schedulerPort, kwokPort] = [await tools.freePort(), await tools.freePort(), await tools.freePort()];
+
+    const kcmLog = join(dir, 'kube-controller-manager.log');
+    const kcm = tools.launch(join(binDir, 'kube-controller-manager'), [
+      `--kubeconfig=${kubeconfigPath}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${kcmPort}`,
+      `--cert-dir=${join(dir, 'kube-controller-manager-certs')}`,
+      '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
+      `--root-ca-file=${join(pki, 'ca.crt')}`,
+      `--service-account-private-key-file=${join(pki, 'sa.key')}`,
+      '--use-service-account-credentials=false',
+      '--leader-elect=false',
+      // Every on-by-default controller: garbage collector, statefulset, job, cronjob, serviceaccount(-token), PV binder, node lifecycle, …
+      '--controllers=*',
+      // Else it creates /usr/libexec/kubernetes/kubelet-plugins/volume/exec/ on the host.
+      `--flex-volume-plugin-dir=${join(dir, 'flexvolume')}`,
+      '--kube-api-qps=100',
+      '--kube-api-burst=200',
+      '--v=1',
+    ], kcmLog);
+    children.push(kcm);
+
+    const schedulerLog = join(dir, 'kube-scheduler.log');
+    const schedulerConfig = join(dir, 'kube-scheduler.yaml');
+    writeFileSync(schedulerConfig, [
+      'apiVersion: kubescheduler.config.k8s.io/v1',
+      'kind: KubeSchedulerConfiguration',
+      'clientConnection:',
+      `  kubeconfig: ${JSON.stringify(kubeconfigPath)}`,
+      '  qps: 100',
+      '  burst: 200',
+      'leaderElection:',
+      '  leaderElect: false',
+      '',
+    ].join('\n'));
+    const scheduler = tools.launch(join(binDir, 'kube-scheduler'), [
+      `--config=${schedulerConfig}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${schedulerPort}`,
+      `--cert-dir=${join(dir, 'kube-scheduler-certs')}`,
+      '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
+      '--v=1',
+    ], schedulerLog);
+    children.push(scheduler);
+
+    const kwokLog = join(dir, 'kwok.log');
+    const kwokConfig = join(dir, 'kwok-stages.yaml');
+    writeFileSync(kwokConfig, stages);
+    // kwok also loads $HOME/.kwok/kwok.yaml if it exists: give it a HOME of its own.
+    const kwokHome = join(dir, 'kwok-home');
+    mkdirSync(kwokHome, { recursive: true });
+    const kwok = tools.launch(join(binDir, 'kwok'), [
+      `--kubeconfig=${kubeconfigPath}`,
+      `--config=${kwokConfig}`,
+      '--manage-all-nodes=false',
+      `--manage-nodes-with-annotation-selector=${FAKE_NODE_ANNOTATION}=fake`,
+      `--cidr=${POD_CIDR}`,
+      `--node-ip=${NODE_IP}`,
+      // Only for /healthz (plain HTTP); nothing else uses kwok's server.
+      `--server-address=127.0.0.1:${kwokPort}`,
+    ], kwokLog, { ...process.env, HOME: kwokHome });
+    children.push(kwok);
+
+    await Promise.all([
+      tools.waitFor('kube-controller-manager', 60_000, () => healthz(`https://127.0.0.1:${kcmPort}/healthz`), () => tools.exitDescription(kcm, kcmLog)),
+      tools.waitFor('kube-scheduler', 60_000, () => healthz(`https://127.0.0.1:${schedulerPort}/healthz`), () => tools.exitDescription(scheduler, schedulerLog)),
+      tools.waitFor('kwok', 60_000, () => httpHealthz(`http://127.0.0.1:${kwokPort}/healthz`), () => tools.exitDescription(kwok, kwokLog)),
+    ]);
+
+    const nodeNames = Array.from({ length: count }, (_, i) => `kwok-node-${i}`);
+    for (const name of nodeNames) await create(server, tls, '/api/v1/nodes', fakeNode(name));
+    const anyDead = () => tools.exitDescription(kcm, kcmLog) ?? tools.exitDescription(scheduler, schedulerLog) ?? tools.exitDescription(kwok, kwokLog);
+    await tools.waitFor(`${count} fake nodes Ready and untainted`, 60_000, async () => {
+      const { status, json } = await api(server, tls, 'GET', '/api/v1/nodes?labelSelector=type%3Dkwok');
+      if (status !== 200) throw new Error(`GET nodes: HTTP ${status}`);
+      const good = (json.items as any[]).filter((n) => nodeNames.includes(n.metadata.name) && ready(n) && schedulable(n));
+      if (good.length !== count) throw new Error(`${good.length} of ${count} nodes Ready and untainted`);
+      return true;
+    }, anyDead);
+    return { nodeNames, startMillis: Date.now() - started, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The DistributedKV status tells the truth when real controllers act on what
+ * the reconciler creates: kube-controller-manager (StatefulSet, Job, CronJob,
+ * PV binder, garbage collector), kube-scheduler and kwok's fake nodes, whose
+ * pods become Ready and whose Job pods succeed. No fixed sleeps: every wait is
+ * a poll with a deadline. The backup test waits for a real minute boundary of
+ * the `* * * * *` schedule, so it takes up to ~70 s.
+ */
+import { loadDefaultConfig } from '../../api/config.js';
+import { customResourceDefinition } from '../../api/crd.js';
+import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
+import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
+import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
+import { clusterPath, converged, createCluster, startController, type RunningController } from './controller-harness.js';
+
+const SIZE = 3;
+const SPEC = {
+  size: SIZE,
+  image: 'registry.example.com/kv/server:1.4.2',
+  backup: { s3Path: 's3://dkv-test/truth', schedule: '* * * * *' },
+};
+/** StatefulSet, headless and client Services, PodDisruptionBudget, backup CronJob. */
+const GENERATED = 5;
+
+const condition = (cr: any, type: string): { status: string; reason: string } | undefined => cr.status?.conditions?.find((c: any) => c.type === type);
+
+describeWithCluster('status with real controllers, a scheduler and kwok nodes', () => {
+  let plane: ControlPlane;
+  let client: KubeClient;
+  let namespace: string;
+  let running: RunningController | undefined;
+  /** Lists one resource (by plural: the client's resourcePath knows only the kinds the controller writes) in the test's namespace. */
+  const list = async (apiVersion: string, plural: string): Promise<any[]> =>
+    (await client.request('GET', `${apiVersion.includes('/') ? '/apis' : '/api'}/${apiVersion}/namespaces/${namespace}/${plural}`)).items;
+
+  beforeAll(async () => {
+    // A control plane of its own: the shared one has no controller manager, scheduler or nodes.
+    // The CRD exists before kube-controller-manager starts, so its garbage collector watches DistributedKVs from the start.
+    plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(loadDefaultConfig()) as Record<string, any>] } });
+    client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+    await installCrd(client);
+    namespace = await createNamespace(client, 'truth');
+    running = await startController(client, namespace);
+    await createCluster(client, namespace, 'kv', SPEC);
+  }, 120_000);
+  afterAll(async () => {
+    await running?.stop();
+    client?.close();
+    await plane?.stop();
+  });
+
+  it('reaches readyReplicas = size, Available, not Progressing, not Degraded — once the pods really are Ready', async () => {
+    await converged(client, namespace, 'kv', GENERATED);
+    const cr = await eventually('the status to report every member ready', async () => {
+      const current = await client.request('GET', clusterPath(namespace, 'kv'));
+      const ok = current.status?.readyReplicas === SIZE
+        && condition(current, 'Available')?.status === 'True'
+        && condition(current, 'Progressing')?.status === 'False'
+        && condition(current, 'Degraded')?.status === 'False';
+      return ok ? current : undefined;
+    }, 90_000, 200);
+    expect(condition(cr, 'Available')?.reason).toBe('QuorumAvailable');
+    expect(condition(cr, 'Progressing')?.reason).toBe('Reconciled');
+    expect(condition(cr, 'Degraded')?.reason).toBe('AsExpected');
+    expect(cr.status.observedGeneration).toBe(cr.metadata.generation);
+
+    // The claim matches the world: the StatefulSet controller counts 3 ready pods,
+    // the scheduler put one on each node (the topology spread), their volumes are bound.
+    const sts = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, 'kv'));
+    expect(sts.status.readyReplicas).toBe(SIZE);
+    const pods = (await list('v1', 'pods')).filter((p) => p.metadata.ownerReferences?.some((o: any) => o.kind === 'StatefulSet'));
+    expect(pods).toHaveLength(SIZE);
+    for (const pod of pods) {
+      expect(pod.status.phase).toBe('Running');
+      expect(pod.status.conditions.find((c: any) => c.type === 'Ready')?.status).toBe('True');
+    }
+    expect(new Set(pods.map((p) => p.spec.nodeName))).toEqual(new Set(plane.nodes!.nodeNames));
+    const claims = await list('v1', 'persistentvolumeclaims');
+    expect(claims).toHaveLength(SIZE);
+    for (const claim of claims) expect(claim.status.phase).toBe('Bound');
+  }, 120_000);
+
+  it('sets lastBackupTime from the CronJob once a backup Job has succeeded', async () => {
+    const cr = await eventually('lastBackupTime to be set', async () => {
+      const current = await client.request('GET', clusterPath(namespace, 'kv'));
+      return current.status?.lastBackupTime ? current : undefined;
+    }, 150_000, 500);
+    const backupTime = Date.parse(cr.status.lastBackupTime);
+    expect(Number.isNaN(backupTime)).toBe(false);
+
+    // It is the CronJob's own record of a Job that really completed (kwok's pod-complete stage).
+    const cronJobs = await list('batch/v1', 'cronjobs');
+    expect(cronJobs).toHaveLength(1);
+    await eventually('status.lastBackupTime to equal the CronJob\'s lastSuccessfulTime', async () => {
+      const [cronJob] = await list('batch/v1', 'cronjobs');
+      const current = await client.request('GET', clusterPath(namespace, 'kv'));
+      return cronJob.status?.lastSuccessfulTime && cronJob.status.lastSuccessfulTime === current.status?.lastBackupTime ? true : undefined;
+    }, 30_000, 200);
+    const jobs = await list('batch/v1', 'jobs');
+    const succeeded = jobs.filter((j) => j.status?.succeeded >= 1 && j.metadata.ownerReferences?.some((o: any) => o.kind === 'CronJob' && o.uid === cronJobs[0].metadata.uid));
+    expect(succeeded.length).toBeGreaterThan(0);
+    const jobPods = (await list('v1', 'pods')).filter((p) => p.metadata.ownerReferences?.some((o: any) => o.kind === 'Job'));
+    expect(jobPods.some((p) => p.status.phase === 'Succeeded')).toBe(true);
+  }, 180_000);
+
+  it('leaves nothing behind when the cluster is deleted: the garbage collector follows the owner references', async () => {
+    // Only kube-controller-manager acts: the controller is stopped and its finalizer (which would delete the
+    // first-level objects itself) removed, so every object goes by the garbage collector alone.
+    await running!.stop();
+    running = undefined;
+    await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { metadata: { finalizers: null } }, contentType: 'application/merge-patch+json' });
+    expect((await list('v1', 'pods')).length).toBeGreaterThanOrEqual(SIZE);
+    await client.request('DELETE', clusterPath(namespace, 'kv'));
+
+    const resources: Array<[string, string]> = [
+      ['apps/v1', 'statefulsets'], ['v1', 'services'], ['policy/v1', 'poddisruptionbudgets'], ['batch/v1', 'cronjobs'], ['batch/v1', 'jobs'], ['v1', 'pods'],
+    ];
+    await eventually('every generated object and its dependents to be garbage-collected', async () => {
+      const left: string[] = [];
+      for (const [apiVersion, plural] of resources) for (const o of await list(apiVersion, plural)) left.push(`${plural}/${o.metadata.name}`);
+      if (left.length > 0) throw new Error(`still there: ${left.join(', ')}`);
+      return true;
+    }, 90_000, 250);
+  }, 120_000);
+});
