@@ -14,6 +14,7 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   'rbac.authorization.k8s.io/v1/Role': { plural: 'roles', namespaced: true },
   'rbac.authorization.k8s.io/v1/RoleBinding': { plural: 'rolebindings', namespaced: true },
   'apps/v1/StatefulSet': { plural: 'statefulsets', namespaced: true },
+  'apps/v1/Deployment': { plural: 'deployments', namespaced: true },
   'policy/v1/PodDisruptionBudget': { plural: 'poddisruptionbudgets', namespaced: true },
   'batch/v1/CronJob': { plural: 'cronjobs', namespaced: true },
   'coordination.k8s.io/v1/Lease': { plural: 'leases', namespaced: true },

@@ -36,6 +36,13 @@ describeWithCluster('the controller with only the permissions of deploy/rbac.yam
     controllerClient?.close();
   });
 
+  it('deploy/controller.yaml is accepted by the API server (server-side dry-run)', async () => {
+    const [deployment] = parseAllDocuments(readFileSync(join(packageRoot(), 'deploy', 'controller.yaml'), 'utf8')).map((d) => d.toJS());
+    const result = await admin.apply(deployment, { fieldManager: 'dkv-test', dryRun: true });
+    expect(result.spec.template.spec.serviceAccountName).toBe('dkv-controller');
+    expect(result.spec.template.spec.containers[0].readinessProbe.httpGet.path).toBe('/readyz');
+  });
+
   it('is refused what the role does not grant', async () => {
     await expect(controllerClient.request('GET', '/api/v1/secrets')).rejects.toMatchObject({ status: 403 });
   });
