@@ -221,10 +221,22 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
 /**
  * Sets the controller's finalizers on the cluster by server-side apply of
  * metadata.finalizers alone: finalizers form a set, so this adds or removes
- * only ours, never conflicts with other writers, and needs no resourceVersion.
+ * only ours and never conflicts with other writers. The uid makes it a
+ * precondition, never a create: a cluster deleted since the cache saw it (or
+ * recreated under the same name) is left alone, and that is not an error.
  */
 async function applyFinalizer(ctx: ReconcileContext, cr: CachedObject, finalizers: string[]): Promise<void> {
-  await ctx.client.apply({ apiVersion: API_VERSION, kind: KIND, metadata: { name: cr.metadata.name, namespace: cr.metadata.namespace, finalizers } }, { fieldManager: ctx.config.controller.fieldManager });
+  const { name, namespace, uid } = cr.metadata;
+  try {
+    await ctx.client.apply({ apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, uid, finalizers } }, { fieldManager: ctx.config.controller.fieldManager });
+  } catch (e) {
+    if (!(e instanceof KubeApiError && e.status === 409)) throw e;
+    const current = await ctx.client.request('GET', resourcePath(API_VERSION, KIND, namespace, name)).catch((g) => {
+      if (g instanceof KubeApiError && g.status === 404) return undefined;
+      throw g;
+    });
+    if (current && current.metadata.uid === uid) throw e;
+  }
 }
 
 async function writeStatus(ctx: ReconcileContext, cr: CachedObject, crPath: string, observed: ObservedState): Promise<void> {
