@@ -23,6 +23,7 @@ import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js'
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { Informer } from '../../reconciler/informer.js';
 import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
+import { MUTATING_VERBS, requestCounts, splitKey } from '../../test/cluster/apiserver-metrics.js';
 import { startControlPlane } from '../../test/cluster/control-plane.js';
 
 const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' } } });
@@ -43,28 +44,13 @@ async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) =
   }));
 }
 
-/** apiserver_request_total by `VERB resource[/subresource]`. */
-async function requestCounts(client: KubeClient): Promise<Map<string, number>> {
-  const text: string = await client.request('GET', '/metrics');
-  const counts = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const verb = /verb="([A-Z]+)"/.exec(line)?.[1] ?? '?';
-    const resource = /resource="([^"]*)"/.exec(line)?.[1] ?? '';
-    const sub = /subresource="([^"]*)"/.exec(line)?.[1];
-    const key = `${verb} ${resource}${sub ? `/${sub}` : ''}`;
-    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
-  }
-  return counts;
-}
-
 function delta(after: Map<string, number>, before: Map<string, number>): Map<string, number> {
   const out = new Map<string, number>();
   for (const [k, v] of after) if (v - (before.get(k) ?? 0) > 0) out.set(k, v - (before.get(k) ?? 0));
   return out;
 }
 
-/** CPU seconds (user + system) used so far by this process's children named `names`, and by `extra` pids. */
+/** CPU seconds (user + system) used so far by each named pid. */
 function cpuSeconds(pids: Record<string, number>): Record<string, number> {
   const ticks = 100; // USER_HZ on Linux
   const out: Record<string, number> = {};
@@ -98,7 +84,6 @@ function childPids(): Record<string, number> {
 const cpuDelta = (after: Record<string, number>, before: Record<string, number>) =>
   Object.keys(after).map((k) => `${k} ${(after[k] - before[k]).toFixed(1)} s`).join(', ');
 
-const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'APPLY', 'DELETE', 'DELETECOLLECTION']);
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
 const plane = await startControlPlane();
@@ -174,7 +159,7 @@ try {
   const steadyBefore = await requestCounts(client);
   await new Promise((r) => setTimeout(r, STEADY_SECONDS * 1000));
   const steadyWrites = [...delta(await requestCounts(client), steadyBefore).entries()]
-    .filter(([k]) => MUTATING.has(k.split(' ')[0]) && !/leases/.test(k))
+    .filter(([k]) => MUTATING_VERBS.has(splitKey(k).verb) && splitKey(k).resource !== 'leases')
     .reduce((sum, [, v]) => sum + v, 0);
 
   // Drift correction latency.

@@ -261,7 +261,7 @@ export async function startControlPlane(binDir: string = locateBinaries(), optio
     writeFileSync(kubeconfigPath, kubeconfig(server, pki), { mode: 0o600 });
     if (options.withNodes) {
       const tools = { launch, terminate, exitDescription, waitFor, freePort };
-      nodes = await startNodeComponents({ binDir, dir, kubeconfigPath, server, tools }, options.withNodes === true ? {} : options.withNodes);
+      nodes = await startNodeComponents({ binDir, dir, kubeconfigPath, tools }, options.withNodes === true ? {} : options.withNodes);
     }
   } catch (e) {
     await stop();

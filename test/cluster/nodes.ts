@@ -21,6 +21,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { KubeApiError, KubeClient } from '../../reconciler/kube-client.js';
 
 export interface NodesOptions {
   /** Fake nodes to create (default 3). */
@@ -56,9 +57,8 @@ export interface NodeComponentsContext {
   readonly binDir: string;
   /** The control plane's temp dir (pki/ inside it). */
   readonly dir: string;
+  /** The admin kubeconfig: the components' credentials, and ours for creating nodes. */
   readonly kubeconfigPath: string;
-  /** https://127.0.0.1:<port> of kube-apiserver */
-  readonly server: string;
   readonly tools: ProcessTools;
 }
 
@@ -75,38 +75,11 @@ export function missingNodeBinaries(binDir: string): string[] {
   return REQUIRED.filter((name) => !existsSync(join(binDir, name)));
 }
 
-interface Tls { ca: Buffer; cert: Buffer; key: Buffer }
-
-/** One request to kube-apiserver as the admin user; JSON in and out. */
-function api(server: string, tls: Tls, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = request(`${server}${path}`, {
-      ...tls, method, timeout: 10_000,
-      headers: { accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => {
-        let json: any;
-        try {
-          json = text ? JSON.parse(text) : undefined;
-        } catch {
-          json = text;
-        }
-        resolve({ status: res.statusCode ?? 0, json });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end(payload);
+/** Creates an object; one that already exists is fine (a retried start). */
+async function create(client: KubeClient, path: string, object: unknown): Promise<void> {
+  await client.request('POST', path, { body: object }).catch((e) => {
+    if (!(e instanceof KubeApiError && e.status === 409)) throw e;
   });
-}
-
-async function create(server: string, tls: Tls, path: string, object: unknown): Promise<void> {
-  const res = await api(server, tls, 'POST', path, object);
-  if (res.status !== 201 && res.status !== 409) throw new Error(`POST ${path}: HTTP ${res.status} ${JSON.stringify(res.json)}`);
 }
 
 /** GET https://127.0.0.1:<port>/healthz of a component serving a self-signed certificate (the path is always allowed). */
@@ -163,17 +136,17 @@ function fakeNode(name: string): Record<string, unknown> {
 }
 
 /** Creates a CRD and waits until it is Established and listed in discovery (what the garbage collector reads). */
-async function installCrd(server: string, tls: Tls, crd: Record<string, any>, tools: ProcessTools): Promise<void> {
+async function installCrd(client: KubeClient, crd: Record<string, any>, tools: ProcessTools): Promise<void> {
   const name: string = crd.metadata.name;
-  await create(server, tls, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+  await create(client, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
   const { group, names: { plural }, versions } = crd.spec;
   const served = (versions as { name: string; served: boolean }[]).filter((v) => v.served).map((v) => v.name);
   await tools.waitFor(`CRD ${name} Established and discoverable`, 30_000, async () => {
-    const live = await api(server, tls, 'GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
-    if (!live.json?.status?.conditions?.some((c: any) => c.type === 'Established' && c.status === 'True')) return false;
+    const live = await client.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+    if (!live.status?.conditions?.some((c: any) => c.type === 'Established' && c.status === 'True')) return false;
     for (const version of served) {
-      const discovery = await api(server, tls, 'GET', `/apis/${group}/${version}`);
-      if (!discovery.json?.resources?.some((r: any) => r.name === plural)) return false;
+      const discovery = await client.request('GET', `/apis/${group}/${version}`);
+      if (!discovery.resources?.some((r: any) => r.name === plural)) return false;
     }
     return true;
   }, () => undefined);
@@ -184,12 +157,12 @@ const ready = (node: any): boolean => node.status?.conditions?.some((c: any) => 
 const schedulable = (node: any): boolean => !(node.spec?.taints ?? []).some((t: any) => t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !node.spec?.unschedulable;
 
 export async function startNodeComponents(ctx: NodeComponentsContext, options: NodesOptions = {}): Promise<NodeComponents> {
-  const { binDir, dir, kubeconfigPath, server, tools } = ctx;
+  const { binDir, dir, kubeconfigPath, tools } = ctx;
   const started = Date.now();
   const missing = missingNodeBinaries(binDir);
   if (missing.length > 0) throw new Error(`withNodes: ${binDir} lacks ${missing.join(', ')} (test/cluster/build.sh builds them; external KUBEBUILDER_ASSETS do not have them)`);
   const pki = join(dir, 'pki');
-  const tls: Tls = { ca: readFileSync(join(pki, 'ca.crt')), cert: readFileSync(join(pki, 'admin.crt')), key: readFileSync(join(pki, 'admin.key')) };
+  const client = KubeClient.fromKubeconfig(kubeconfigPath);
   const count = options.count ?? 3;
   const children: ChildProcess[] = [];
   let stopped = false;
@@ -205,10 +178,10 @@ export async function startNodeComponents(ctx: NodeComponentsContext, options: N
     const { stages, objects } = readStages(binDir);
     for (const object of objects) {
       if (object.kind !== 'StorageClass') continue; // the stage files' RBAC is for an in-cluster kwok; ours is admin
-      await create(server, tls, '/apis/storage.k8s.io/v1/storageclasses', object);
+      await create(client, '/apis/storage.k8s.io/v1/storageclasses', object);
     }
 
-    for (const crd of options.crds ?? []) await installCrd(server, tls, crd, tools);
+    for (const crd of options.crds ?? []) await installCrd(client, crd, tools);
 
     const [kcmPort, schedulerPort, kwokPort] = [await tools.freePort(), await tools.freePort(), await tools.freePort()];
 
@@ -281,11 +254,10 @@ export async function startNodeComponents(ctx: NodeComponentsContext, options: N
     ]);
 
     const nodeNames = Array.from({ length: count }, (_, i) => `kwok-node-${i}`);
-    for (const name of nodeNames) await create(server, tls, '/api/v1/nodes', fakeNode(name));
+    for (const name of nodeNames) await create(client, '/api/v1/nodes', fakeNode(name));
     const anyDead = () => tools.exitDescription(kcm, kcmLog) ?? tools.exitDescription(scheduler, schedulerLog) ?? tools.exitDescription(kwok, kwokLog);
     await tools.waitFor(`${count} fake nodes Ready and untainted`, 60_000, async () => {
-      const { status, json } = await api(server, tls, 'GET', '/api/v1/nodes?labelSelector=type%3Dkwok');
-      if (status !== 200) throw new Error(`GET nodes: HTTP ${status}`);
+      const json = await client.request('GET', '/api/v1/nodes', { query: { labelSelector: 'type=kwok' } });
       const good = (json.items as any[]).filter((n) => nodeNames.includes(n.metadata.name) && ready(n) && schedulable(n));
       if (good.length !== count) throw new Error(`${good.length} of ${count} nodes Ready and untainted`);
       return true;
@@ -294,5 +266,7 @@ export async function startNodeComponents(ctx: NodeComponentsContext, options: N
   } catch (e) {
     await stop();
     throw e;
+  } finally {
+    client.close();
   }
 }

@@ -7,6 +7,7 @@ import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
 import { API_VERSION, KIND } from '../../api/validate.js';
 import { Controller } from '../../reconciler/controller.js';
 import { resourcePath, type KubeClient } from '../../reconciler/kube-client.js';
+import { MUTATING_VERBS, requestCounts, splitKey } from '../cluster/apiserver-metrics.js';
 import { eventually } from '../cluster/kube.js';
 
 export const config: GeneratorConfig = loadDefaultConfig();
@@ -50,15 +51,10 @@ export async function eventsFor(client: KubeClient, namespace: string, name: str
 
 /** Sum of the API server's own apiserver_request_total for mutating verbs, excluding the kinds named. */
 export async function mutatingRequests(client: KubeClient, excludeResources: readonly string[] = ['leases', 'events']): Promise<number> {
-  const text: string = await client.request('GET', '/metrics');
   let total = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const verb = /verb="([A-Z]+)"/.exec(line)?.[1];
-    const resource = /resource="([^"]*)"/.exec(line)?.[1] ?? '';
-    if (!verb || !['POST', 'PUT', 'PATCH', 'APPLY', 'DELETE', 'DELETECOLLECTION', 'CREATE', 'UPDATE'].includes(verb)) continue;
-    if (excludeResources.includes(resource)) continue;
-    total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  for (const [key, count] of await requestCounts(client)) {
+    const { verb, resource } = splitKey(key);
+    if (MUTATING_VERBS.has(verb) && !excludeResources.includes(resource)) total += count;
   }
   return total;
 }
