@@ -38,3 +38,11 @@ export function yamlProblem(file: string, error: { message: string; linePos?: [{
   const message = error.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
   return { file, path: '', message: `invalid YAML: ${message}`, line: pos?.line ?? 1, column: pos?.col ?? 1 };
 }
+
+/** Thrown when the configuration cannot render a spec (a patch that does not apply to it); names the configuration's fields. */
+export class InvalidConfigError extends Error {
+  constructor(readonly problems: readonly Problem[]) {
+    super(problems.map(formatProblem).join('\n'));
+    this.name = 'InvalidConfigError';
+  }
+}

@@ -5,11 +5,14 @@
  */
 import type { GeneratorConfig } from '../api/config.js';
 import { API_VERSION, KIND } from '../api/validate.js';
+import { ClusterMemory } from './cluster-memory.js';
 import { EventRecorder } from './events.js';
+import type { FieldFightPolicy } from './field-fights.js';
 import { Informer, objectKey, type CachedObject } from './informer.js';
 import { resourcePath, type KubeClient } from './kube-client.js';
 import type { Logger } from './log.js';
 import { ControllerMetrics } from './metrics.js';
+import { claimedNames } from './name-claims.js';
 import { WorkQueue, type BackoffPolicy } from './queue.js';
 import { reconcileDistributedKV, TerminalError, type ReconcileContext } from './reconcile.js';
 
@@ -34,6 +37,10 @@ export interface ControllerOptions {
   readonly namespace?: string;
   /** Retry backoff of failed reconciles. @default 2 s doubling to 5 min */
   readonly backoff?: BackoffPolicy;
+  /** When a field another writer keeps changing stops being corrected. @default 3 corrections in 10 min, then 5 min doubling to 1 h */
+  readonly fieldFights?: FieldFightPolicy;
+  /** Milliseconds since the epoch. @default Date.now */
+  readonly now?: () => number;
 }
 
 /**
@@ -76,10 +83,15 @@ export class Controller {
   readonly queue: WorkQueue;
   readonly clusters: Informer;
   readonly owned = new Map<string, Informer>();
-  private readonly context: ReconcileContext;
+  readonly memory: ClusterMemory;
+  private readonly context: Omit<ReconcileContext, 'client' | 'events'>;
   private workersRunning: Promise<void>[] = [];
   private leading = false;
   private synced = false;
+  /** Ends the current leadership term: its requests are refused or cut off. */
+  private term?: AbortController;
+  /** Start and stop run one after the other: a new term never begins before the last one ended. */
+  private transition: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: ControllerOptions) {
     const { client, config, log } = options;
@@ -89,6 +101,8 @@ export class Controller {
     const informerLog = (event: string, fields: Record<string, unknown>) => log.warn(fields, event);
     this.clusters = new Informer({
       client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, options.namespace), resyncMs, log: informerLog,
+      // Clusters by the object names they claim: a name clash is found without a request.
+      indexBy: (object) => claimedNames(object, config),
       onEvent: (type, object, old) => {
         // Status-only updates (our own writes) change neither generation nor metadata we act on.
         if (type === 'updated' && old && old !== object && old.metadata.generation === object.metadata.generation
@@ -96,6 +110,10 @@ export class Controller {
           && JSON.stringify(old.metadata.finalizers) === JSON.stringify(object.metadata.finalizers)
           && old.metadata.deletionTimestamp === object.metadata.deletionTimestamp) return;
         this.queue.add(objectKey(object));
+        // A cluster refused for a name clash may go ahead once its rival is gone or renamed its objects.
+        for (const claim of new Set([...claimedNames(object, config), ...(old ? claimedNames(old, config) : [])])) {
+          for (const rival of this.clusters.byIndex(claim)) if (rival.metadata.uid !== object.metadata.uid) this.queue.add(objectKey(rival));
+        }
       },
       onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind: KIND, reason }),
     });
@@ -111,9 +129,10 @@ export class Controller {
         onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
       }));
     }
+    this.memory = new ClusterMemory(options.fieldFights);
     this.context = {
-      client, config, clusters: this.clusters, owned: this.owned, metrics: this.metrics, notKept: new Map(),
-      events: new EventRecorder(client, config.controller.fieldManager, (e) => log.warn({ error: String(e) }, 'recording an event failed')),
+      config, clusters: this.clusters, owned: this.owned, metrics: this.metrics, memory: this.memory,
+      now: options.now ?? Date.now,
       log: (level, message, fields) => log[level](fields, message),
     };
   }
@@ -140,24 +159,51 @@ export class Controller {
     return this.leading;
   }
 
-  /** Begins reconciling (on winning the Lease): every known cluster is queued, workers start. */
-  startWorkers(): void {
-    if (this.leading) return;
-    this.leading = true;
-    this.metrics.leader.set(1);
-    this.queue.reopen();
-    for (const cr of this.clusters.list()) this.queue.add(objectKey(cr));
-    const workers = this.options.workers ?? 4;
-    for (let i = 0; i < workers; i++) this.workersRunning.push(this.work());
+  /**
+   * Begins a leadership term (on winning the Lease): every known cluster is
+   * queued, workers start with a client fenced by this term. If the previous
+   * term is still winding down, this one starts only after it has ended, so
+   * old and new workers never run side by side. Resolves once started.
+   */
+  startWorkers(): Promise<void> {
+    return (this.transition = this.transition.then(() => {
+      if (this.leading) return;
+      this.leading = true;
+      this.metrics.leader.set(1);
+      const term = (this.term = new AbortController());
+      const client = this.options.client.fenced(term.signal);
+      const { log, config } = this.options;
+      const context: ReconcileContext = {
+        ...this.context, client,
+        events: new EventRecorder(client, config.controller.fieldManager, (e) => log.warn({ error: String(e) }, 'recording an event failed')),
+      };
+      this.queue.reopen();
+      for (const cr of this.clusters.list()) this.queue.add(objectKey(cr));
+      const workers = this.options.workers ?? 4;
+      for (let i = 0; i < workers; i++) this.workersRunning.push(this.work(context));
+    }));
   }
 
-  /** Stops taking new keys at once (on losing the Lease, or shutting down); resolves when in-flight reconciles finish. */
-  async stopWorkers(): Promise<void> {
+  /**
+   * Ends the term (on losing the Lease, or shutting down): no new key is
+   * taken, and every request of the term not yet sent is refused and those
+   * in flight are cut off, so nothing more is written once leadership is
+   * lost. Resolves when the workers have stopped.
+   */
+  stopWorkers(): Promise<void> {
+    // Fence at once, not after the queued transition: the Lease is already lost.
     this.leading = false;
     this.metrics.leader.set(0);
+    this.term?.abort();
     this.queue.shutDown();
-    await Promise.all(this.workersRunning);
-    this.workersRunning = [];
+    return (this.transition = this.transition.then(async () => {
+      this.leading = false;
+      this.metrics.leader.set(0);
+      this.term?.abort();
+      this.queue.shutDown();
+      await Promise.all(this.workersRunning);
+      this.workersRunning = [];
+    }));
   }
 
   async stop(): Promise<void> {
@@ -165,7 +211,7 @@ export class Controller {
     await Promise.all([this.clusters, ...this.owned.values()].map((i) => i.stop()));
   }
 
-  private async work(): Promise<void> {
+  private async work(context: ReconcileContext): Promise<void> {
     for (;;) {
       const key = await this.queue.get();
       if (key === undefined) return;
@@ -176,12 +222,15 @@ export class Controller {
       const started = process.hrtime.bigint();
       let outcome: string;
       try {
-        const result = await reconcileDistributedKV(key, this.context);
+        const result = await reconcileDistributedKV(key, context);
         this.queue.forget(key);
         if (result.requeueAfterMs) this.queue.addAfter(key, result.requeueAfterMs);
         outcome = 'success';
       } catch (e) {
-        if (e instanceof TerminalError) {
+        if (!this.leading) {
+          // Cut off by the end of the term (a new term begins only after this worker ends): the next leader reconciles it.
+          outcome = 'fenced';
+        } else if (e instanceof TerminalError) {
           // Not retried: the next change to the object brings it back.
           this.queue.forget(key);
           outcome = 'terminal';

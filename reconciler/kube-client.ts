@@ -56,6 +56,16 @@ export interface RequestOptionsExtra {
   readonly body?: unknown;
   readonly contentType?: string;
   readonly timeoutMs?: number;
+  /** Aborts the request (not yet sent: never sent; in flight: the connection is dropped). */
+  readonly signal?: AbortSignal;
+}
+
+/** Thrown for a request refused because its fence (a leadership term) has ended. */
+export class FencedError extends Error {
+  constructor(method: string, path: string) {
+    super(`${method} ${path}: not sent, this process no longer leads`);
+    this.name = 'FencedError';
+  }
 }
 
 /**
@@ -86,7 +96,25 @@ export class KubeClient {
     return this.connection.requestOptions();
   }
 
+  /**
+   * The same client, fenced by `signal`: once it aborts, every request (and
+   * apply) made through the result is refused before it is sent, and those in
+   * flight are cut off. The controller fences each leadership term, so a
+   * replica that lost the Lease stops writing at once instead of finishing
+   * its reconciles beside the new leader.
+   */
+  fenced(signal: AbortSignal): KubeClient {
+    const inner = this;
+    return Object.create(this, {
+      request: {
+        value: <T>(method: string, path: string, options: RequestOptionsExtra = {}): Promise<T> =>
+          signal.aborted ? Promise.reject(new FencedError(method, path)) : inner.request<T>(method, path, { ...options, signal }),
+      },
+    }) as KubeClient;
+  }
+
   async request<T = any>(method: string, path: string, options: RequestOptionsExtra = {}): Promise<T> {
+    if (options.signal?.aborted) throw new FencedError(method, path);
     const url = new URL(this.server + path);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const tls = await this.tlsOptions();
@@ -96,6 +124,7 @@ export class KubeClient {
         ...tls,
         method,
         agent: this.agent,
+        signal: options.signal,
         timeout: options.timeoutMs ?? 30_000,
         headers: {
           Accept: 'application/json',

@@ -63,6 +63,8 @@ export async function runController(args: string[]): Promise<number> {
 
   const identity = values.identity ?? `${hostname()}-${process.pid}`;
   let elector: LeaderElector | undefined;
+  let exitCode = 0;
+  let lostLeadership: () => void = () => undefined;
   if ((values['leader-elect'] ?? 'true') === 'true') {
     elector = new LeaderElector({
       client, identity, name: config.controller.leaseName,
@@ -75,8 +77,11 @@ export async function runController(args: string[]): Promise<number> {
         controller.startWorkers();
       },
       onStoppedLeading: () => {
-        log.warn({ identity }, 'lost leadership: stopped reconciling');
+        // As controller-runtime does: a replica that lost the Lease stops writing at once (the
+        // term's requests are cut off) and exits, so its pod restarts as a fresh candidate.
+        log.warn({ identity }, 'lost leadership: stopped reconciling, exiting');
         void controller.stopWorkers();
+        lostLeadership();
       },
       log: (event, fields) => log.info({ identity, ...fields }, event),
     });
@@ -86,6 +91,10 @@ export async function runController(args: string[]): Promise<number> {
   }
 
   await new Promise<void>((resolve) => {
+    lostLeadership = () => {
+      exitCode = 1;
+      resolve();
+    };
     const shutdown = (signal: string) => {
       log.info({ signal }, 'shutting down: finishing in-flight reconciles');
       resolve();
@@ -99,6 +108,6 @@ export async function runController(args: string[]): Promise<number> {
   await controller.stop();
   await health.close();
   client.close();
-  log.info({}, 'stopped');
-  return 0;
+  log.info({ exitCode }, 'stopped');
+  return exitCode;
 }

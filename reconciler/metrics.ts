@@ -19,7 +19,28 @@ export class ControllerMetrics {
   readonly watchRestarts = new Counter({ name: 'dkv_watch_restarts_total', help: 'Watches restarted after an error or an expired resourceVersion.', labelNames: ['kind', 'reason'], registers: [this.registry] });
   readonly leader = new Gauge({ name: 'dkv_leader', help: '1 while this process holds the leader Lease and reconciles.', registers: [this.registry] });
 
-  constructor() {
+  /** The `manager` label values seen so far; see recordDrift. */
+  private readonly managers = new Set<string>();
+
+  constructor(private readonly maxManagers = MAX_MANAGER_LABELS) {
     collectDefaultMetrics({ register: this.registry, prefix: 'dkv_' });
   }
+
+  /**
+   * Counts one drifted field. A field manager's name is whatever the writer
+   * chose (any client with write access can invent one per request), so
+   * only the first `maxManagers` names become label values and the rest
+   * count as `other`: the metric's cardinality stays bounded.
+   */
+  recordDrift(kind: string, field: string, manager: string | undefined, action: 'reported' | 'corrected'): void {
+    let label = manager ?? 'unknown';
+    if (!this.managers.has(label)) {
+      if (this.managers.size < this.maxManagers) this.managers.add(label);
+      else label = 'other';
+    }
+    this.drift.inc({ kind, field, manager: label, action });
+  }
 }
+
+/** Distinct field-manager label values dkv_drift_total keeps before counting the rest as `other`. */
+export const MAX_MANAGER_LABELS = 20;

@@ -1,7 +1,8 @@
 /**
  * The DistributedKV logic: desired = synth(spec); for each desired object,
- * compare with the cache and apply what is missing, changed or drifted;
- * prune what is no longer desired; then report status.
+ * find the live one (cache first, the API server on a miss), refuse what is
+ * not this cluster's or cannot change, apply what is missing, changed or
+ * drifted; prune what is no longer desired; then report status.
  *
  * Contract (controller-runtime's): reconcile is handed a key, never an event.
  * It reads the current state, acts, and returns a result or throws. An
@@ -10,17 +11,22 @@
  * run again: it never trusts its own earlier status to decide what to write.
  */
 import type { GeneratorConfig } from '../api/config.js';
+import { InvalidConfigError } from '../api/problem.js';
 import { dottedPath } from '../api/schema-errors.js';
 import { API_VERSION, KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
 import { synthesizeCluster } from '../constructs/synthesize.js';
 import type { KubeObject } from '../constructs/hash.js';
 import type { DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
+import type { ClusterMemory } from './cluster-memory.js';
 import { findDrift, type DriftedField } from './drift.js';
 import type { EventRecorder } from './events.js';
+import { refusedStatefulSetChanges } from './immutable-changes.js';
 import type { CachedObject, Informer } from './informer.js';
 import { KubeApiError, resourcePath, type KubeClient } from './kube-client.js';
 import type { ApplyReason, ControllerMetrics } from './metrics.js';
-import { desiredStatus, statusChanged, type ObservedState } from './status.js';
+import { claimedNames, precedes } from './name-claims.js';
+import { ownershipOf } from './ownership.js';
+import { desiredStatus, statusChanged, statusPatch, type DegradedReason, type ObservedState } from './status.js';
 
 export interface ReconcileResult {
   /** Look again after this long even if nothing changes. */
@@ -33,36 +39,42 @@ export class TerminalError extends Error {}
 /** The kinds a DistributedKV generates, by `apiVersion/kind`. */
 export type OwnedCaches = ReadonlyMap<string, Informer>;
 
-/**
- * Fields the API server does not keep as applied (it drops or rewrites them:
- * a sessionAffinityConfig without sessionAffinity, say), by object, for one
- * desired hash. Comparing them would find "drift" after every apply and loop
- * forever; they are reported once and left out of the comparison.
- */
-export type NotKeptFields = Map<string, { readonly hash: string; readonly paths: ReadonlySet<string> }>;
+/** How often a cluster blocked by an object that is not its own looks again: that object is not watched. */
+export const OBJECT_CONFLICT_RECHECK_MS = 60_000;
 
 export interface ReconcileContext {
-  readonly notKept: NotKeptFields;
+  /** Fenced by the leadership term: a replica that lost the Lease sends nothing more. */
   readonly client: KubeClient;
   readonly config: GeneratorConfig;
   readonly clusters: Informer;
   readonly owned: OwnedCaches;
+  readonly memory: ClusterMemory;
   readonly events: EventRecorder;
   readonly metrics: ControllerMetrics;
+  /** Milliseconds since the epoch (injected so tests control time). */
+  readonly now: () => number;
   readonly log: (level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown>) => void;
 }
 
 const cacheKind = (o: { apiVersion: string; kind: string }): string => `${o.apiVersion}/${o.kind}`;
-const objectName = (o: { kind: string; metadata: { name: string } }): string => `${o.kind}/${o.metadata.name}`;
-const objectId = (o: KubeObject): string => `${o.metadata.namespace}/${o.kind}/${o.metadata.name}`;
+const objectName = (o: { kind?: string; metadata: { name: string } }): string => `${o.kind}/${o.metadata.name}`;
 
 /** The cached objects this cluster controls (owner reference with its uid), from the owner index. */
-function ownedObjects(ctx: ReconcileContext, cr: CachedObject, uid: string): CachedObject[] {
-  return [...ctx.owned.values()].flatMap((informer) => informer.byIndex(uid)).filter((o) => o.metadata.namespace === cr.metadata.namespace);
+function ownedObjects(ctx: ReconcileContext, cr: CachedObject): CachedObject[] {
+  return [...ctx.owned.values()].flatMap((informer) => informer.byIndex(cr.metadata.uid!)).filter((o) => o.metadata.namespace === cr.metadata.namespace);
 }
 
 function describeDrift(fields: readonly DriftedField[]): string {
   return fields.map((f) => `${f.path}${f.manager ? ` (changed by ${f.manager})` : ''}`).join(', ');
+}
+
+function clock(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+/** Condition message of the cluster's current Degraded condition, if it has that reason. */
+function degradedMessage(cr: CachedObject, reason: DegradedReason): string | undefined {
+  return (cr.status as DistributedKVStatus | undefined)?.conditions?.find((c) => c.type === 'Degraded' && c.reason === reason)?.message;
 }
 
 interface PlannedWrite {
@@ -73,79 +85,112 @@ interface PlannedWrite {
 
 export async function reconcileDistributedKV(key: string, ctx: ReconcileContext): Promise<ReconcileResult> {
   const cr = ctx.clusters.get(key);
-  if (!cr) return {}; // gone: its objects go with it (owner references, and the finalizer's cleanup before that)
-  const { config, client } = ctx;
-  const { fieldManager, finalizer, detectOnlyAnnotation } = config.controller;
-  const detectOnly = cr.metadata.annotations?.[detectOnlyAnnotation] === 'true';
-  const crPath = resourcePath(API_VERSION, KIND, cr.metadata.namespace, cr.metadata.name);
-  const uid: string = cr.metadata.uid!;
-  const involved = { apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata };
-
-  if (cr.metadata.deletionTimestamp) {
-    if (!(cr.metadata.finalizers ?? []).includes(finalizer)) return {};
-    await deleteOwned(ctx, cr, uid, () => true);
-    await applyFinalizer(ctx, cr, []);
-    ctx.log('info', 'cleaned up and removed finalizer', { key });
+  if (!cr) {
+    ctx.memory.forget(key); // gone: its objects go with it (owner references)
     return {};
   }
+  if (cr.metadata.deletionTimestamp) return releaseLegacyFinalizer(ctx, cr, key);
 
-  const { status: previousStatus, ...document } = cr;
+  const { config } = ctx;
+  const { fieldManager, detectOnlyAnnotation } = config.controller;
+  const hashAnnotation = config.hashAnnotation;
+  const detectOnly = cr.metadata.annotations?.[detectOnlyAnnotation] === 'true';
+  const uid: string = cr.metadata.uid!;
+  const owned = ownedObjects(ctx, cr);
+
+  const { status: _status, ...document } = cr;
   const validation = validateDistributedKV(document, config);
   if (!validation.valid) {
-    const message = validation.problems.map((p) => `${dottedPath(p.segments)}: ${p.message}`).join('; ');
-    const wasInvalid = previousStatus?.conditions?.some((c: { type: string; reason: string; message: string }) => c.type === 'Degraded' && c.reason === 'InvalidSpec' && c.message === message);
-    await writeStatus(ctx, cr, crPath, { generation: cr.metadata.generation ?? 0, generatedObjects: previousStatus?.generatedObjects ?? [], degraded: { reason: 'InvalidSpec', message } });
-    if (!wasInvalid) await ctx.events.record(involved, 'Warning', 'InvalidSpec', message);
-    throw new TerminalError(`invalid spec: ${message}`);
+    return refuse(ctx, cr, owned, 'InvalidSpec', validation.problems.map((p) => `${dottedPath(p.segments)}: ${p.message}`).join('; '));
   }
-
-  // Added alongside the first writes rather than before them: should the cluster be deleted
-  // in between, its objects' owner references still take them away. A failed finalizer write
-  // fails the reconcile, but only after the other writes settled.
-  const finalizerResult = !detectOnly && !(cr.metadata.finalizers ?? []).includes(finalizer)
-    ? applyFinalizer(ctx, cr, [finalizer]).then(() => undefined, (e: Error) => e)
-    : Promise.resolve(undefined);
+  const clash = nameClash(ctx, cr);
+  if (clash) return refuse(ctx, cr, owned, 'NameClash', clash);
 
   const resource: ValidResource = { ...validation.resource, metadata: { ...validation.resource.metadata, namespace: cr.metadata.namespace } };
-  const desired = synthesizeCluster(resource, config);
-  const hashAnnotation = config.hashAnnotation;
-  const previouslyGenerated = new Set((previousStatus?.generatedObjects ?? []).map((g: GeneratedObject) => `${g.kind}/${g.name}`));
+  let desired: KubeObject[];
+  try {
+    desired = synthesizeCluster(resource, config);
+  } catch (e) {
+    if (!(e instanceof InvalidConfigError)) throw e;
+    return refuse(ctx, cr, owned, 'InvalidConfig', e.problems.map((p) => `${p.file}: ${p.path}: ${p.message}`).join('; '));
+  }
+  const previouslyGenerated = new Set(((cr.status as DistributedKVStatus | undefined)?.generatedObjects ?? []).map((g: GeneratedObject) => `${g.kind}/${g.name}`));
+  const now = ctx.now();
+  ctx.memory.retain(key, new Set(desired.map(objectName)), now);
 
-  // Plan from the cache alone: no request per object.
-  const writes: PlannedWrite[] = [];
+  // The live objects: from the cache; on a miss (the cache holds only objects with our
+  // labels) from the API server, since a missing object may be someone else's of that name.
   const live = new Map<string, CachedObject | undefined>();
+  await Promise.all(desired.map(async (object) => live.set(objectName(object), ctx.owned.get(cacheKind(object))?.get(`${object.metadata.namespace}/${object.metadata.name}`) ?? await getObject(ctx.client, object))));
+
+  const conflicts: string[] = [];
   for (const object of desired) {
-    const current = ctx.owned.get(cacheKind(object))?.get(`${object.metadata.namespace}/${object.metadata.name}`);
-    live.set(objectName(object), current);
+    const current = live.get(objectName(object));
+    if (!current) continue;
+    const ownership = ownershipOf(current, uid, object.metadata.annotations?.[hashAnnotation], hashAnnotation, detectOnly);
+    if (!ownership.ours) conflicts.push(`${objectName(object)} already exists and is not this cluster's (${ownership.owner}): rename the cluster or remove that object`);
+  }
+  const statefulSet = desired.find((o) => o.kind === 'StatefulSet')!;
+  const liveStatefulSet = conflicts.length === 0 ? live.get(objectName(statefulSet)) : undefined;
+  const hashChanged = liveStatefulSet?.metadata.annotations?.[hashAnnotation] !== statefulSet.metadata.annotations?.[hashAnnotation];
+  const ownedStatefulSets = owned.filter((o) => o.kind === 'StatefulSet');
+  if (!liveStatefulSet && conflicts.length === 0) ownedStatefulSets.push(...await formerStatefulSets(ctx, cr, statefulSet));
+  const refused = refusedStatefulSetChanges(statefulSet, hashChanged ? liveStatefulSet : undefined, ownedStatefulSets, fieldManager);
+  if (refused.length > 0) return refuse(ctx, cr, owned, 'ConfigChangeRefused', refused.join('; '));
+
+  // Plan: what to write and why, from the live objects alone.
+  const writes: PlannedWrite[] = [];
+  const heldFields: string[] = [];
+  let recheckAt: number | undefined;
+  for (const object of desired) {
+    const name = objectName(object);
+    const current = live.get(name);
     if (!current) {
       // It existed before (status lists it): someone deleted it.
-      const deleted = previouslyGenerated.has(objectName(object));
+      const deleted = previouslyGenerated.has(name);
       writes.push({ desired: object, reason: deleted ? 'drift' : 'created', drift: deleted ? [{ path: '(object deleted)' }] : [] });
-    } else if (current.metadata.annotations?.[hashAnnotation] !== object.metadata.annotations?.[hashAnnotation]) {
-      writes.push({ desired: object, reason: 'spec-changed', drift: [] });
-    } else {
-      const ignored = ctx.notKept.get(objectId(object));
-      const hash = object.metadata.annotations?.[hashAnnotation];
-      const drift = findDrift(object, current, fieldManager).filter((f) => !(ignored && ignored.hash === hash && ignored.paths.has(f.path)));
-      if (drift.length > 0) writes.push({ desired: object, reason: 'drift', drift });
+      continue;
     }
+    const ownership = ownershipOf(current, uid, object.metadata.annotations?.[hashAnnotation], hashAnnotation, detectOnly);
+    if (!ownership.ours) continue;
+    const memory = ctx.memory.object(key, name);
+    const hash = object.metadata.annotations![hashAnnotation];
+    const ignored = memory.notKept?.hash === hash ? memory.notKept.paths : undefined;
+    const drift = findDrift(object, current, fieldManager).filter((f) => !ignored?.has(f.path));
+    // A hash we applied, replaced by another writer, is drift (a GitOps tool applying other
+    // content, say), not a spec change: the fight brake below must see it.
+    const replaced = current.metadata.annotations?.[hashAnnotation] !== hash && memory.appliedHash !== hash;
+    if (replaced) {
+      writes.push({ desired: object, reason: 'spec-changed', drift: [] });
+      continue;
+    }
+    if (drift.length === 0) continue;
+    const held = drift.filter((f) => memory.fights.heldUntil(f.path, now) !== undefined);
+    for (const f of held) {
+      const until = memory.fights.heldUntil(f.path, now)!;
+      heldFields.push(`${name} ${f.path}: ${f.manager ? `${f.manager} keeps changing it` : 'another writer keeps changing it'}; left alone until ${clock(until)}`);
+      recheckAt = Math.min(recheckAt ?? until, until);
+    }
+    if (held.length < drift.length) writes.push({ desired: object, reason: 'drift', drift });
   }
   const desiredNames = new Set(desired.map(objectName));
-  const prunable = ownedObjects(ctx, cr, uid).filter((o) => !desiredNames.has(objectName(o as { kind: string; metadata: { name: string } })));
+  const prunable = owned.filter((o) => !desiredNames.has(objectName(o)));
+  const blocked = new Set(conflicts.map((c) => c.split(' ')[0]));
 
   const ownerReference = { apiVersion: API_VERSION, kind: KIND, name: cr.metadata.name, uid, controller: true, blockOwnerDeletion: true };
   const failures: string[] = [];
   const applied = new Map<string, CachedObject>();
   const driftReports: string[] = [];
-
   const created: string[] = [];
   const updated: string[] = [];
   const corrected: string[] = [];
+  const fights: string[] = [];
   const notKeptReports: string[] = [];
+
   // Independent objects are written in parallel: a reconcile costs one round trip, not one per object.
-  await Promise.all(writes.map(async (write) => {
+  await Promise.all(writes.filter((w) => !blocked.has(objectName(w.desired))).map(async (write) => {
     const name = objectName(write.desired);
-    for (const field of write.drift) ctx.metrics.drift.inc({ kind: write.desired.kind, field: field.path, manager: field.manager ?? 'unknown', action: detectOnly ? 'reported' : 'corrected' });
+    for (const field of write.drift) ctx.metrics.recordDrift(write.desired.kind, field.path, field.manager, detectOnly ? 'reported' : 'corrected');
     if (detectOnly) {
       if (write.reason === 'drift') driftReports.push(`${name}: ${describeDrift(write.drift)}`);
       else driftReports.push(`${name}: ${write.reason === 'created' ? 'missing' : 'differs from the spec'}`);
@@ -153,106 +198,206 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     }
     try {
       const body = { ...write.desired, metadata: { ...write.desired.metadata, ownerReferences: [ownerReference] } };
-      const result = await client.apply<CachedObject>(body, { fieldManager, force: true });
+      const result = await ctx.client.apply<CachedObject>(body, { fieldManager, force: true });
       applied.set(name, result);
+      const memory = ctx.memory.object(key, name);
+      const hash = write.desired.metadata.annotations![hashAnnotation];
+      memory.appliedHash = hash;
       const notKept = findDrift(write.desired, result, fieldManager);
-      if (notKept.length > 0) {
-        const hash = write.desired.metadata.annotations![hashAnnotation];
-        const id = objectId(write.desired);
-        if (ctx.notKept.get(id)?.hash !== hash) {
-          ctx.notKept.set(id, { hash, paths: new Set(notKept.map((f) => f.path)) });
-          const fields = notKept.map((f) => f.path).join(', ');
-          ctx.log('warn', 'the API server does not keep fields as applied; they are not compared', { key, object: name, fields });
-          notKeptReports.push(`${name}: the API server does not keep ${fields} as generated (check the configuration's patches); not treated as drift`);
-        }
+      if (notKept.length > 0 && memory.notKept?.hash !== hash) {
+        memory.notKept = { hash, paths: new Set(notKept.map((f) => f.path)) };
+        const fields = notKept.map((f) => f.path).join(', ');
+        ctx.log('warn', 'the API server does not keep fields as applied; they are not compared', { key, object: name, fields });
+        notKeptReports.push(`${name}: the API server does not keep ${fields} as generated (check the configuration's patches); not treated as drift`);
       }
       ctx.metrics.applies.inc({ kind: write.desired.kind, reason: write.reason });
       ctx.log('info', 'applied', { key, object: name, reason: write.reason, ...(write.drift.length ? { drift: write.drift } : {}) });
-      if (write.reason === 'drift') corrected.push(`${name}: restored ${describeDrift(write.drift)}`);
-      else (write.reason === 'created' ? created : updated).push(name);
+      if (write.reason === 'drift') {
+        corrected.push(`${name}: restored ${describeDrift(write.drift)}`);
+        for (const field of write.drift) {
+          const until = memory.fights.corrected(field.path, now);
+          if (until === undefined) continue;
+          fights.push(`${name} ${field.path}: ${field.manager ? `${field.manager} keeps changing it` : 'another writer keeps changing it'}; left alone until ${clock(until)}`);
+          recheckAt = Math.min(recheckAt ?? until, until);
+        }
+      } else {
+        (write.reason === 'created' ? created : updated).push(name);
+      }
     } catch (e) {
       failures.push(`${name}: ${(e as Error).message}`);
       ctx.log('error', 'apply failed', { key, object: name, error: (e as Error).message });
     }
   }));
   driftReports.sort();
-  const finalizerError = await finalizerResult;
-  if (finalizerError) failures.push(`finalizer: ${finalizerError.message}`);
+  // An earlier version added a finalizer that deleted children the garbage collector
+  // deletes anyway, and blocked namespace deletion when the controller was gone.
+  if (!detectOnly && (cr.metadata.finalizers ?? []).includes(config.controller.finalizer)) {
+    await removeLegacyFinalizer(ctx, cr).catch((e: Error) => failures.push(`finalizer: ${e.message}`));
+  }
 
+  const involved = { apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata };
   const events: Promise<void>[] = [];
   if (created.length > 0) events.push(ctx.events.record(involved, 'Normal', 'Created', `created ${created.sort().join(', ')}`));
   if (updated.length > 0) events.push(ctx.events.record(involved, 'Normal', 'Updated', `updated to match the spec: ${updated.sort().join(', ')}`));
   for (const message of corrected) events.push(ctx.events.record(involved, 'Warning', 'DriftCorrected', message));
+  for (const message of fights) events.push(ctx.events.record(involved, 'Warning', 'FieldConflict', `${message}: it is no longer corrected on every change (see "Handing a field over" in the README)`));
   for (const message of notKeptReports) events.push(ctx.events.record(involved, 'Warning', 'FieldsNotKept', message));
 
   if (!detectOnly) {
-    const pruned = await deleteOwned(ctx, cr, uid, (o) => prunable.includes(o), failures);
+    const pruned = await deleteObjects(ctx, key, prunable, failures);
     for (const name of pruned) events.push(ctx.events.record(involved, 'Normal', 'Pruned', `${name} deleted: no longer part of the spec`));
   } else {
-    for (const o of prunable) driftReports.push(`${objectName(o as { kind: string; metadata: { name: string } })}: no longer part of the spec`);
+    for (const o of prunable) driftReports.push(`${objectName(o)}: no longer part of the spec`);
   }
+  const conflictMessage = conflicts.sort().join('; ');
+  if (conflictMessage && conflictMessage !== degradedMessage(cr, 'ObjectConflict')) events.push(ctx.events.record(involved, 'Warning', 'ObjectConflict', conflictMessage));
   await Promise.all(events);
 
   if (failures.length > 0) await ctx.events.record(involved, 'Warning', 'ApplyFailed', failures.join('; '));
-
   const detected = driftReports.join('; ');
-  const previousDrift = previousStatus?.conditions?.find((c: { type: string; reason: string }) => c.type === 'Degraded' && c.reason === 'DriftDetected')?.message;
-  if (detectOnly && detected && detected !== previousDrift) await ctx.events.record(involved, 'Warning', 'DriftDetected', detected);
+  if (detectOnly && detected && detected !== degradedMessage(cr, 'DriftDetected')) await ctx.events.record(involved, 'Warning', 'DriftDetected', detected);
 
   const generatedObjects: GeneratedObject[] = desired.map((o) => {
     const current = applied.get(objectName(o)) ?? live.get(objectName(o));
-    return { apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, ...(current?.metadata.uid ? { uid: current.metadata.uid } : {}), hash: o.metadata.annotations![hashAnnotation] };
+    const ours = blocked.has(objectName(o)) ? undefined : current?.metadata.uid;
+    return { apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, ...(ours ? { uid: ours } : {}), hash: o.metadata.annotations![hashAnnotation] };
   });
-  const stsDesired = desired.find((o) => o.kind === 'StatefulSet')!;
-  const cronDesired = desired.find((o) => o.kind === 'CronJob');
-  await writeStatus(ctx, cr, crPath, {
+  const cronJob = desired.find((o) => o.kind === 'CronJob');
+  const fightMessage = [...fights, ...heldFields].sort().join('; ');
+  const degraded: ObservedState['degraded'] = conflicts.length > 0 ? { reason: 'ObjectConflict', message: conflictMessage }
+    : failures.length > 0 ? { reason: 'ApplyFailed', message: failures.join('; ') }
+      : fightMessage ? { reason: 'FieldConflict', message: fightMessage }
+        : detected ? { reason: 'DriftDetected', message: detected } : undefined;
+  await writeStatus(ctx, cr, {
     generation: cr.metadata.generation ?? 0,
     size: resource.spec.size,
-    statefulSet: (applied.get(objectName(stsDesired)) ?? live.get(objectName(stsDesired))) as ObservedState['statefulSet'],
-    cronJob: cronDesired ? (live.get(objectName(cronDesired)) as ObservedState['cronJob']) : undefined,
+    statefulSet: (applied.get(objectName(statefulSet)) ?? liveStatefulSet) as ObservedState['statefulSet'],
+    cronJob: cronJob && !blocked.has(objectName(cronJob)) ? (live.get(objectName(cronJob)) as ObservedState['cronJob']) : undefined,
     generatedObjects,
-    degraded: failures.length > 0 ? { reason: 'ApplyFailed', message: failures.join('; ') } : detected ? { reason: 'DriftDetected', message: detected } : undefined,
+    degraded,
   });
 
   if (failures.length > 0) throw new Error(`${failures.length} write(s) failed: ${failures.join('; ')}`);
+  const waits = [conflicts.length > 0 ? OBJECT_CONFLICT_RECHECK_MS : undefined, recheckAt !== undefined ? Math.max(1000, recheckAt - ctx.now()) : undefined].filter((w): w is number => w !== undefined);
+  return waits.length > 0 ? { requeueAfterMs: Math.min(...waits) } : {};
+}
+
+/**
+ * The other cluster that claims one of this cluster's object names and
+ * keeps it (the older one), from the cluster cache's name index.
+ */
+function nameClash(ctx: ReconcileContext, cr: CachedObject): string | undefined {
+  for (const claim of claimedNames(cr, ctx.config)) {
+    const rival = ctx.clusters.byIndex(claim).find((other) => other.metadata.uid !== cr.metadata.uid && !other.metadata.deletionTimestamp && precedes(other, cr));
+    if (rival) {
+      const object = claim.slice(claim.indexOf('/') + 1);
+      return `${object} is also generated by DistributedKV ${rival.metadata.name}, which is older and keeps it: rename this cluster (or change the name templates)`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Reports a cluster the controller cannot act on (invalid spec or
+ * configuration, a name clash, a change its StatefulSet cannot take) and
+ * writes nothing else: its running objects stay as they are, and its status
+ * still tells the truth about them. Not retried until something changes.
+ */
+async function refuse(ctx: ReconcileContext, cr: CachedObject, owned: readonly CachedObject[], reason: DegradedReason, message: string): Promise<never> {
+  const previous = cr.status as DistributedKVStatus | undefined;
+  const wasRefused = degradedMessage(cr, reason) === message;
+  const statefulSet = owned.find((o) => o.kind === 'StatefulSet');
+  const cronJob = owned.find((o) => o.kind === 'CronJob');
+  const generatedObjects: GeneratedObject[] = owned.map((o) => ({ apiVersion: o.apiVersion!, kind: o.kind!, name: o.metadata.name, uid: o.metadata.uid!, hash: o.metadata.annotations?.[ctx.config.hashAnnotation] ?? '' }))
+    .sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`));
+  await writeStatus(ctx, cr, {
+    generation: cr.metadata.generation ?? 0,
+    statefulSet: statefulSet as ObservedState['statefulSet'],
+    cronJob: cronJob as ObservedState['cronJob'],
+    generatedObjects: owned.length > 0 ? generatedObjects : previous?.generatedObjects ?? [],
+    degraded: { reason, message },
+  });
+  if (!wasRefused) await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata }, 'Warning', reason, message);
+  throw new TerminalError(`${reason}: ${message}`);
+}
+
+/**
+ * StatefulSets this cluster generated under another name that the cache
+ * cannot show (a configuration that changed the labels as well as the name
+ * template): status says where to look, the live object decides. Asked only
+ * when the desired StatefulSet does not exist, so never in steady state.
+ */
+async function formerStatefulSets(ctx: ReconcileContext, cr: CachedObject, desired: KubeObject): Promise<CachedObject[]> {
+  const listed = ((cr.status as DistributedKVStatus | undefined)?.generatedObjects ?? []).filter((g) => g.kind === 'StatefulSet' && g.name !== desired.metadata.name);
+  const found = await Promise.all(listed.map((g) => getObject(ctx.client, { ...desired, metadata: { ...desired.metadata, name: g.name } })));
+  return found.filter((o): o is CachedObject => o !== undefined && ownershipOf(o, cr.metadata.uid!, undefined, ctx.config.hashAnnotation).ours);
+}
+
+/** The object as the API server has it, or undefined when there is none. */
+async function getObject(client: KubeClient, object: KubeObject): Promise<CachedObject | undefined> {
+  try {
+    const found = await client.request<CachedObject>('GET', resourcePath(object.apiVersion, object.kind, object.metadata.namespace, object.metadata.name));
+    return { ...found, apiVersion: object.apiVersion, kind: object.kind };
+  } catch (e) {
+    if (e instanceof KubeApiError && e.status === 404) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * A cluster being deleted: its objects are the garbage collector's (owner
+ * references), which honours the deletion's propagation policy, so
+ * `--cascade=orphan` keeps them. All that is left is to drop the finalizer
+ * an earlier version of this controller added.
+ */
+async function releaseLegacyFinalizer(ctx: ReconcileContext, cr: CachedObject, key: string): Promise<ReconcileResult> {
+  if ((cr.metadata.finalizers ?? []).includes(ctx.config.controller.finalizer)) {
+    await removeLegacyFinalizer(ctx, cr);
+    ctx.log('info', 'removed the finalizer of an earlier version; the garbage collector deletes the objects', { key });
+  }
   return {};
 }
 
 /**
- * Sets the controller's finalizers on the cluster by server-side apply of
- * metadata.finalizers alone: finalizers form a set, so this adds or removes
- * only ours and never conflicts with other writers. The uid makes it a
- * precondition, never a create: a cluster deleted since the cache saw it (or
- * recreated under the same name) is left alone, and that is not an error.
+ * Removes our finalizer, whoever wrote it, with a JSON patch guarded by
+ * `test` operations: the cluster must still have this uid and the finalizer
+ * at the index the cache saw, so a concurrent change to the list makes the
+ * patch fail (and the reconcile retry) instead of removing someone else's.
+ * A cluster already gone is not an error.
  */
-async function applyFinalizer(ctx: ReconcileContext, cr: CachedObject, finalizers: string[]): Promise<void> {
+async function removeLegacyFinalizer(ctx: ReconcileContext, cr: CachedObject): Promise<void> {
   const { name, namespace, uid } = cr.metadata;
+  const finalizer = ctx.config.controller.finalizer;
+  const index = (cr.metadata.finalizers as string[]).indexOf(finalizer);
   try {
-    await ctx.client.apply({ apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, uid, finalizers } }, { fieldManager: ctx.config.controller.fieldManager });
-  } catch (e) {
-    if (!(e instanceof KubeApiError && e.status === 409)) throw e;
-    const current = await ctx.client.request('GET', resourcePath(API_VERSION, KIND, namespace, name)).catch((g) => {
-      if (g instanceof KubeApiError && g.status === 404) return undefined;
-      throw g;
+    await ctx.client.request('PATCH', resourcePath(API_VERSION, KIND, namespace, name), {
+      body: [
+        { op: 'test', path: '/metadata/uid', value: uid },
+        { op: 'test', path: `/metadata/finalizers/${index}`, value: finalizer },
+        { op: 'remove', path: `/metadata/finalizers/${index}` },
+      ],
+      contentType: 'application/json-patch+json',
     });
-    if (current && current.metadata.uid === uid) throw e;
+  } catch (e) {
+    if (!(e instanceof KubeApiError && e.status === 404)) throw e;
   }
 }
 
-async function writeStatus(ctx: ReconcileContext, cr: CachedObject, crPath: string, observed: ObservedState): Promise<void> {
+async function writeStatus(ctx: ReconcileContext, cr: CachedObject, observed: ObservedState): Promise<void> {
   const previous = cr.status as DistributedKVStatus | undefined;
-  const next = desiredStatus(observed, previous);
+  const next = desiredStatus(observed, previous, new Date(ctx.now()));
   if (!statusChanged(previous, next)) return;
   // Only the status subresource: the controller never writes spec. No resourceVersion
   // precondition: the status describes what was observed, and only the leader writes it.
-  await ctx.client.request('PATCH', `${crPath}/status`, { body: { status: next }, contentType: 'application/merge-patch+json' });
+  const path = resourcePath(API_VERSION, KIND, cr.metadata.namespace, cr.metadata.name);
+  await ctx.client.request('PATCH', `${path}/status`, { body: statusPatch(previous, next), contentType: 'application/merge-patch+json' });
 }
 
-/** Deletes the cached objects this CR controls that match; returns their names. 404 is success. */
-async function deleteOwned(ctx: ReconcileContext, cr: CachedObject, uid: string, select: (o: CachedObject) => boolean, failures?: string[]): Promise<string[]> {
+/** Deletes objects this cluster controls, each guarded by its uid; returns their names. 404 is success. */
+async function deleteObjects(ctx: ReconcileContext, key: string, objects: readonly CachedObject[], failures: string[]): Promise<string[]> {
   const deleted: string[] = [];
-  await Promise.all(ownedObjects(ctx, cr, uid).filter(select).map(async (object) => {
-    const name = `${object.kind}/${object.metadata.name}`;
+  await Promise.all(objects.map(async (object) => {
+    const name = objectName(object);
     try {
       await ctx.client.request('DELETE', resourcePath(object.apiVersion!, object.kind!, object.metadata.namespace, object.metadata.name), {
         query: { propagationPolicy: 'Background' },
@@ -260,10 +405,9 @@ async function deleteOwned(ctx: ReconcileContext, cr: CachedObject, uid: string,
       });
       deleted.push(name);
       ctx.metrics.applies.inc({ kind: object.kind!, reason: 'pruned' });
-      ctx.log('info', 'deleted', { key: `${cr.metadata.namespace}/${cr.metadata.name}`, object: name });
+      ctx.log('info', 'deleted', { key, object: name });
     } catch (e) {
       if (e instanceof KubeApiError && e.status === 404) return;
-      if (!failures) throw e;
       failures.push(`${name}: ${(e as Error).message}`);
     }
   }));

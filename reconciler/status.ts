@@ -12,13 +12,20 @@ export interface ObservedState {
   readonly generation: number;
   readonly size?: number;
   /** The live StatefulSet, if any. */
-  readonly statefulSet?: { metadata: { generation?: number }; status?: { readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number } };
+  readonly statefulSet?: { metadata: { generation?: number }; spec?: { replicas?: number }; status?: { readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number } };
   /** The live backup CronJob, if any. */
   readonly cronJob?: { status?: { lastSuccessfulTime?: string } };
   readonly generatedObjects: readonly GeneratedObject[];
   /** Why the cluster is degraded, if it is. */
-  readonly degraded?: { readonly reason: 'InvalidSpec' | 'ApplyFailed' | 'DriftDetected'; readonly message: string };
+  readonly degraded?: { readonly reason: DegradedReason; readonly message: string };
 }
+
+/**
+ * Why a cluster is Degraded, most urgent first: a spec or configuration the
+ * controller cannot act on, an object it must not take, writes that failed,
+ * a field another writer keeps changing, drift it only reports.
+ */
+export type DegradedReason = 'InvalidSpec' | 'InvalidConfig' | 'NameClash' | 'ConfigChangeRefused' | 'ObjectConflict' | 'ApplyFailed' | 'FieldConflict' | 'DriftDetected';
 
 type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
 
@@ -34,11 +41,13 @@ function condition(input: ConditionInput, previous: readonly Condition[] | undef
 export function desiredStatus(observed: ObservedState, previous: DistributedKVStatus | undefined, now = new Date()): DistributedKVStatus {
   const timestamp = now.toISOString().replace(/\.\d+Z$/, 'Z');
   const ready = observed.statefulSet?.status?.readyReplicas ?? 0;
-  const size = observed.size;
+  // Without a usable spec (invalid, or refused), the running StatefulSet still tells the truth about the members.
+  const size = observed.size ?? observed.statefulSet?.spec?.replicas;
+  const notCreatedReason = observed.size === undefined ? observed.degraded?.reason ?? 'InvalidSpec' : 'NotCreated';
   const conditions: ConditionInput[] = [];
 
   if (size === undefined || !observed.statefulSet) {
-    conditions.push({ type: 'Available', status: 'False', reason: size === undefined ? 'InvalidSpec' : 'NotCreated', message: size === undefined ? 'the spec is invalid; see the Degraded condition' : 'the StatefulSet does not exist yet' });
+    conditions.push({ type: 'Available', status: 'False', reason: notCreatedReason, message: observed.size === undefined ? 'the spec cannot be acted on and no StatefulSet runs; see the Degraded condition' : 'the StatefulSet does not exist yet' });
   } else {
     const needed = quorum(size);
     conditions.push(ready >= needed
@@ -53,7 +62,7 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
       ? { type: 'Progressing', status: 'False', reason: 'Reconciled', message: `all ${size} members run the desired revision and are ready` }
       : { type: 'Progressing', status: 'True', reason: 'RollingOut', message: `${sts.status?.updatedReplicas ?? 0} of ${size} members updated, ${ready} ready` });
   } else {
-    conditions.push({ type: 'Progressing', status: 'False', reason: size === undefined ? 'InvalidSpec' : 'NotCreated', message: 'nothing to roll out' });
+    conditions.push({ type: 'Progressing', status: 'False', reason: notCreatedReason, message: 'nothing to roll out' });
   }
 
   conditions.push(observed.degraded
@@ -74,4 +83,17 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
 /** Whether writing `next` would change anything. */
 export function statusChanged(previous: DistributedKVStatus | undefined, next: DistributedKVStatus): boolean {
   return canonicalJson(previous ?? {}) !== canonicalJson(next);
+}
+
+/**
+ * The JSON merge patch that turns `previous` into `next`: every field of
+ * `next`, and null for every top-level field only `previous` has (a merge
+ * patch deletes only what it sets to null: without them, a field such as
+ * lastBackupTime that should disappear never does, and every reconcile
+ * writes the same patch again).
+ */
+export function statusPatch(previous: DistributedKVStatus | undefined, next: DistributedKVStatus): { status: Record<string, unknown> } {
+  const status: Record<string, unknown> = { ...next };
+  for (const key of Object.keys(previous ?? {})) if (!(key in next)) status[key] = null;
+  return { status };
 }

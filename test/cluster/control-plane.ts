@@ -230,6 +230,8 @@ export async function startControlPlane(binDir: string = locateBinaries(), optio
     `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
     // Nothing creates default service accounts without kube-controller-manager.
     '--disable-admission-plugins=ServiceAccount',
+    // As OpenShift runs it: setting blockOwnerDeletion needs `update` on the owner's finalizers.
+    '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
     '--endpoint-reconciler-type=none',
     '--v=1',
   ];

@@ -21,7 +21,7 @@ import { clusterPath, config, converged, createCluster, eventsFor, mutatingReque
 
 const NAME = 'kv';
 const HASH = config.hashAnnotation;
-const { fieldManager: FIELD_MANAGER, finalizer: FINALIZER, detectOnlyAnnotation: DETECT_ONLY } = config.controller;
+const { fieldManager: FIELD_MANAGER, finalizer: LEGACY_FINALIZER, detectOnlyAnnotation: DETECT_ONLY } = config.controller;
 const SPEC = { size: 3, image: 'kv:1', backup: { s3Path: 's3://bucket/kv', schedule: '*/30 * * * *' } };
 
 /** Like examples/orders.yaml, with quantities written the way the API server does not store them. */
@@ -153,6 +153,19 @@ describeWithCluster('the DistributedKV controller', () => {
     return synthesizeCluster(result.resource, config);
   }
 
+  /** Waits until the object no longer exists. */
+  async function gone(path: string): Promise<void> {
+    await eventually(`${path} to be gone`, async () => {
+      try {
+        await client.request('GET', path);
+        return undefined;
+      } catch (e) {
+        if (isApiError(e, 404)) return true;
+        throw e;
+      }
+    });
+  }
+
   /** Observes for a bounded window: a measurement, not a wait for a condition. */
   const observeFor = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -171,7 +184,7 @@ describeWithCluster('the DistributedKV controller', () => {
       expect(object.metadata.annotations[HASH]).toBe(desired.get(label(g))!.metadata.annotations![HASH]);
     }
 
-    expect(cr.metadata.finalizers).toEqual([FINALIZER]);
+    expect(cr.metadata.finalizers ?? []).toEqual([]);
     expect([...cr.status.generatedObjects].sort((a: any, b: any) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`)))
       .toEqual(GENERATED.map((g) => {
         const object = live.get(label(g));
@@ -500,23 +513,54 @@ describeWithCluster('the DistributedKV controller', () => {
 
   // ---- 7. deletion -----------------------------------------------------------------------
 
-  it('on deletion deletes every object it owns (there is no garbage collector here), then removes its finalizer', async () => {
+  it('leaves a deleted cluster\'s objects to the garbage collector: it deletes nothing itself and holds no finalizer', async () => {
     const { namespace, controller } = await startIn('ctl-delete');
-    await createSettled(namespace, controller);
+    const cr = await createSettled(namespace, controller);
+    const versionsBefore = await resourceVersions(namespace);
 
     await client.request('DELETE', clusterPath(namespace, NAME));
+    await gone(clusterPath(namespace, NAME));
+    await settled(controller, namespace);
+    // No garbage collector runs here: the objects stay, owned by the deleted uid (status-truth.test.ts shows them collected).
+    const live = await liveObjects(namespace);
+    expect(await resourceVersions(namespace)).toEqual(versionsBefore);
+    for (const object of live.values()) expect(object.metadata.ownerReferences[0].uid).toBe(cr.metadata.uid);
+    expect(await metric(controller, 'dkv_applies_total', { reason: 'pruned' })).toBe(0);
+  });
 
-    await eventually('the CR to disappear', async () => {
-      try {
-        await client.request('GET', clusterPath(namespace, NAME));
-        return undefined;
-      } catch (e) {
-        if (isApiError(e, 404)) return true;
-        throw e;
-      }
+  it('honours --cascade=orphan: deletes nothing, so the garbage collector can orphan the objects', async () => {
+    const { namespace, controller } = await startIn('ctl-orphan');
+    await createSettled(namespace, controller);
+    const versionsBefore = await resourceVersions(namespace);
+
+    await client.request('DELETE', clusterPath(namespace, NAME), { query: { propagationPolicy: 'Orphan' } });
+    // The API server records the choice as the `orphan` finalizer, which only the garbage collector removes.
+    const deleting = await eventually('the deletion to be recorded', async () => {
+      const current = await client.request('GET', clusterPath(namespace, NAME));
+      return current.metadata.deletionTimestamp ? current : undefined;
     });
-    expect((await liveObjects(namespace)).size).toBe(0);
-    expect(await metric(controller, 'dkv_applies_total', { reason: 'pruned' })).toBe(5);
+    expect(deleting.metadata.finalizers).toEqual(['orphan']);
+    await settled(controller, namespace);
+
+    expect(await resourceVersions(namespace)).toEqual(versionsBefore);
+    expect(await metric(controller, 'dkv_applies_total', { reason: 'pruned' })).toBe(0);
+    await client.request('PATCH', clusterPath(namespace, NAME), { body: { metadata: { finalizers: null } }, contentType: mergePatch });
+  });
+
+  it('removes the finalizer an earlier version added, so a cluster (or its namespace) is deleted even while no controller runs', async () => {
+    const { namespace, controller } = await startIn('ctl-legacy');
+    await createCluster(client, namespace, NAME, SPEC);
+    await client.request('PATCH', clusterPath(namespace, NAME), { body: { metadata: { finalizers: [LEGACY_FINALIZER] } }, contentType: mergePatch });
+    await eventually('the earlier version\'s finalizer to be removed', async () => {
+      const current = await client.request('GET', clusterPath(namespace, NAME));
+      return (current.metadata.finalizers ?? []).length === 0 && current.status?.generatedObjects?.length === 5 ? true : undefined;
+    });
+    await settled(controller, namespace);
+
+    await running!.stop();
+    running = undefined;
+    await client.request('DELETE', clusterPath(namespace, NAME));
+    await gone(clusterPath(namespace, NAME));
   });
 
   // ---- 8. GitOps coexistence -------------------------------------------------------------
