@@ -22,6 +22,8 @@ export interface ObjectMemory {
 
 export class ClusterMemory {
   private readonly clusters = new Map<string, Map<string, ObjectMemory>>();
+  /** The last message reported in an Event, by cluster and reason. */
+  private readonly reports = new Map<string, Map<string, string>>();
 
   constructor(private readonly fightPolicy: FieldFightPolicy = DEFAULT_FIELD_FIGHT_POLICY) {}
 
@@ -44,9 +46,29 @@ export class ClusterMemory {
     }
   }
 
+  /**
+   * Whether `message` is news for this cluster and reason, remembering it if
+   * so. A problem that persists is reported once, even when the next
+   * reconcile starts before the cache shows the status that reported it.
+   */
+  isNews(cluster: string, reason: string, message: string): boolean {
+    let reported = this.reports.get(cluster);
+    if (!reported) this.reports.set(cluster, (reported = new Map()));
+    if (reported.get(reason) === message) return false;
+    reported.set(reason, message);
+    return true;
+  }
+
+  /** Every problem but these is over: a recurrence is news again. */
+  resolvedExcept(cluster: string, current: readonly string[]): void {
+    const reported = this.reports.get(cluster);
+    for (const reason of reported?.keys() ?? []) if (!current.includes(reason)) reported!.delete(reason);
+  }
+
   /** The cluster is gone. */
   forget(cluster: string): void {
     this.clusters.delete(cluster);
+    this.reports.delete(cluster);
   }
 
   /** Objects remembered, over every cluster (for tests and metrics). */

@@ -41,6 +41,8 @@ export interface ControllerOptions {
   readonly fieldFights?: FieldFightPolicy;
   /** Milliseconds since the epoch. @default Date.now */
   readonly now?: () => number;
+  /** How often a cluster blocked by an object that is not its own looks again. @default 60 s */
+  readonly objectConflictRecheckMs?: number;
 }
 
 /**
@@ -133,6 +135,7 @@ export class Controller {
     this.context = {
       config, clusters: this.clusters, owned: this.owned, metrics: this.metrics, memory: this.memory,
       now: options.now ?? Date.now,
+      objectConflictRecheckMs: options.objectConflictRecheckMs ?? 60_000,
       log: (level, message, fields) => log[level](fields, message),
     };
   }

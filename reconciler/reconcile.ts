@@ -21,7 +21,7 @@ import type { ClusterMemory } from './cluster-memory.js';
 import { findDrift, type DriftedField } from './drift.js';
 import type { EventRecorder } from './events.js';
 import { refusedStatefulSetChanges } from './immutable-changes.js';
-import type { CachedObject, Informer } from './informer.js';
+import { objectKey, type CachedObject, type Informer } from './informer.js';
 import { KubeApiError, resourcePath, type KubeClient } from './kube-client.js';
 import type { ApplyReason, ControllerMetrics } from './metrics.js';
 import { claimedNames, precedes } from './name-claims.js';
@@ -39,8 +39,6 @@ export class TerminalError extends Error {}
 /** The kinds a DistributedKV generates, by `apiVersion/kind`. */
 export type OwnedCaches = ReadonlyMap<string, Informer>;
 
-/** How often a cluster blocked by an object that is not its own looks again: that object is not watched. */
-export const OBJECT_CONFLICT_RECHECK_MS = 60_000;
 
 export interface ReconcileContext {
   /** Fenced by the leadership term: a replica that lost the Lease sends nothing more. */
@@ -53,6 +51,8 @@ export interface ReconcileContext {
   readonly metrics: ControllerMetrics;
   /** Milliseconds since the epoch (injected so tests control time). */
   readonly now: () => number;
+  /** How often a cluster blocked by an object that is not its own looks again (that object is not watched). */
+  readonly objectConflictRecheckMs: number;
   readonly log: (level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown>) => void;
 }
 
@@ -72,9 +72,15 @@ function clock(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
-/** Condition message of the cluster's current Degraded condition, if it has that reason. */
-function degradedMessage(cr: CachedObject, reason: DegradedReason): string | undefined {
-  return (cr.status as DistributedKVStatus | undefined)?.conditions?.find((c) => c.type === 'Degraded' && c.reason === reason)?.message;
+/**
+ * Whether a problem is news, to be reported in an Event: neither the
+ * cluster's status nor this process has reported the same message for the
+ * same reason. A problem that persists is reported once.
+ */
+function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: DegradedReason, message: string): boolean {
+  const news = ctx.memory.isNews(key, reason, message);
+  const inStatus = (cr.status as DistributedKVStatus | undefined)?.conditions?.some((c) => c.type === 'Degraded' && c.reason === reason && c.message === message);
+  return news && !inStatus;
 }
 
 interface PlannedWrite {
@@ -250,12 +256,13 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     for (const o of prunable) driftReports.push(`${objectName(o)}: no longer part of the spec`);
   }
   const conflictMessage = conflicts.sort().join('; ');
-  if (conflictMessage && conflictMessage !== degradedMessage(cr, 'ObjectConflict')) events.push(ctx.events.record(involved, 'Warning', 'ObjectConflict', conflictMessage));
+  if (conflictMessage && isNews(ctx, cr, key, 'ObjectConflict', conflictMessage)) events.push(ctx.events.record(involved, 'Warning', 'ObjectConflict', conflictMessage));
   await Promise.all(events);
 
   if (failures.length > 0) await ctx.events.record(involved, 'Warning', 'ApplyFailed', failures.join('; '));
   const detected = driftReports.join('; ');
-  if (detectOnly && detected && detected !== degradedMessage(cr, 'DriftDetected')) await ctx.events.record(involved, 'Warning', 'DriftDetected', detected);
+  ctx.memory.resolvedExcept(key, [conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : ''].filter(Boolean));
+  if (detectOnly && detected && isNews(ctx, cr, key, 'DriftDetected', detected)) await ctx.events.record(involved, 'Warning', 'DriftDetected', detected);
 
   const generatedObjects: GeneratedObject[] = desired.map((o) => {
     const current = applied.get(objectName(o)) ?? live.get(objectName(o));
@@ -278,7 +285,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   });
 
   if (failures.length > 0) throw new Error(`${failures.length} write(s) failed: ${failures.join('; ')}`);
-  const waits = [conflicts.length > 0 ? OBJECT_CONFLICT_RECHECK_MS : undefined, recheckAt !== undefined ? Math.max(1000, recheckAt - ctx.now()) : undefined].filter((w): w is number => w !== undefined);
+  const waits = [conflicts.length > 0 ? ctx.objectConflictRecheckMs : undefined, recheckAt !== undefined ? Math.max(1000, recheckAt - ctx.now()) : undefined].filter((w): w is number => w !== undefined);
   return waits.length > 0 ? { requeueAfterMs: Math.min(...waits) } : {};
 }
 
@@ -288,13 +295,23 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
  */
 function nameClash(ctx: ReconcileContext, cr: CachedObject): string | undefined {
   for (const claim of claimedNames(cr, ctx.config)) {
-    const rival = ctx.clusters.byIndex(claim).find((other) => other.metadata.uid !== cr.metadata.uid && !other.metadata.deletionTimestamp && precedes(other, cr));
+    const holder = claimHolder(ctx, claim);
+    const rival = ctx.clusters.byIndex(claim).find((other) => other.metadata.uid !== cr.metadata.uid && !other.metadata.deletionTimestamp
+      && (holder === other.metadata.uid || (holder !== cr.metadata.uid && precedes(other, cr))));
     if (rival) {
       const object = claim.slice(claim.indexOf('/') + 1);
       return `${object} is also generated by DistributedKV ${rival.metadata.name}, which is older and keeps it: rename this cluster (or change the name templates)`;
     }
   }
   return undefined;
+}
+
+/** The uid of the cluster that controls the claimed object (`namespace/Kind/name`) now, if the cache has it. */
+function claimHolder(ctx: ReconcileContext, claim: string): string | undefined {
+  const [namespace, kind, ...name] = claim.split('/');
+  const informer = [...ctx.owned.entries()].find(([k]) => k.endsWith(`/${kind}`))?.[1];
+  const object = informer?.get(`${namespace}/${name.join('/')}`);
+  return (object?.metadata.ownerReferences ?? []).find((r: { controller?: boolean }) => r.controller)?.uid;
 }
 
 /**
@@ -305,7 +322,7 @@ function nameClash(ctx: ReconcileContext, cr: CachedObject): string | undefined 
  */
 async function refuse(ctx: ReconcileContext, cr: CachedObject, owned: readonly CachedObject[], reason: DegradedReason, message: string): Promise<never> {
   const previous = cr.status as DistributedKVStatus | undefined;
-  const wasRefused = degradedMessage(cr, reason) === message;
+  const news = isNews(ctx, cr, objectKey(cr), reason, message);
   const statefulSet = owned.find((o) => o.kind === 'StatefulSet');
   const cronJob = owned.find((o) => o.kind === 'CronJob');
   const generatedObjects: GeneratedObject[] = owned.map((o) => ({ apiVersion: o.apiVersion!, kind: o.kind!, name: o.metadata.name, uid: o.metadata.uid!, hash: o.metadata.annotations?.[ctx.config.hashAnnotation] ?? '' }))
@@ -317,7 +334,7 @@ async function refuse(ctx: ReconcileContext, cr: CachedObject, owned: readonly C
     generatedObjects: owned.length > 0 ? generatedObjects : previous?.generatedObjects ?? [],
     degraded: { reason, message },
   });
-  if (!wasRefused) await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata }, 'Warning', reason, message);
+  if (news) await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata }, 'Warning', reason, message);
   throw new TerminalError(`${reason}: ${message}`);
 }
 

@@ -5,7 +5,7 @@
 import { pino } from 'pino';
 import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
 import { API_VERSION, KIND } from '../../api/validate.js';
-import { Controller } from '../../reconciler/controller.js';
+import { Controller, type ControllerOptions } from '../../reconciler/controller.js';
 import { resourcePath, type KubeClient } from '../../reconciler/kube-client.js';
 import { MUTATING_VERBS, requestCounts, splitKey } from '../cluster/apiserver-metrics.js';
 import { eventually } from '../cluster/kube.js';
@@ -18,11 +18,14 @@ export interface RunningController {
 }
 
 /** Starts caches and workers; retries start at 200 ms so failure tests stay fast (production: 2 s). */
-export async function startController(client: KubeClient, namespace: string, options: { backoffBaseMs?: number; workers?: number; config?: GeneratorConfig } = {}): Promise<RunningController> {
+export async function startController(client: KubeClient, namespace: string, options: { backoffBaseMs?: number; workers?: number } & Partial<Pick<ControllerOptions, 'config' | 'fieldFights' | 'objectConflictRecheckMs'>> = {}): Promise<RunningController> {
   const log = pino({ level: process.env.DKV_TEST_LOG_LEVEL ?? 'silent' });
-  const controller = new Controller({ client, config: options.config ?? config, log, namespace, workers: options.workers ?? 2, backoff: { baseMs: options.backoffBaseMs ?? 200, maxMs: 5000 } });
+  const controller = new Controller({
+    client, config: options.config ?? config, log, namespace, workers: options.workers ?? 2, backoff: { baseMs: options.backoffBaseMs ?? 200, maxMs: 5000 },
+    fieldFights: options.fieldFights, objectConflictRecheckMs: options.objectConflictRecheckMs,
+  });
   await controller.startCaches();
-  controller.startWorkers();
+  await controller.startWorkers();
   return { controller, stop: () => controller.stop() };
 }
 
