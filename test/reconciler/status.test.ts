@@ -3,7 +3,7 @@
  * server there are no pods yet, so the observed StatefulSet and CronJob
  * statuses are given here as a kube-controller-manager would write them.)
  */
-import { desiredStatus, statusChanged, type ObservedState } from '../../reconciler/status.js';
+import { desiredStatus, statusChanged, statusPatch, type ObservedState } from '../../reconciler/status.js';
 
 const NOW = new Date('2026-11-22T10:00:00.123Z');
 const LATER = new Date('2026-11-22T11:00:00Z');
@@ -62,5 +62,24 @@ describe('the status of a DistributedKV', () => {
     expect(condition(degraded, 'Degraded').lastTransitionTime).toBe('2026-11-22T11:00:00Z');
     expect(condition(degraded, 'Available').lastTransitionTime).toBe('2026-11-22T10:00:00Z');
     expect(statusChanged(first, degraded)).toBe(true);
+  });
+
+  it('tells the truth about a running cluster whose spec is refused: members from the live StatefulSet, and Degraded', () => {
+    const running = { metadata: { generation: 3 }, spec: { replicas: 5 }, status: { readyReplicas: 5, updatedReplicas: 5, observedGeneration: 3 } };
+    const status = desiredStatus(observed({ size: undefined, statefulSet: running, degraded: { reason: 'InvalidSpec', message: 'spec.backup.schedule: runs backwards' } }), undefined, NOW);
+    expect(status.readyReplicas).toBe(5);
+    expect(condition(status, 'Available')).toMatchObject({ status: 'True', reason: 'QuorumAvailable' });
+    expect(condition(status, 'Progressing')).toMatchObject({ status: 'False', reason: 'Reconciled' });
+    expect(condition(status, 'Degraded')).toMatchObject({ status: 'True', reason: 'InvalidSpec' });
+  });
+
+  it('removes a field that no longer applies (lastBackupTime) with an explicit null, and then patches nothing', () => {
+    const withBackup = desiredStatus(observed({ cronJob: { status: { lastSuccessfulTime: '2026-11-22T02:00:07Z' } } }), undefined, NOW);
+    const without = desiredStatus(observed(), withBackup, LATER);
+    expect(statusPatch(withBackup, without).status).toMatchObject({ lastBackupTime: null, readyReplicas: 5 });
+    // What the API server stores after that merge patch equals `without`: the next reconcile finds nothing to write.
+    const stored = JSON.parse(JSON.stringify({ ...withBackup, ...statusPatch(withBackup, without).status }), (_k, v) => (v === null ? undefined : v));
+    expect(statusChanged(stored, desiredStatus(observed(), stored, LATER))).toBe(false);
+    expect(statusPatch(undefined, without).status).not.toHaveProperty('lastBackupTime');
   });
 });
