@@ -3,6 +3,7 @@
  * queue, workers take keys and reconcile them, failures come back with
  * backoff. Nothing here knows what a DistributedKV turns into.
  */
+import { setMaxListeners } from 'node:events';
 import type { GeneratorConfig } from '../api/config.js';
 import { API_VERSION, KIND } from '../api/validate.js';
 import { ClusterMemory } from './cluster-memory.js';
@@ -174,6 +175,7 @@ export class Controller {
       this.leading = true;
       this.metrics.leader.set(1);
       const term = (this.term = new AbortController());
+      setMaxListeners(0, term.signal); // one listener per request in flight: many, by design
       const client = this.options.client.fenced(term.signal);
       const { log, config } = this.options;
       const context: ReconcileContext = {
