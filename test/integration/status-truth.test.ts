@@ -9,9 +9,12 @@
 import { loadDefaultConfig } from '../../api/config.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
+import { requestCounts } from '../cluster/apiserver-metrics.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
 import { clusterPath, converged, createCluster, startController, type RunningController } from './controller-harness.js';
+
+const mergePatch = 'application/merge-patch+json';
 
 const SIZE = 3;
 const SPEC = {
@@ -103,12 +106,48 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
     expect(jobPods.some((p) => p.status.phase === 'Succeeded')).toBe(true);
   }, 180_000);
 
+  it('still tells the truth about the running members when the spec turns invalid: readyReplicas, Available, and Degraded/InvalidSpec', async () => {
+    await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { spec: { backup: { schedule: '5-3 * * * *' } } }, contentType: mergePatch });
+    const cr = await eventually('Degraded/InvalidSpec for the new generation', async () => {
+      const current = await client.request('GET', clusterPath(namespace, 'kv'));
+      return condition(current, 'Degraded')?.reason === 'InvalidSpec' && current.status.observedGeneration === current.metadata.generation ? current : undefined;
+    }, 30_000, 200);
+    expect(cr.status.readyReplicas).toBe(SIZE);
+    expect(condition(cr, 'Available')).toMatchObject({ status: 'True', reason: 'QuorumAvailable' });
+    expect(cr.status.generatedObjects).toHaveLength(GENERATED);
+
+    await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { spec: { backup: { schedule: '* * * * *' } } }, contentType: mergePatch });
+    await eventually('Degraded to clear', async () => {
+      const current = await client.request('GET', clusterPath(namespace, 'kv'));
+      return condition(current, 'Degraded')?.status === 'False' && current.status.observedGeneration === current.metadata.generation ? true : undefined;
+    }, 30_000, 200);
+  }, 60_000);
+
+  it('drops lastBackupTime once backup is removed, and then writes no status on further reconciles', async () => {
+    await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { spec: { backup: null } }, contentType: mergePatch });
+    await eventually('lastBackupTime to disappear with the CronJob', async () => {
+      const current = await client.request('GET', clusterPath(namespace, 'kv'));
+      return current.status.observedGeneration === current.metadata.generation && current.status.lastBackupTime === undefined && current.status.generatedObjects.length === GENERATED - 1 ? true : undefined;
+    }, 30_000, 200);
+
+    // Three reconciles, each brought about by a metadata change the controller acts on (an annotation), write no status.
+    const statusWrites = async () => (await requestCounts(client)).get('PATCH distributedkvs/status') ?? 0;
+    const reconciles = async () => (await running!.controller.metrics.reconciles.get()).values.reduce((n, v) => n + v.value, 0);
+    await eventually('the controller to be idle', async () => (running!.controller.queue.depth === 0 && running!.controller.queue.inFlight === 0 ? true : undefined));
+    const writesBefore = await statusWrites();
+    for (let i = 0; i < 3; i++) {
+      const before = await reconciles();
+      await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { metadata: { annotations: { 'example.com/poke': String(i) } } }, contentType: mergePatch });
+      await eventually('a reconcile', async () => ((await reconciles()) > before ? true : undefined));
+    }
+    expect(await statusWrites()).toBe(writesBefore);
+  }, 60_000);
+
   it('leaves nothing behind when the cluster is deleted: the garbage collector follows the owner references', async () => {
-    // Only kube-controller-manager acts: the controller is stopped and its finalizer (which would delete the
-    // first-level objects itself) removed, so every object goes by the garbage collector alone.
+    // Only kube-controller-manager acts: the controller is stopped, and no finalizer waits for it.
     await running!.stop();
     running = undefined;
-    await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { metadata: { finalizers: null } }, contentType: 'application/merge-patch+json' });
+    expect((await client.request('GET', clusterPath(namespace, 'kv'))).metadata.finalizers ?? []).toEqual([]);
     expect((await list('v1', 'pods')).length).toBeGreaterThanOrEqual(SIZE);
     await client.request('DELETE', clusterPath(namespace, 'kv'));
 
@@ -120,6 +159,26 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
       for (const [apiVersion, plural] of resources) for (const o of await list(apiVersion, plural)) left.push(`${plural}/${o.metadata.name}`);
       if (left.length > 0) throw new Error(`still there: ${left.join(', ')}`);
       return true;
+    }, 90_000, 250);
+  }, 120_000);
+
+  it('lets a namespace holding a cluster be deleted while no controller runs', async () => {
+    const other = await createNamespace(client, 'truth-ns');
+    const controller = await startController(client, other);
+    try {
+      await createCluster(client, other, 'kv', { size: 1, image: 'registry.example.com/kv/server:1.4.2' });
+      await converged(client, other, 'kv', GENERATED - 1);
+    } finally {
+      await controller.stop();
+    }
+    await client.request('DELETE', `/api/v1/namespaces/${other}`);
+    await eventually(`namespace ${other} to be deleted by the namespace controller`, async () => {
+      try {
+        await client.request('GET', `/api/v1/namespaces/${other}`);
+        return undefined;
+      } catch (e) {
+        return (e as { status?: number }).status === 404 ? true : undefined;
+      }
     }, 90_000, 250);
   }, 120_000);
 });
