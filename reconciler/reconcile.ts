@@ -129,12 +129,16 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const live = new Map<string, CachedObject | undefined>();
   await Promise.all(desired.map(async (object) => live.set(objectName(object), ctx.owned.get(cacheKind(object))?.get(`${object.metadata.namespace}/${object.metadata.name}`) ?? await getObject(ctx.client, object))));
 
+  // Objects of ours' names that are someone else's: never written, never pruned.
+  const blocked = new Set<string>();
   const conflicts: string[] = [];
   for (const object of desired) {
     const current = live.get(objectName(object));
     if (!current) continue;
     const ownership = ownershipOf(current, uid, object.metadata.annotations?.[hashAnnotation], hashAnnotation, detectOnly);
-    if (!ownership.ours) conflicts.push(`${objectName(object)} already exists and is not this cluster's (${ownership.owner}): rename the cluster or remove that object`);
+    if (ownership.ours) continue;
+    blocked.add(objectName(object));
+    conflicts.push(`${objectName(object)} already exists and is not this cluster's (${ownership.owner}): rename the cluster or remove that object`);
   }
   const statefulSet = desired.find((o) => o.kind === 'StatefulSet')!;
   const liveStatefulSet = conflicts.length === 0 ? live.get(objectName(statefulSet)) : undefined;
@@ -157,19 +161,18 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
       writes.push({ desired: object, reason: deleted ? 'drift' : 'created', drift: deleted ? [{ path: '(object deleted)' }] : [] });
       continue;
     }
-    const ownership = ownershipOf(current, uid, object.metadata.annotations?.[hashAnnotation], hashAnnotation, detectOnly);
-    if (!ownership.ours) continue;
+    if (blocked.has(name)) continue;
     const memory = ctx.memory.object(key, name);
     const hash = object.metadata.annotations![hashAnnotation];
-    const ignored = memory.notKept?.hash === hash ? memory.notKept.paths : undefined;
-    const drift = findDrift(object, current, fieldManager).filter((f) => !ignored?.has(f.path));
-    // A hash we applied, replaced by another writer, is drift (a GitOps tool applying other
-    // content, say), not a spec change: the fight brake below must see it.
-    const replaced = current.metadata.annotations?.[hashAnnotation] !== hash && memory.appliedHash !== hash;
-    if (replaced) {
+    // Another hash on the live object is a spec change, unless this process already applied
+    // the desired one: then another writer replaced it (a GitOps tool applying other content),
+    // which is drift (the hash annotation among the drifted fields) and meets the fight brake.
+    if (current.metadata.annotations?.[hashAnnotation] !== hash && memory.appliedHash !== hash) {
       writes.push({ desired: object, reason: 'spec-changed', drift: [] });
       continue;
     }
+    const ignored = memory.notKept?.hash === hash ? memory.notKept.paths : undefined;
+    const drift = findDrift(object, current, fieldManager).filter((f) => !ignored?.has(f.path));
     if (drift.length === 0) continue;
     const held = drift.filter((f) => memory.fights.heldUntil(f.path, now) !== undefined);
     for (const f of held) {
@@ -181,7 +184,6 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   }
   const desiredNames = new Set(desired.map(objectName));
   const prunable = owned.filter((o) => !desiredNames.has(objectName(o)));
-  const blocked = new Set(conflicts.map((c) => c.split(' ')[0]));
 
   const ownerReference = { apiVersion: API_VERSION, kind: KIND, name: cr.metadata.name, uid, controller: true, blockOwnerDeletion: true };
   const failures: string[] = [];
@@ -194,7 +196,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const notKeptReports: string[] = [];
 
   // Independent objects are written in parallel: a reconcile costs one round trip, not one per object.
-  await Promise.all(writes.filter((w) => !blocked.has(objectName(w.desired))).map(async (write) => {
+  await Promise.all(writes.map(async (write) => {
     const name = objectName(write.desired);
     for (const field of write.drift) ctx.metrics.recordDrift(write.desired.kind, field.path, field.manager, detectOnly ? 'reported' : 'corrected');
     if (detectOnly) {
