@@ -5,6 +5,7 @@ import type { GeneratorConfig } from '../api/config.js';
 import { yamlProblem, type Problem } from '../api/problem.js';
 import { dottedPath } from '../api/schema-errors.js';
 import { KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
+import { findNameClashes, type NameClash } from '../constructs/name-clashes.js';
 
 /** A DistributedKV read from a file, with where it came from. */
 export interface SpecDocument {
@@ -127,5 +128,26 @@ export function readSpecs(paths: readonly string[], config: GeneratorConfig): Re
     if (first) problems.push({ file, path: 'metadata.name', message: `duplicate DistributedKV ${JSON.stringify(key.replace(/^\//, ''))}, also defined in ${first}` });
     else seen.set(key, file);
   }
+  // Two clusters whose generated objects share a name would overwrite each other's object.
+  for (const clash of findNameClashes(specs.map((s) => s.resource), config)) problems.push(clashProblem(clash, specs));
   return { specs, problems, skipped, inputs: { files, directories } };
+}
+
+function clusterName(resource: ValidResource): string {
+  return JSON.stringify(`${resource.metadata.namespace ? `${resource.metadata.namespace}/` : ''}${resource.metadata.name}`);
+}
+
+/** A clash, reported at the second cluster's metadata.name and naming the first cluster's file and line. */
+function clashProblem({ first, second }: NameClash, specs: readonly SpecDocument[]): Problem {
+  const earlier = specs[first.index];
+  const later = specs[second.index];
+  const { kind, namespace, name } = second.object;
+  const object = `${kind} ${JSON.stringify(`${namespace ? `${namespace}/` : ''}${name}`)}`;
+  const where = `${earlier.file}${earlier.line !== undefined ? ` line ${earlier.line}` : ''}`;
+  return {
+    file: later.file,
+    path: 'metadata.name',
+    line: later.line,
+    message: `DistributedKV ${clusterName(second.resource)} would generate ${object} as its ${second.role}, but DistributedKV ${clusterName(first.resource)} (${where}) generates the same ${object} as its ${first.role}: the two clusters would overwrite each other's object; rename one of them`,
+  };
 }
