@@ -32,6 +32,24 @@ export class InputError extends Error {
   }
 }
 
+/**
+ * Thrown by synthesizeCluster when the configuration cannot render a
+ * cluster: a patch that applied to every probe spec checked when the
+ * configuration was loaded, but not to this cluster's objects. The
+ * configuration is at fault, not the spec: retrying cannot help until the
+ * configuration changes. Its problems point into the configuration file
+ * (`dkv.config.yaml: patches.StatefulSet[0]: …`). An InputError, so the CLI
+ * reports it like any other bad input (exit 1, no stack trace).
+ */
+export class InvalidConfigError extends InputError {
+  declare readonly problems: Problem[];
+
+  constructor(problems: Problem[]) {
+    super(problems);
+    this.name = 'InvalidConfigError';
+  }
+}
+
 /** A YAML parser error (from the `yaml` package, parsed with prettyErrors) as a Problem at its line and column. */
 export function yamlProblem(file: string, error: { message: string; linePos?: [{ line: number; col: number }, ...unknown[]] }): Problem {
   const pos = error.linePos?.[0];
