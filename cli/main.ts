@@ -6,6 +6,8 @@ const USAGE = `usage:
   dkv synth [--specs <file-or-dir>]... [--out <dir>] [--config <file>]
       Render every DistributedKV in the specs (default: the bundled examples)
       into <dir> (default: dist): one <namespace>.<name>.k8s.yaml per cluster and the CRD.
+      Removes only manifests it wrote earlier from the spec files it reads this
+      run, for clusters no longer in them; every other file is left alone.
   dkv validate [<file-or-dir>...] [--config <file>]
       Check specs without writing anything.
   dkv controller [--config <file>] [...]
