@@ -32,27 +32,17 @@ export class InputError extends Error {
   }
 }
 
-/**
- * Thrown by synthesizeCluster when the configuration cannot render a
- * cluster: a patch that applied to every probe spec checked when the
- * configuration was loaded, but not to this cluster's objects. The
- * configuration is at fault, not the spec: retrying cannot help until the
- * configuration changes. Its problems point into the configuration file
- * (`dkv.config.yaml: patches.StatefulSet[0]: …`). An InputError, so the CLI
- * reports it like any other bad input (exit 1, no stack trace).
- */
-export class InvalidConfigError extends InputError {
-  declare readonly problems: Problem[];
-
-  constructor(problems: Problem[]) {
-    super(problems);
-    this.name = 'InvalidConfigError';
-  }
-}
-
 /** A YAML parser error (from the `yaml` package, parsed with prettyErrors) as a Problem at its line and column. */
 export function yamlProblem(file: string, error: { message: string; linePos?: [{ line: number; col: number }, ...unknown[]] }): Problem {
   const pos = error.linePos?.[0];
   const message = error.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
   return { file, path: '', message: `invalid YAML: ${message}`, line: pos?.line ?? 1, column: pos?.col ?? 1 };
+}
+
+/** Thrown when the configuration cannot render a spec (a patch that does not apply to it); names the configuration's fields. */
+export class InvalidConfigError extends Error {
+  constructor(readonly problems: readonly Problem[]) {
+    super(problems.map(formatProblem).join('\n'));
+    this.name = 'InvalidConfigError';
+  }
 }

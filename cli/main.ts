@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { InputError } from '../api/problem.js';
+import { InputError, InvalidConfigError } from '../api/problem.js';
 import { EXAMPLE_SPECS, synth, validate } from './synth-command.js';
 
 const USAGE = `usage:
@@ -51,7 +51,8 @@ async function run(argv: string[]): Promise<number> {
 try {
   process.exitCode = await run(process.argv.slice(2));
 } catch (e) {
-  if (e instanceof InputError) {
+  // A configuration whose patch does not apply to a spec is bad input too, found only when rendering it.
+  if (e instanceof InputError || e instanceof InvalidConfigError) {
     process.stderr.write(e.message + '\n');
     process.stderr.write(`${e.problems.length} problem(s) found${process.argv[2] === 'synth' ? '; nothing was written' : ''}\n`);
     process.exitCode = 1;
