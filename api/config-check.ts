@@ -1,25 +1,23 @@
 /**
  * Rules about a configuration that only show in what it generates: derived
  * names that clash, a selector that would also pick the backup pods, label
- * values Kubernetes rejects, and patches that cannot apply. Checked once, on
- * a probe cluster, when the configuration is loaded, so a bad configuration
- * fails with its file and field instead of at the first spec (or at apply).
+ * values Kubernetes rejects, and patches that cannot apply. Checked once,
+ * when the configuration is loaded, on probe clusters of every shape
+ * (config-probes.ts), so a bad configuration fails with its file and field
+ * instead of at the first spec (or at apply).
  */
 import type { GeneratorConfig, JsonPatchOperation, PatchableKind } from './config.js';
-import type { Problem } from './problem.js';
-import type { ValidResource } from './validate.js';
+import { InvalidConfigError, type Problem } from './problem.js';
+import { commonShape, probeSpecs, type ProbeSpec } from './config-probes.js';
 import { clusterIdentity } from '../constructs/cluster-identity.js';
-import { synthesizeCluster } from '../constructs/synthesize.js';
+import type { KubeObject } from '../constructs/hash.js';
+import { failingPatch, synthesizeCluster } from '../constructs/synthesize.js';
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
-const PROBE: ValidResource = {
-  apiVersion: 'example.com/v1alpha1',
-  kind: 'DistributedKV',
-  metadata: { name: 'probe', namespace: 'probe' },
-  spec: { size: 3, image: 'probe:1', storage: { size: '1Gi' }, resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } }, backup: { s3Path: 's3://probe/p', schedule: '0 2 * * *', backupImage: 'probe:1' } },
-};
+/** The cluster name the label rules are checked with. */
+const PROBE_NAME = 'probe';
 
 function unescape(token: string): string {
   return token.replace(/~1/g, '/').replace(/~0/g, '~');
@@ -41,31 +39,69 @@ function exists(document: unknown, pointer: string): boolean {
   return true;
 }
 
+/** The pointer an operation needs to exist before it applies: cdk8s (fast-json-patch) lets a remove of a missing path pass silently; a typo must not. */
+function mustExist(op: JsonPatchOperation): string | undefined {
+  if (op.op === 'remove' || op.op === 'replace' || op.op === 'test') return op.path;
+  if (op.op === 'copy' || op.op === 'move') return op.from;
+  return undefined;
+}
+
+/** Names come from the `names` templates: the length rules, the CRD's name limit and the name-clash check all read them. */
+const NAME_POINTER = /^\/metadata\/(name|namespace)(\/|$)/;
+
+/**
+ * Problems of the configured patches, each tried on every probe spec: an
+ * operation whose path is missing from the object as it stands (after the
+ * operations before it), or that fails to apply. A problem that shows on
+ * some probes only says what those probes have in common, so the message
+ * names the kind of spec the patch breaks.
+ */
 function patchProblems(file: string, config: GeneratorConfig): Problem[] {
   const problems: Problem[] = [];
-  const unpatched = synthesizeCluster(PROBE, { ...config, patches: {} });
-  for (const [kind, ops] of Object.entries(config.patches) as [PatchableKind, readonly JsonPatchOperation[]][]) {
-    const targets = unpatched.filter((o) => o.kind === kind);
+  const entries = Object.entries(config.patches) as [PatchableKind, readonly JsonPatchOperation[]][];
+  for (const [kind, ops] of entries) {
     ops.forEach((op, i) => {
       const path = `patches.${kind}[${i}]`;
-      // cdk8s (fast-json-patch) lets a remove of a missing path pass silently; a typo must not.
-      const mustExist = op.op === 'remove' || op.op === 'replace' || op.op === 'test' ? op.path : op.op === 'copy' || op.op === 'move' ? op.from : undefined;
-      if (mustExist !== undefined && i === 0 && targets.some((t) => !exists(t, mustExist))) {
-        problems.push({ file, path, message: `${mustExist} does not exist in the generated ${kind}` });
-      }
       if (op.from === undefined && (op.op === 'copy' || op.op === 'move')) problems.push({ file, path, message: `${op.op} needs "from"` });
+      const renames = [op.path, op.from].find((p) => p !== undefined && NAME_POINTER.test(p));
+      if (renames) problems.push({ file, path, message: `${renames}: a patch cannot rename or move an object; set its name in names.* instead` });
     });
-    if (problems.length > 0) continue;
-    // Apply the ops one more at a time to name the first that fails.
-    for (let i = 0; i < ops.length; i++) {
-      try {
-        synthesizeCluster(PROBE, { ...config, patches: { [kind]: ops.slice(0, i + 1) } });
-      } catch (e) {
-        const cause = (e as { cause?: Error }).cause?.message ?? String((e as Error).message).split('\n')[0];
-        problems.push({ file, path: `patches.${kind}[${i}]`, message: `cannot be applied to the generated ${kind}: ${cause.split('\n')[0].slice(0, 200)}` });
-        break;
-      }
+  }
+  if (problems.length > 0 || entries.length === 0) return problems;
+
+  const probes = probeSpecs(config);
+  /** `patches.<Kind>[i]` → its message (given the shape of spec it fails for, if not every one) and the probes it fails on. */
+  const failures = new Map<string, { message: (shape: string | undefined) => string; probes: ProbeSpec[] }>();
+  const fail = (path: string, message: (shape: string | undefined) => string, probe: ProbeSpec): void => {
+    const failure = failures.get(path) ?? { message, probes: [] };
+    if (!failure.probes.includes(probe)) failure.probes.push(probe);
+    failures.set(path, failure);
+  };
+  for (const probe of probes) {
+    const unpatched = synthesizeCluster(probe.resource, { ...config, patches: {} });
+    for (const [kind, ops] of entries) {
+      ops.forEach((op, i) => {
+        const pointer = mustExist(op);
+        if (pointer === undefined) return;
+        let before: KubeObject[];
+        try {
+          before = i === 0 ? unpatched : synthesizeCluster(probe.resource, { ...config, patches: { [kind]: ops.slice(0, i) } });
+        } catch {
+          return; // an earlier operation fails: reported below
+        }
+        if (before.some((o) => o.kind === kind && !exists(o, pointer))) fail(`patches.${kind}[${i}]`, (shape) => `${pointer} does not exist in the generated ${kind}${shape ? ` of ${shape}` : ''}`, probe);
+      });
     }
+    try {
+      synthesizeCluster(probe.resource, config);
+    } catch (e) {
+      const failure = e instanceof InvalidConfigError ? failingPatch(probe.resource, config) : undefined;
+      if (!failure) throw e;
+      fail(`patches.${failure.kind}[${failure.index}]`, (shape) => `cannot be applied to the generated ${failure.kind}${shape ? ` of ${shape}` : ''}: ${failure.cause}`, probe);
+    }
+  }
+  for (const [path, { message, probes: failing }] of [...failures].sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true }))) {
+    problems.push({ file, path, message: message(commonShape(failing, probes)) });
   }
   return problems;
 }
@@ -82,7 +118,7 @@ export function configProblems(file: string, config: GeneratorConfig): Problem[]
   for (const key of Object.keys(config.labels)) {
     if (!LABEL_KEY.test(key)) problems.push({ file, path: `labels.${key}`, message: 'is not a valid label key (an optional DNS prefix and "/", then at most 63 alphanumerics, "-", "_" or ".")' });
   }
-  const identity = clusterIdentity(PROBE.metadata.name, config);
+  const identity = clusterIdentity(PROBE_NAME, config);
   for (const [key, value] of [...Object.entries(identity.serverLabels), ...Object.entries(identity.backupLabels)]) {
     if (!LABEL_VALUE.test(value) && LABEL_KEY.test(key)) {
       problems.push({ file, path: `labels.${key}`, message: `would give the label value ${JSON.stringify(value)}, which Kubernetes rejects (alphanumerics, "-", "_", "." only, beginning and ending with an alphanumeric)` });

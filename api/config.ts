@@ -24,6 +24,8 @@ export type PatchableKind = 'StatefulSet' | 'Service' | 'PodDisruptionBudget' | 
  * patches. `dkv.config.yaml` at the package root is the documented default.
  */
 export interface GeneratorConfig {
+  /** The file this configuration was loaded from (the last one merged), for messages that point into it. */
+  readonly file?: string;
   readonly names: {
     readonly statefulSet: string;
     readonly headlessService: string;
@@ -47,7 +49,7 @@ export interface GeneratorConfig {
 }
 
 /** A configuration file as written: every key optional, merged over the default. */
-export type ConfigOverrides = { [K in keyof GeneratorConfig]?: Partial<GeneratorConfig[K]> };
+export type ConfigOverrides = { [K in Exclude<keyof GeneratorConfig, 'file'>]?: Partial<GeneratorConfig[K]> };
 
 const root = packageRoot();
 export const DEFAULT_CONFIG_FILE = join(root, 'dkv.config.yaml');
@@ -74,8 +76,9 @@ function parseConfigFile(file: string, text: string): ConfigOverrides {
   return value;
 }
 
-function merge(base: GeneratorConfig, overrides: ConfigOverrides): GeneratorConfig {
+function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string): GeneratorConfig {
   return {
+    file,
     names: { ...base.names, ...overrides.names },
     labels: overrides.labels ? { ...overrides.labels } as Record<string, string> : base.labels,
     selectorLabels: (overrides.selectorLabels as string[] | undefined) ?? base.selectorLabels,
@@ -94,7 +97,7 @@ let defaultConfig: GeneratorConfig | undefined;
 export function loadDefaultConfig(): GeneratorConfig {
   if (!defaultConfig) {
     const overrides = parseConfigFile(DEFAULT_CONFIG_FILE, readFileSync(DEFAULT_CONFIG_FILE, 'utf8'));
-    defaultConfig = overrides as GeneratorConfig;
+    defaultConfig = { ...overrides, file: DEFAULT_CONFIG_FILE } as GeneratorConfig;
     const problems = configProblems(DEFAULT_CONFIG_FILE, defaultConfig);
     if (problems.length > 0) throw new InputError(problems);
   }
@@ -114,7 +117,7 @@ export function loadConfig(file?: string): GeneratorConfig {
   } catch (e) {
     throw new InputError([{ file, path: '', message: `cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}` }]);
   }
-  const config = merge(base, parseConfigFile(file, text));
+  const config = merge(base, parseConfigFile(file, text), file);
   const problems = configProblems(file, config);
   if (problems.length > 0) throw new InputError(problems);
   return config;

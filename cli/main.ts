@@ -1,11 +1,13 @@
 import { parseArgs } from 'node:util';
-import { InputError } from '../api/problem.js';
+import { InputError, InvalidConfigError } from '../api/problem.js';
 import { EXAMPLE_SPECS, synth, validate } from './synth-command.js';
 
 const USAGE = `usage:
   dkv synth [--specs <file-or-dir>]... [--out <dir>] [--config <file>]
       Render every DistributedKV in the specs (default: the bundled examples)
       into <dir> (default: dist): one <namespace>.<name>.k8s.yaml per cluster and the CRD.
+      Removes only manifests it wrote earlier from the spec files it reads this
+      run, for clusters no longer in them; every other file is left alone.
   dkv validate [<file-or-dir>...] [--config <file>]
       Check specs without writing anything.
   dkv controller [--config <file>] [...]
@@ -49,7 +51,8 @@ async function run(argv: string[]): Promise<number> {
 try {
   process.exitCode = await run(process.argv.slice(2));
 } catch (e) {
-  if (e instanceof InputError) {
+  // A configuration whose patch does not apply to a spec is bad input too, found only when rendering it.
+  if (e instanceof InputError || e instanceof InvalidConfigError) {
     process.stderr.write(e.message + '\n');
     process.stderr.write(`${e.problems.length} problem(s) found${process.argv[2] === 'synth' ? '; nothing was written' : ''}\n`);
     process.exitCode = 1;

@@ -5,11 +5,14 @@ import type { GeneratorConfig } from '../api/config.js';
 import { yamlProblem, type Problem } from '../api/problem.js';
 import { dottedPath } from '../api/schema-errors.js';
 import { KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
+import { findNameClashes, type NameClash } from '../constructs/name-clashes.js';
 
 /** A DistributedKV read from a file, with where it came from. */
 export interface SpecDocument {
   readonly file: string;
   readonly resource: ValidResource;
+  /** 1-based line of its metadata.name, for problems that concern the cluster as a whole. */
+  readonly line?: number;
 }
 
 export interface ReadResult {
@@ -19,9 +22,20 @@ export interface ReadResult {
   readonly skipped: string[];
 }
 
+/**
+ * What one run read: every spec file, and every directory named on the
+ * command line. `dkv synth` prunes only manifests whose spec file lies
+ * within these, so a run over one file never removes another file's clusters.
+ */
+export interface SpecInputs {
+  readonly files: readonly string[];
+  readonly directories: readonly string[];
+}
+
 /** Every `.yaml`/`.yml` file under the given files and directories, in a stable order. */
-export function specFiles(paths: readonly string[]): { files: string[]; problems: Problem[] } {
+export function specFiles(paths: readonly string[]): SpecInputs & { problems: Problem[] } {
   const files: string[] = [];
+  const directories: string[] = [];
   const problems: Problem[] = [];
   const walk = (path: string, explicit: boolean): void => {
     let stat;
@@ -32,13 +46,14 @@ export function specFiles(paths: readonly string[]): { files: string[]; problems
       return;
     }
     if (stat.isDirectory()) {
+      if (explicit) directories.push(path);
       for (const entry of readdirSync(path).sort()) walk(join(path, entry), false);
     } else if (explicit || /\.ya?ml$/.test(path)) {
       files.push(path);
     }
   };
   for (const path of paths) walk(path, true);
-  return { files, problems };
+  return { files, directories, problems };
 }
 
 /** The line of the deepest node on `segments` that exists in the document (a missing field points at its parent). */
@@ -77,7 +92,7 @@ export function readSpecText(file: string, text: string, config: GeneratorConfig
     }
     const result = validateDistributedKV(value, config);
     if (result.valid) {
-      specs.push({ file, resource: result.resource });
+      specs.push({ file, resource: result.resource, line: lineOf(doc, ['metadata', 'name'], lineCounter) });
     } else {
       for (const p of result.problems) {
         problems.push({ file, path: dottedPath(p.segments), message: p.message, line: lineOf(doc, p.segments, lineCounter) });
@@ -88,8 +103,8 @@ export function readSpecText(file: string, text: string, config: GeneratorConfig
 }
 
 /** Reads every DistributedKV under the given paths; problems in one file never hide another's. */
-export function readSpecs(paths: readonly string[], config: GeneratorConfig): ReadResult {
-  const { files, problems } = specFiles(paths);
+export function readSpecs(paths: readonly string[], config: GeneratorConfig): ReadResult & { readonly inputs: SpecInputs } {
+  const { files, directories, problems } = specFiles(paths);
   const specs: SpecDocument[] = [];
   const skipped: string[] = [];
   for (const file of files) {
@@ -113,5 +128,26 @@ export function readSpecs(paths: readonly string[], config: GeneratorConfig): Re
     if (first) problems.push({ file, path: 'metadata.name', message: `duplicate DistributedKV ${JSON.stringify(key.replace(/^\//, ''))}, also defined in ${first}` });
     else seen.set(key, file);
   }
-  return { specs, problems, skipped };
+  // Two clusters whose generated objects share a name would overwrite each other's object.
+  for (const clash of findNameClashes(specs.map((s) => s.resource), config)) problems.push(clashProblem(clash, specs));
+  return { specs, problems, skipped, inputs: { files, directories } };
+}
+
+function clusterName(resource: ValidResource): string {
+  return JSON.stringify(`${resource.metadata.namespace ? `${resource.metadata.namespace}/` : ''}${resource.metadata.name}`);
+}
+
+/** A clash, reported at the second cluster's metadata.name and naming the first cluster's file and line. */
+function clashProblem({ first, second }: NameClash, specs: readonly SpecDocument[]): Problem {
+  const earlier = specs[first.index];
+  const later = specs[second.index];
+  const { kind, namespace, name } = second.object;
+  const object = `${kind} ${JSON.stringify(`${namespace ? `${namespace}/` : ''}${name}`)}`;
+  const where = `${earlier.file}${earlier.line !== undefined ? ` line ${earlier.line}` : ''}`;
+  return {
+    file: later.file,
+    path: 'metadata.name',
+    line: later.line,
+    message: `DistributedKV ${clusterName(second.resource)} would generate ${object} as its ${second.role}, but DistributedKV ${clusterName(first.resource)} (${where}) generates the same ${object} as its ${first.role}: the two clusters would overwrite each other's object; rename one of them`,
+  };
 }

@@ -2,9 +2,10 @@ import type { GeneratorConfig } from '../api/config.js';
 import { CRD_NAME, customResourceDefinition } from '../api/crd.js';
 import { synthesizeCluster } from '../constructs/synthesize.js';
 import type { SpecDocument } from './read-specs.js';
+import { manifestHeader } from './manifest-header.js';
 import { yamlDocument } from './yaml-writer.js';
 
-/** Suffix of every file `dkv synth` writes; also what it may prune from an output directory. */
+/** Suffix of every file `dkv synth` writes; also what it may prune from an output directory (see prune.ts). */
 export const MANIFEST_SUFFIX = '.k8s.yaml';
 export const CRD_FILE = `${CRD_NAME}.crd${MANIFEST_SUFFIX}`;
 
@@ -20,12 +21,13 @@ export function toYaml(objects: readonly object[]): string {
 }
 
 /**
- * Everything `dkv synth` writes, as file name → content, computed in memory
- * before anything touches the disk.
+ * Everything `dkv synth` writes into `outDir`, as file name → content,
+ * computed in memory before anything touches the disk. Each file starts with
+ * the header that records which spec file it came from (manifest-header.ts).
  */
-export function renderManifests(specs: readonly SpecDocument[], config: GeneratorConfig): Map<string, string> {
+export function renderManifests(specs: readonly SpecDocument[], config: GeneratorConfig, outDir: string): Map<string, string> {
   const files = new Map<string, string>();
-  files.set(CRD_FILE, toYaml([customResourceDefinition(config)]));
-  for (const spec of specs) files.set(manifestFileName(spec), toYaml(synthesizeCluster(spec.resource, config)));
+  files.set(CRD_FILE, manifestHeader(outDir) + toYaml([customResourceDefinition(config)]));
+  for (const spec of specs) files.set(manifestFileName(spec), manifestHeader(outDir, spec.file) + toYaml(synthesizeCluster(spec.resource, config)));
   return files;
 }

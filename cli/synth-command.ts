@@ -28,13 +28,13 @@ export interface SynthReport {
  */
 export function synth(options: SynthOptions): SynthReport {
   const config = loadConfig(options.configFile);
-  const { specs, problems, skipped } = readSpecs(options.specs, config);
+  const { specs, problems, skipped, inputs } = readSpecs(options.specs, config);
   // An empty result is far more often a wrong path than an intent, and writing it would
-  // remove every manifest in the output directory (and, through GitOps, every cluster).
+  // remove every manifest of the files read (and, through GitOps, every such cluster).
   if (problems.length === 0 && specs.length === 0) problems.push(noSpecsFound(options.specs));
   if (problems.length > 0) throw new InputError(problems);
-  const files = renderManifests(specs, config);
-  const { written, removed } = writeManifests(options.outDir, files);
+  const files = renderManifests(specs, config, options.outDir);
+  const { written, removed } = writeManifests(options.outDir, files, inputs);
   return { clusters: specs.length, files: written, removed, skipped };
 }
 

@@ -66,7 +66,8 @@ export const NAME_LIMITS = {
   backupCronJob: 52,
 } as const satisfies Record<keyof GeneratorConfig['names'], number>;
 
-const KIND_OF: Record<keyof GeneratorConfig['names'], string> = {
+/** What each named object is to its cluster, for messages ("the headless Service"). */
+export const OBJECT_ROLES: Readonly<Record<keyof GeneratorConfig['names'], string>> = {
   statefulSet: 'StatefulSet',
   headlessService: 'headless Service',
   clientService: 'client Service',
@@ -113,7 +114,7 @@ export function nameProblems(name: string, config: GeneratorConfig): string[] {
   for (const [key, limit] of Object.entries(NAME_LIMITS)) {
     const value = derived[key as keyof typeof NAME_LIMITS];
     if (value.length > limit) {
-      problems.push(`too long: the ${KIND_OF[key as keyof typeof NAME_LIMITS]} name ${JSON.stringify(value)} would be ${value.length} characters; Kubernetes allows ${limit} (use a name of at most ${maxClusterNameLength(config)} characters)`);
+      problems.push(`too long: the ${OBJECT_ROLES[key as keyof typeof NAME_LIMITS]} name ${JSON.stringify(value)} would be ${value.length} characters; Kubernetes allows ${limit} (use a name of at most ${maxClusterNameLength(config)} characters)`);
     }
   }
   for (const [key, value] of [...Object.entries(identity.serverLabels), ...Object.entries(identity.backupLabels)]) {

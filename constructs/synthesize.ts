@@ -1,5 +1,6 @@
 import { App, Chart } from 'cdk8s';
-import type { GeneratorConfig } from '../api/config.js';
+import type { GeneratorConfig, JsonPatchOperation, PatchableKind } from '../api/config.js';
+import { InvalidConfigError } from '../api/problem.js';
 import type { ValidResource } from '../api/validate.js';
 import { DistributedKVCluster } from './distributed-kv.js';
 import { withDesiredHash, type KubeObject } from './hash.js';
@@ -20,12 +21,65 @@ export class DistributedKVChart extends Chart {
   }
 }
 
+function render(resource: ValidResource, config: GeneratorConfig): KubeObject[] {
+  const app = new App({ outdir: '.' });
+  return new DistributedKVChart(app, resource.metadata.name, resource, config).toJson();
+}
+
+/** A configured patch that cannot be applied to one cluster's objects. */
+export interface PatchFailure {
+  readonly kind: PatchableKind;
+  /** Its position in `patches.<kind>`. */
+  readonly index: number;
+  /** Why, in one line (fast-json-patch's message, without cdk8s' wrapping). */
+  readonly cause: string;
+}
+
+function firstLine(e: unknown): string {
+  const error = e as { cause?: Error; message?: string };
+  const message = error.cause?.message ?? String(error.message ?? e);
+  // cdk8s wraps the patch library's error as "Failed serializing construct at path ...: <error>".
+  return message.split('\n')[0].replace(/^Failed serializing construct at path '[^']*' with name '[^']*': /, '').slice(0, 200);
+}
+
+/**
+ * The first configured patch that fails to apply to this cluster's objects,
+ * found by applying each kind's operations one more at a time; undefined
+ * when every patch applies.
+ */
+export function failingPatch(resource: ValidResource, config: GeneratorConfig): PatchFailure | undefined {
+  for (const [kind, ops] of Object.entries(config.patches) as [PatchableKind, readonly JsonPatchOperation[]][]) {
+    for (let i = 0; i < ops.length; i++) {
+      try {
+        render(resource, { ...config, patches: { [kind]: ops.slice(0, i + 1) } });
+      } catch (e) {
+        return { kind, index: i, cause: firstLine(e) };
+      }
+    }
+  }
+  return undefined;
+}
+
 /**
  * The desired objects of one DistributedKV, in a stable order, each with its
  * desired-hash annotation. The single synthesis function shared by the CLI
  * and the controller.
+ *
+ * Throws an InvalidConfigError naming `patches.<Kind>[i]` when a configured
+ * patch cannot be applied to this cluster's objects (one the configuration
+ * check's probe specs did not catch): the configuration must change, so
+ * callers must not retry.
  */
 export function synthesizeCluster(resource: ValidResource, config: GeneratorConfig): KubeObject[] {
-  const app = new App({ outdir: '.' });
-  return new DistributedKVChart(app, resource.metadata.name, resource, config).toJson();
+  try {
+    return render(resource, config);
+  } catch (e) {
+    const failure = failingPatch(resource, config);
+    if (!failure) throw e;
+    const { namespace, name } = resource.metadata;
+    const cluster = JSON.stringify(`${namespace ? `${namespace}/` : ''}${name}`);
+    throw new InvalidConfigError([
+      { file: config.file ?? 'configuration', path: `patches.${failure.kind}[${failure.index}]`, message: `cannot be applied to the generated ${failure.kind} of DistributedKV ${cluster}: ${failure.cause}` },
+    ]);
+  }
 }

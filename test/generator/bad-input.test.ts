@@ -111,6 +111,13 @@ describe('dkv synth rejects', () => {
     expect(stderr).toMatch(/^orders\.yaml:8:1: invalid YAML: /m);
   }, CLI_TIMEOUT_MS);
 
+  it('two clusters in different files whose generated objects would share a name', () => {
+    const stderr = expectRejected({ 'a.yaml': yamlOf({ name: 'kv' }), 'b.yaml': yamlOf({ name: 'kv-peers' }) });
+    expect(stderr).toMatch(
+      /^b\.yaml: metadata\.name: DistributedKV "shop\/kv-peers" would generate Service "shop\/kv-peers" as its client Service, but DistributedKV "shop\/kv" \(a\.yaml line \d+\) generates the same Service "shop\/kv-peers" as its headless Service: .*\(line \d+\)$/m,
+    );
+  }, CLI_TIMEOUT_MS);
+
   it('several problems across two files, all in one run', () => {
     const stderr = expectRejected({
       'a.yaml': yamlOf({ name: 'alpha', size: 0, replicas: 3 }),
@@ -120,6 +127,15 @@ describe('dkv synth rejects', () => {
     expect(stderr).toContain('a.yaml: spec.replicas: unknown field');
     expect(stderr).toContain('b.yaml: spec.backup.schedule: minute range 5-3 runs backwards');
     expect(stderr).toContain('3 problem(s) found');
+  }, CLI_TIMEOUT_MS);
+});
+
+describe('dkv validate', () => {
+  it('rejects two clusters whose generated objects would share a name, naming both files and clusters', () => {
+    const { dir } = workspace({ 'a.yaml': yamlOf({ name: 'kv' }), 'b.yaml': yamlOf({ name: 'kv-peers' }) });
+    const result = dkv(['validate', 'a.yaml', 'b.yaml'], dir);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/^b\.yaml: metadata\.name: DistributedKV "shop\/kv-peers" .*DistributedKV "shop\/kv" \(a\.yaml line \d+\).*Service "shop\/kv-peers"/m);
   }, CLI_TIMEOUT_MS);
 });
 

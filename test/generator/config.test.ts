@@ -5,9 +5,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../../api/config.js';
-import { InputError } from '../../api/problem.js';
+import { probeSpecs } from '../../api/config-probes.js';
+import { InputError, InvalidConfigError } from '../../api/problem.js';
 import { desiredHash } from '../../constructs/hash.js';
-import { BACKUP, byRole, changedObjects, CLI_TIMEOUT_MS, dkv, hashes, kvDocument, readTree, synth, removeTemporaryDirectories, temporaryDirectory } from './support.js';
+import { synthesizeCluster } from '../../constructs/synthesize.js';
+import { BACKUP, byRole, changedObjects, CLI_TIMEOUT_MS, DEFAULT_CONFIG, dkv, hashes, kvDocument, readTree, synth, removeTemporaryDirectories, temporaryDirectory, validResource } from './support.js';
 
 afterAll(removeTemporaryDirectories);
 
@@ -135,6 +137,37 @@ describe('a configuration that would generate broken objects is rejected when lo
     expect(problemsOf('patches: {StatefulSet: [{op: remove, path: /spec/nothere}]}')).toEqual(['patches.StatefulSet[0]: /spec/nothere does not exist in the generated StatefulSet']);
   });
 
+  it('a patch that needs the resources section, tried on a spec without one, names the file, the patch and the kind of spec it breaks', () => {
+    const file = configFile('patches: {StatefulSet: [{op: remove, path: /spec/template/spec/containers/0/resources}]}\n');
+    expect(loadError(file).problems).toEqual([
+      { file, path: 'patches.StatefulSet[0]', message: '/spec/template/spec/containers/0/resources does not exist in the generated StatefulSet of a cluster with no resources' },
+    ]);
+  });
+
+  it('a patch that needs a storageClassName, tried on a spec without one', () => {
+    expect(problemsOf('patches: {StatefulSet: [{op: replace, path: /spec/volumeClaimTemplates/0/spec/storageClassName, value: fast}]}')).toEqual([
+      'patches.StatefulSet[0]: /spec/volumeClaimTemplates/0/spec/storageClassName does not exist in the generated StatefulSet of a cluster with no storage section or storage without storageClassName',
+    ]);
+  });
+
+  it('a patch that adds into resource limits, tried on specs without them', () => {
+    expect(problemsOf('patches: {StatefulSet: [{op: add, path: /spec/template/spec/containers/0/resources/limits/cpu, value: 2}]}')).toEqual([
+      expect.stringMatching(/^patches\.StatefulSet\[0\]: cannot be applied to the generated StatefulSet of a cluster with no resources or resource requests only: /),
+    ]);
+  });
+
+  it('a path checked against the object as the operations before it left it', () => {
+    expect(problemsOf('patches: {StatefulSet: [{op: add, path: /spec/template/spec/priorityClassName, value: a}, {op: remove, path: /spec/template/spec/priorityClassName}, {op: remove, path: /spec/template/spec/priorityClassName}]}')).toEqual([
+      'patches.StatefulSet[2]: /spec/template/spec/priorityClassName does not exist in the generated StatefulSet',
+    ]);
+  });
+
+  it('a patch that renames an object, which the name rules and the name-clash check could not see', () => {
+    expect(problemsOf('patches: {Service: [{op: replace, path: /metadata/name, value: shared}]}')).toEqual([
+      'patches.Service[0]: /metadata/name: a patch cannot rename or move an object; set its name in names.* instead',
+    ]);
+  });
+
   it('two Services with the same name', () => {
     expect(problemsOf('names: {headlessService: "{name}"}')).toEqual([expect.stringMatching(/^names\.clientService: must differ from names\.headlessService/)]);
   });
@@ -148,4 +181,40 @@ describe('a configuration that would generate broken objects is rejected when lo
       expect.stringMatching(/^labels\.app\.kubernetes\.io\/name: would give the label value "Distributed KV", which Kubernetes rejects/),
     ]);
   });
+});
+
+describe('a patch that applies to every probe spec but not to a user\'s cluster', () => {
+  /** Holds for every probe (they all run one image) and for no real cluster. */
+  const probeImageTest = (): string => {
+    const images = new Set(probeSpecs(DEFAULT_CONFIG).map((p) => p.resource.spec.image));
+    expect(images.size).toBe(1);
+    return `patches:\n  StatefulSet:\n    - { op: test, path: /spec/template/spec/containers/0/image, value: ${JSON.stringify([...images][0])} }\n`;
+  };
+
+  it('makes synthesizeCluster throw an InvalidConfigError naming the configuration file and the patch', () => {
+    const file = configFile(probeImageTest());
+    const config = loadConfig(file);
+    let error: unknown;
+    try {
+      synthesizeCluster(validResource(kvDocument(), config), config);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidConfigError);
+    expect((error as InvalidConfigError).problems).toEqual([
+      { file, path: 'patches.StatefulSet[0]', message: expect.stringMatching(/^cannot be applied to the generated StatefulSet of DistributedKV "shop\/orders": .*Test operation failed$/) },
+    ]);
+  });
+
+  it('makes dkv synth exit 1 naming the configuration file and the patch, with no stack trace, writing nothing', () => {
+    const dir = temporaryDirectory();
+    writeFileSync(join(dir, 'patch.config.yaml'), probeImageTest());
+    writeFileSync(join(dir, 'orders.yaml'), JSON.stringify(kvDocument()));
+    const result = dkv(['synth', '--specs', 'orders.yaml', '--out', 'out', '--config', 'patch.config.yaml'], dir);
+    expect(result.stderr).toMatch(/^patch\.config\.yaml: patches\.StatefulSet\[0\]: cannot be applied to the generated StatefulSet of DistributedKV "shop\/orders": .*Test operation failed$/m);
+    expect(result.stderr).not.toContain('    at ');
+    expect(result.stderr).not.toContain('internal error');
+    expect(result.status).toBe(1);
+    expect(Object.keys(readTree(dir)).sort()).toEqual(['orders.yaml', 'patch.config.yaml']);
+  }, CLI_TIMEOUT_MS);
 });

@@ -2,7 +2,7 @@
  * The same input always gives the same bytes: GitOps diffs show only real
  * changes, and the CLI, cdk8s synth and the controller agree.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { toYaml } from '../../cli/render.js';
@@ -12,12 +12,18 @@ import { BACKUP, CLI_TIMEOUT_MS, DEFAULT_CONFIG, dkv, kvDocument, readTree, ROOT
 
 afterAll(removeTemporaryDirectories);
 
-function synthExamples(): string {
-  const out = join(temporaryDirectory(), 'out');
-  const result = dkv(['synth', '--specs', 'examples', '--out', out]);
+/**
+ * `dkv synth` over a copy of examples/ into a sibling `dist/`, the layout of
+ * this repository (manifests record their spec file relative to the output
+ * directory); run from `cwd`, or from inside the copy.
+ */
+function synthExamples(cwd?: string): string {
+  const dir = temporaryDirectory();
+  cpSync(join(ROOT, 'examples'), join(dir, 'examples'), { recursive: true });
+  const result = cwd === undefined ? dkv(['synth', '--specs', 'examples', '--out', 'dist'], dir) : dkv(['synth', '--specs', join(dir, 'examples'), '--out', join(dir, 'dist')], cwd);
   expect(result.stderr).not.toContain('    at ');
   expect(result.status).toBe(0);
-  return out;
+  return join(dir, 'dist');
 }
 
 describe('dkv synth', () => {
@@ -30,6 +36,10 @@ describe('dkv synth', () => {
 
   it('writes exactly the committed dist/, which cdk8s synth produces', () => {
     expect(readTree(synthExamples())).toEqual(readTree(join(ROOT, 'dist')));
+  }, CLI_TIMEOUT_MS);
+
+  it('writes the same bytes whatever directory it runs in', () => {
+    expect(readTree(synthExamples(temporaryDirectory()))).toEqual(readTree(synthExamples()));
   }, CLI_TIMEOUT_MS);
 
   it('writes hash annotations that still match the content once read back from YAML', () => {
