@@ -1,24 +1,20 @@
 /**
- * The object names a cluster claims in its namespace, as `Kind/name`. Two
- * clusters claiming one name (`kv` and `kv-peers` both want Service
- * `kv-peers`) would fight over one object; the controller indexes its
- * cluster cache by these claims to find such a clash without a request.
+ * The object names a cluster claims in its namespace, as
+ * `namespace/Kind/name`. Two clusters claiming one name (`kv` and `kv-peers`
+ * both want Service `kv-peers`) would fight over one object; the controller
+ * indexes its cluster cache by these claims to find such a clash without a
+ * request. The names come from generatedNames, the rule `dkv validate` uses
+ * across files, which reads only the name, namespace and whether there is a
+ * backup section: a cached cluster, valid or not, has all three.
  */
 import type { GeneratorConfig } from '../api/config.js';
-import { clusterIdentity } from '../constructs/cluster-identity.js';
+import type { ValidResource } from '../api/validate.js';
+import { generatedNames } from '../constructs/name-clashes.js';
 import type { CachedObject } from './informer.js';
 
 export function claimedNames(cluster: CachedObject, config: GeneratorConfig): string[] {
-  const id = clusterIdentity(cluster.metadata.name, config);
-  const claims = [
-    `StatefulSet/${id.statefulSetName}`,
-    `Service/${id.headlessServiceName}`,
-    `Service/${id.clientServiceName}`,
-    `PodDisruptionBudget/${id.podDisruptionBudgetName}`,
-  ];
-  if (cluster.spec?.backup) claims.push(`CronJob/${id.backupCronJobName}`);
-  const namespace = cluster.metadata.namespace ?? '';
-  return claims.map((claim) => `${namespace}/${claim}`);
+  const resource = { metadata: cluster.metadata, spec: cluster.spec ?? {} } as ValidResource;
+  return generatedNames(resource, config).map((o) => `${o.namespace ?? ''}/${o.kind}/${o.name}`);
 }
 
 /**

@@ -11,7 +11,7 @@
  * run again: it never trusts its own earlier status to decide what to write.
  */
 import type { GeneratorConfig } from '../api/config.js';
-import { InvalidConfigError } from '../api/problem.js';
+import { formatProblem, InvalidConfigError } from '../api/problem.js';
 import { dottedPath } from '../api/schema-errors.js';
 import { API_VERSION, KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
 import { synthesizeCluster } from '../constructs/synthesize.js';
@@ -118,7 +118,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     desired = synthesizeCluster(resource, config);
   } catch (e) {
     if (!(e instanceof InvalidConfigError)) throw e;
-    return refuse(ctx, cr, owned, 'InvalidConfig', e.problems.map((p) => `${p.file}: ${p.path}: ${p.message}`).join('; '));
+    return refuse(ctx, cr, owned, 'InvalidConfig', e.problems.map(formatProblem).join('; '));
   }
   const previouslyGenerated = new Set(((cr.status as DistributedKVStatus | undefined)?.generatedObjects ?? []).map((g: GeneratedObject) => `${g.kind}/${g.name}`));
   const now = ctx.now();

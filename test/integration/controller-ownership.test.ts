@@ -139,6 +139,20 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
     });
   });
 
+  it('reports a configuration patch that cannot apply to this cluster\'s spec as Degraded/InvalidConfig, naming the patch, and writes nothing', async () => {
+    // Loaded from a file, this configuration would be refused up front (patches are tried on specs of every
+    // shape); built in code it is not, which is how a patch the probes miss reaches the controller.
+    const patched: GeneratorConfig = { ...config, patches: { StatefulSet: [{ op: 'test', path: '/spec/replicas', value: 5 }] } };
+    const namespace = await createNamespace(client, 'own-config');
+    running = await startController(client, namespace, { config: patched });
+    await createCluster(client, namespace, 'kv', SPEC);
+    const cr = await degradedWith(namespace, 'kv', 'InvalidConfig');
+    expect(degraded(cr)!.message).toContain('patches.StatefulSet[0]');
+    expect(await exists('apps/v1', 'StatefulSet', namespace, 'kv')).toBe(false);
+    expect(await events(namespace, 'kv', 'InvalidConfig')).toHaveLength(1);
+    expect((await running.controller.metrics.reconciles.get()).values.find((v) => v.labels.result === 'error')?.value ?? 0).toBe(0);
+  });
+
   it('stops correcting a field another writer keeps changing (an autoscaler on replicas): Degraded/FieldConflict naming it, one Event, and the writer\'s value stands', async () => {
     const namespace = await createNamespace(client, 'own-fight');
     running = await startController(client, namespace, { fieldFights: { threshold: 3, windowMs: 60_000, holdMs: 60_000, maxHoldMs: 60_000 } });
