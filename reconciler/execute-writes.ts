@@ -1,0 +1,146 @@
+/**
+ * Carries out a write plan: applies what it says (or, in detect-only mode,
+ * only notes what it would have written), prunes, and removes an earlier
+ * version's finalizer. Independent objects are written in parallel: a
+ * reconcile costs one round trip, not one per object. A failed write is
+ * recorded, never thrown, so the others still happen and are reported.
+ */
+import { API_VERSION, KIND } from '../api/validate.js';
+import { findDrift, type DriftedField } from './drift.js';
+import type { CachedObject } from './informer.js';
+import { KubeApiError, resourcePath } from './kube-client.js';
+import type { HeldField, WritePlan } from './plan-writes.js';
+import { objectName, type ReconcileContext } from './reconcile-context.js';
+
+export interface WriteOutcome {
+  /** The objects as the API server returned them after an apply, by `Kind/name`. */
+  readonly applied: ReadonlyMap<string, CachedObject>;
+  readonly created: readonly string[];
+  readonly updated: readonly string[];
+  /** One message per corrected object, naming the fields and who changed them. */
+  readonly corrected: readonly string[];
+  /** Fields whose correction just now made a fight: left alone from here on. */
+  readonly fights: readonly HeldField[];
+  /** Fields the API server does not keep as applied, newly found. */
+  readonly notKept: readonly string[];
+  /** Detect-only: what would have been written. */
+  readonly detected: readonly string[];
+  readonly pruned: readonly string[];
+  readonly failures: readonly string[];
+}
+
+export function describeDrift(fields: readonly DriftedField[]): string {
+  return fields.map((f) => `${f.path}${f.manager ? ` (changed by ${f.manager})` : ''}`).join(', ');
+}
+
+export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key: string, plan: WritePlan, detectOnly: boolean): Promise<WriteOutcome> {
+  const { fieldManager } = ctx.config.controller;
+  const hashAnnotation = ctx.config.hashAnnotation;
+  const now = ctx.now();
+  const ownerReference = { apiVersion: API_VERSION, kind: KIND, name: cr.metadata.name, uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true };
+  const applied = new Map<string, CachedObject>();
+  const created: string[] = [];
+  const updated: string[] = [];
+  const corrected: string[] = [];
+  const fights: HeldField[] = [];
+  const notKept: string[] = [];
+  const detected: string[] = [];
+  const failures: string[] = [];
+
+  await Promise.all(plan.writes.map(async (write) => {
+    const name = objectName(write.desired);
+    for (const field of write.drift) ctx.metrics.recordDrift(write.desired.kind, field.path, field.manager, detectOnly ? 'reported' : 'corrected');
+    if (detectOnly) {
+      detected.push(`${name}: ${write.reason === 'drift' ? describeDrift(write.drift) : write.reason === 'created' ? 'missing' : 'differs from the spec'}`);
+      return;
+    }
+    try {
+      const body = { ...write.desired, metadata: { ...write.desired.metadata, ownerReferences: [ownerReference] } };
+      const result = await ctx.client.apply<CachedObject>(body, { fieldManager, force: true });
+      applied.set(name, result);
+      const memory = ctx.memory.object(key, name);
+      const hash = write.desired.metadata.annotations![hashAnnotation];
+      memory.appliedHash = hash;
+      const unkept = findDrift(write.desired, result, fieldManager);
+      if (unkept.length > 0 && memory.notKept?.hash !== hash) {
+        memory.notKept = { hash, paths: new Set(unkept.map((f) => f.path)) };
+        const fields = unkept.map((f) => f.path).join(', ');
+        ctx.log('warn', 'the API server does not keep fields as applied; they are not compared', { key, object: name, fields });
+        notKept.push(`${name}: the API server does not keep ${fields} as generated (check the configuration's patches); not treated as drift`);
+      }
+      ctx.metrics.applies.inc({ kind: write.desired.kind, reason: write.reason });
+      ctx.log('info', 'applied', { key, object: name, reason: write.reason, ...(write.drift.length ? { drift: write.drift } : {}) });
+      if (write.reason === 'drift') {
+        corrected.push(`${name}: restored ${describeDrift(write.drift)}`);
+        for (const field of write.drift) {
+          const until = memory.fights.corrected(field.path, now);
+          if (until !== undefined) fights.push({ object: name, path: field.path, manager: field.manager, until });
+        }
+      } else {
+        (write.reason === 'created' ? created : updated).push(name);
+      }
+    } catch (e) {
+      failures.push(`${name}: ${(e as Error).message}`);
+      ctx.log('error', 'apply failed', { key, object: name, error: (e as Error).message });
+    }
+  }));
+
+  let pruned: string[] = [];
+  if (detectOnly) {
+    for (const o of plan.prunable) detected.push(`${objectName(o)}: no longer part of the spec`);
+  } else {
+    pruned = await deleteObjects(ctx, key, plan.prunable, failures);
+    // An earlier version added a finalizer that deleted children the garbage collector
+    // deletes anyway, and blocked namespace deletion when the controller was gone.
+    if ((cr.metadata.finalizers ?? []).includes(ctx.config.controller.finalizer)) {
+      await removeLegacyFinalizer(ctx, cr).catch((e: Error) => failures.push(`finalizer: ${e.message}`));
+    }
+  }
+  return { applied, created: created.sort(), updated: updated.sort(), corrected, fights, notKept, detected: detected.sort(), pruned, failures };
+}
+
+/**
+ * Removes our finalizer, whoever wrote it, with a JSON patch guarded by
+ * `test` operations: the cluster must still have this uid and the finalizer
+ * at the index the cache saw, so a concurrent change to the list makes the
+ * patch fail (and the reconcile retry) instead of removing someone else's.
+ * A cluster already gone is not an error.
+ */
+export async function removeLegacyFinalizer(ctx: ReconcileContext, cr: CachedObject): Promise<void> {
+  const { name, namespace, uid } = cr.metadata;
+  const finalizer = ctx.config.controller.finalizer;
+  const index = (cr.metadata.finalizers as string[]).indexOf(finalizer);
+  try {
+    await ctx.client.request('PATCH', resourcePath(API_VERSION, KIND, namespace, name), {
+      body: [
+        { op: 'test', path: '/metadata/uid', value: uid },
+        { op: 'test', path: `/metadata/finalizers/${index}`, value: finalizer },
+        { op: 'remove', path: `/metadata/finalizers/${index}` },
+      ],
+      contentType: 'application/json-patch+json',
+    });
+  } catch (e) {
+    if (!(e instanceof KubeApiError && e.status === 404)) throw e;
+  }
+}
+
+/** Deletes objects this cluster controls, each guarded by its uid; returns their names. 404 is success. */
+async function deleteObjects(ctx: ReconcileContext, key: string, objects: readonly CachedObject[], failures: string[]): Promise<string[]> {
+  const deleted: string[] = [];
+  await Promise.all(objects.map(async (object) => {
+    const name = objectName(object);
+    try {
+      await ctx.client.request('DELETE', resourcePath(object.apiVersion!, object.kind!, object.metadata.namespace, object.metadata.name), {
+        query: { propagationPolicy: 'Background' },
+        body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: object.metadata.uid } },
+      });
+      deleted.push(name);
+      ctx.metrics.applies.inc({ kind: object.kind!, reason: 'pruned' });
+      ctx.log('info', 'deleted', { key, object: name });
+    } catch (e) {
+      if (e instanceof KubeApiError && e.status === 404) return;
+      failures.push(`${name}: ${(e as Error).message}`);
+    }
+  }));
+  return deleted.sort();
+}

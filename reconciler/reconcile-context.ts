@@ -1,0 +1,44 @@
+/**
+ * What one reconcile works with, and the contract it keeps with the loop
+ * (controller-runtime's): a key in, a result or an error out. An ordinary
+ * error means "retry with backoff"; a TerminalError means "do not retry
+ * until the object changes".
+ */
+import type { GeneratorConfig } from '../api/config.js';
+import type { ClusterMemory } from './cluster-memory.js';
+import type { EventRecorder } from './events.js';
+import type { Informer } from './informer.js';
+import type { KubeClient } from './kube-client.js';
+import type { ControllerMetrics } from './metrics.js';
+
+export interface ReconcileResult {
+  /** Look again after this long even if nothing changes. */
+  readonly requeueAfterMs?: number;
+}
+
+/** An error retrying cannot fix (an invalid spec): wait for the object to change. */
+export class TerminalError extends Error {}
+
+/** The kinds a DistributedKV generates, by `apiVersion/kind`. */
+export type OwnedCaches = ReadonlyMap<string, Informer>;
+
+export interface ReconcileContext {
+  /** Fenced by the leadership term: a replica that lost the Lease sends nothing more. */
+  readonly client: KubeClient;
+  readonly config: GeneratorConfig;
+  readonly clusters: Informer;
+  readonly owned: OwnedCaches;
+  readonly memory: ClusterMemory;
+  readonly events: EventRecorder;
+  readonly metrics: ControllerMetrics;
+  /** Milliseconds since the epoch (injected so tests control time). */
+  readonly now: () => number;
+  /** How often a cluster blocked by an object that is not its own looks again (that object is not watched). */
+  readonly objectConflictRecheckMs: number;
+  readonly log: (level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown>) => void;
+}
+
+/** `Kind/name`: how objects are named in Events, status messages and the controller's memory. */
+export function objectName(o: { kind?: string; metadata: { name: string } }): string {
+  return `${o.kind}/${o.metadata.name}`;
+}

@@ -1,0 +1,123 @@
+/**
+ * What a reconcile tells: Events for what it did and for problems that are
+ * news, and the status, written through the status subresource only when
+ * it changed. Status describes the live objects, never what the controller
+ * hoped to write.
+ */
+import type { KubeObject } from '../constructs/hash.js';
+import type { DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
+import { API_VERSION, KIND } from '../api/validate.js';
+import type { WriteOutcome } from './execute-writes.js';
+import type { CachedObject } from './informer.js';
+import { resourcePath } from './kube-client.js';
+import type { HeldField, WritePlan } from './plan-writes.js';
+import { objectName, TerminalError, type ReconcileContext } from './reconcile-context.js';
+import { desiredStatus, statusChanged, statusPatch, type DegradedReason, type ObservedState } from './status.js';
+
+export interface ReconcileReport {
+  readonly cr: CachedObject;
+  readonly key: string;
+  readonly size: number;
+  readonly desired: readonly KubeObject[];
+  readonly live: ReadonlyMap<string, CachedObject | undefined>;
+  readonly plan: WritePlan;
+  readonly outcome: WriteOutcome;
+}
+
+function timestamp(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+export function describeHeld(field: HeldField): string {
+  return `${field.object} ${field.path}: ${field.manager ?? 'another writer'} keeps changing it; left alone until ${timestamp(field.until)}`;
+}
+
+/**
+ * Whether a problem is news, to be reported in an Event: neither the
+ * cluster's status nor this process has reported the same message for the
+ * same reason. A problem that persists is reported once.
+ */
+function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: DegradedReason, message: string): boolean {
+  const news = ctx.memory.isNews(key, reason, message);
+  const inStatus = (cr.status as DistributedKVStatus | undefined)?.conditions?.some((c) => c.type === 'Degraded' && c.reason === reason && c.message === message);
+  return news && !inStatus;
+}
+
+/** Records the reconcile's Events and writes its status; returns the Degraded reason, if any. */
+export async function reportOutcome(ctx: ReconcileContext, report: ReconcileReport): Promise<DegradedReason | undefined> {
+  const { cr, key, plan, outcome } = report;
+  const involved = { apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata };
+  const record = (type: 'Normal' | 'Warning', reason: string, message: string) => ctx.events.record(involved, type, reason, message);
+  const conflictMessage = plan.conflicts.map((c) => c.message).sort().join('; ');
+  const detected = outcome.detected.join('; ');
+  const fightMessage = [...outcome.fights, ...plan.held].map(describeHeld).sort().join('; ');
+
+  const events: Promise<void>[] = [];
+  if (outcome.created.length > 0) events.push(record('Normal', 'Created', `created ${outcome.created.join(', ')}`));
+  if (outcome.updated.length > 0) events.push(record('Normal', 'Updated', `updated to match the spec: ${outcome.updated.join(', ')}`));
+  for (const message of outcome.corrected) events.push(record('Warning', 'DriftCorrected', message));
+  for (const field of outcome.fights) events.push(record('Warning', 'FieldConflict', `${describeHeld(field)}: it is no longer corrected on every change (see "Handing a field over" in the README)`));
+  for (const message of outcome.notKept) events.push(record('Warning', 'FieldsNotKept', message));
+  for (const name of outcome.pruned) events.push(record('Normal', 'Pruned', `${name} deleted: no longer part of the spec`));
+  if (conflictMessage && isNews(ctx, cr, key, 'ObjectConflict', conflictMessage)) events.push(record('Warning', 'ObjectConflict', conflictMessage));
+  if (outcome.failures.length > 0) events.push(record('Warning', 'ApplyFailed', outcome.failures.join('; ')));
+  if (detected && isNews(ctx, cr, key, 'DriftDetected', detected)) events.push(record('Warning', 'DriftDetected', detected));
+  ctx.memory.resolvedExcept(key, [conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : ''].filter(Boolean));
+  await Promise.all(events);
+
+  const blocked = new Set(plan.conflicts.map((c) => c.object));
+  const current = (o: KubeObject): CachedObject | undefined => (blocked.has(objectName(o)) ? undefined : outcome.applied.get(objectName(o)) ?? report.live.get(objectName(o)));
+  const generatedObjects: GeneratedObject[] = report.desired.map((o) => {
+    const uid = current(o)?.metadata.uid;
+    return { apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, ...(uid ? { uid } : {}), hash: o.metadata.annotations![ctx.config.hashAnnotation] };
+  });
+  const statefulSet = report.desired.find((o) => o.kind === 'StatefulSet')!;
+  const cronJob = report.desired.find((o) => o.kind === 'CronJob');
+  const degraded: ObservedState['degraded'] = conflictMessage ? { reason: 'ObjectConflict', message: conflictMessage }
+    : outcome.failures.length > 0 ? { reason: 'ApplyFailed', message: outcome.failures.join('; ') }
+      : fightMessage ? { reason: 'FieldConflict', message: fightMessage }
+        : detected ? { reason: 'DriftDetected', message: detected } : undefined;
+  await writeStatus(ctx, cr, {
+    generation: cr.metadata.generation ?? 0,
+    size: report.size,
+    statefulSet: current(statefulSet) as ObservedState['statefulSet'],
+    // The CronJob's own status (lastSuccessfulTime) is read from the live object, not an apply's answer.
+    cronJob: cronJob && !blocked.has(objectName(cronJob)) ? (report.live.get(objectName(cronJob)) as ObservedState['cronJob']) : undefined,
+    generatedObjects,
+    degraded,
+  });
+  return degraded?.reason;
+}
+
+/**
+ * Reports a cluster the controller cannot act on (invalid spec or
+ * configuration, a name clash, a change its StatefulSet cannot take) and
+ * writes nothing else: its running objects stay as they are, and its status
+ * still tells the truth about them. Not retried until something changes.
+ */
+export async function refuse(ctx: ReconcileContext, cr: CachedObject, key: string, owned: readonly CachedObject[], reason: DegradedReason, message: string): Promise<never> {
+  const previous = cr.status as DistributedKVStatus | undefined;
+  const news = isNews(ctx, cr, key, reason, message);
+  const generatedObjects: GeneratedObject[] = owned
+    .map((o) => ({ apiVersion: o.apiVersion!, kind: o.kind!, name: o.metadata.name, uid: o.metadata.uid!, hash: o.metadata.annotations?.[ctx.config.hashAnnotation] ?? '' }))
+    .sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`));
+  await writeStatus(ctx, cr, {
+    generation: cr.metadata.generation ?? 0,
+    statefulSet: owned.find((o) => o.kind === 'StatefulSet') as ObservedState['statefulSet'],
+    cronJob: owned.find((o) => o.kind === 'CronJob') as ObservedState['cronJob'],
+    generatedObjects: owned.length > 0 ? generatedObjects : previous?.generatedObjects ?? [],
+    degraded: { reason, message },
+  });
+  if (news) await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata }, 'Warning', reason, message);
+  throw new TerminalError(`${reason}: ${message}`);
+}
+
+async function writeStatus(ctx: ReconcileContext, cr: CachedObject, observed: ObservedState): Promise<void> {
+  const previous = cr.status as DistributedKVStatus | undefined;
+  const next = desiredStatus(observed, previous, new Date(ctx.now()));
+  if (!statusChanged(previous, next)) return;
+  // Only the status subresource: the controller never writes spec. No resourceVersion
+  // precondition: the status describes what was observed, and only the leader writes it.
+  const path = resourcePath(API_VERSION, KIND, cr.metadata.namespace, cr.metadata.name);
+  await ctx.client.request('PATCH', `${path}/status`, { body: statusPatch(previous, next), contentType: 'application/merge-patch+json' });
+}
