@@ -1,4 +1,4 @@
-import { maxClusterNameLength } from '../constructs/cluster-identity.js';
+import { maxClusterNameLength } from '../model/cluster-identity.js';
 import type { GeneratorConfig } from './config.js';
 import { CUSTOM_MESSAGE } from './schema-errors.js';
 import { API_GROUP, KIND, SCHEMA } from './validate.js';

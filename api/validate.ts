@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { DistributedKV, DistributedKVSpec } from '../imports/distributedkv.js';
-import { nameProblems } from '../constructs/cluster-identity.js';
+import { nameProblems } from '../model/cluster-identity.js';
 import type { GeneratorConfig } from './config.js';
 import { cronProblems } from './cron.js';
 import { packageRoot } from './package-root.js';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { loadConfig } from '../api/config.js';
+import { loadCheckedConfig } from '../constructs/config-check.js';
 import { packageRoot } from '../api/package-root.js';
 import { InputError, type Problem } from '../api/problem.js';
 import { readSpecs } from './read-specs.js';
@@ -27,7 +27,7 @@ export interface SynthReport {
  * are valid: bad input never leaves a directory half-updated.
  */
 export function synth(options: SynthOptions): SynthReport {
-  const config = loadConfig(options.configFile);
+  const config = loadCheckedConfig(options.configFile);
   const { specs, problems, skipped, inputs } = readSpecs(options.specs, config);
   // An empty result is far more often a wrong path than an intent, and writing it would
   // remove every manifest of the files read (and, through GitOps, every such cluster).
@@ -44,7 +44,7 @@ function noSpecsFound(paths: readonly string[]): Problem {
 
 /** Validates only; throws an InputError listing every problem. */
 export function validate(paths: readonly string[], configFile?: string): { clusters: number; skipped: readonly string[] } {
-  const config = loadConfig(configFile);
+  const config = loadCheckedConfig(configFile);
   const { specs, problems, skipped } = readSpecs(paths, config);
   if (problems.length === 0 && specs.length === 0) problems.push(noSpecsFound(paths));
   if (problems.length > 0) throw new InputError(problems);

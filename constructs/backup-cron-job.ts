@@ -2,7 +2,7 @@ import { Construct } from 'constructs';
 import { k8s } from 'cdk8s-plus-27';
 import type { DistributedKVSpec } from '../imports/distributedkv.js';
 import type { GeneratorConfig } from '../api/config.js';
-import type { ClusterIdentity } from './cluster-identity.js';
+import type { ClusterIdentity } from '../model/cluster-identity.js';
 import { restrictedContainerSecurityContext } from './pod-defaults.js';
 
 export interface KVBackupCronJobProps {

@@ -1,29 +1,14 @@
 import { Construct } from 'constructs';
 import { JsonPatch } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
-import type { ClusterIdentity } from './cluster-identity.js';
+import type { ClusterIdentity } from '../model/cluster-identity.js';
+import { allowedDisruptions } from '../model/quorum.js';
 
 export interface KVDisruptionBudgetProps {
   /** Name and the pod selector shared by every object of the cluster. */
   readonly identity: ClusterIdentity;
   /** Number of members (spec.size). */
   readonly size: number;
-}
-
-/** Members that must be up for the cluster to accept writes. */
-export function quorum(size: number): number {
-  return Math.floor(size / 2) + 1;
-}
-
-/**
- * How many members a voluntary disruption (a node drain, a cluster upgrade)
- * may take down at once: as many as the cluster can lose and keep a quorum,
- * and never fewer than one. A cluster of one or two members has no member to
- * spare; blocking drains forever would only move the outage to whoever has
- * to force the drain, so such a cluster allows one disruption at a time.
- */
-export function allowedDisruptions(size: number): number {
-  return Math.max(1, size - quorum(size));
 }
 
 /**

@@ -3,7 +3,7 @@ import { ApiObject, JsonPatch } from 'cdk8s';
 import type { GeneratorConfig, JsonPatchOperation } from '../api/config.js';
 import type { DistributedKVSpec } from '../imports/distributedkv.js';
 import { KVBackupCronJob } from './backup-cron-job.js';
-import { clusterIdentity, type ClusterIdentity } from './cluster-identity.js';
+import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity.js';
 import { KVDisruptionBudget } from './disruption-budget.js';
 import { KVServices } from './services.js';
 import { KVStatefulSet } from './stateful-set.js';

@@ -1,6 +1,6 @@
 import type { GeneratorConfig, PatchableKind } from '../api/config.js';
 import type { ValidResource } from '../api/validate.js';
-import { clusterIdentity, OBJECT_ROLES } from './cluster-identity.js';
+import { clusterIdentity, OBJECT_ROLES } from '../model/cluster-identity.js';
 
 type NameTemplate = keyof GeneratorConfig['names'];
 

@@ -1,7 +1,7 @@
 import { Construct } from 'constructs';
 import { k8s } from 'cdk8s-plus-27';
 import type { GeneratorConfig } from '../api/config.js';
-import type { ClusterIdentity } from './cluster-identity.js';
+import type { ClusterIdentity } from '../model/cluster-identity.js';
 
 export interface KVServicesProps {
   /** Names and the pod selector shared by every object of the cluster. */

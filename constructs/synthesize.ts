@@ -3,7 +3,8 @@ import type { GeneratorConfig, JsonPatchOperation, PatchableKind } from '../api/
 import { InvalidConfigError } from '../api/problem.js';
 import type { ValidResource } from '../api/validate.js';
 import { DistributedKVCluster } from './distributed-kv.js';
-import { withDesiredHash, type KubeObject } from './hash.js';
+import { withDesiredHash } from '../model/desired-hash.js';
+import type { KubeObject } from '../model/kube-object.js';
 
 /**
  * A cdk8s Chart for one DistributedKV whose objects carry their desired-hash

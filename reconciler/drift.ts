@@ -5,7 +5,7 @@
  * they hold; `managedFields` says who wrote them last. Fields we never set
  * (server defaults, other managers' additions) are not drift.
  */
-import type { KubeObject } from '../constructs/hash.js';
+import type { KubeObject } from '../model/kube-object.js';
 
 export interface DriftedField {
   /** Dotted path, list items by name where they have one: `spec.template.spec.containers[kv].image`. */

@@ -8,7 +8,7 @@
  * touches nothing: the previous configuration, or an explicit migration,
  * is the way forward.
  */
-import type { KubeObject } from '../constructs/hash.js';
+import type { KubeObject } from '../model/kube-object.js';
 import { findDrift } from './drift.js';
 import type { CachedObject } from './informer.js';
 

@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../api/config.js';
+import { loadCheckedConfig } from '../constructs/config-check.js';
 import { Controller } from './controller.js';
 import { startHealthServer } from './health-server.js';
 import { KubeClient } from './kube-client.js';
@@ -46,7 +46,7 @@ export async function runController(args: string[]): Promise<number> {
     return n;
   };
   const log = createLogger();
-  const config = loadConfig(values.config);
+  const config = loadCheckedConfig(values.config);
   const client = KubeClient.fromKubeconfig(values.kubeconfig ?? process.env.KUBECONFIG);
   const controller = new Controller({
     client, config, log, namespace: values.namespace,

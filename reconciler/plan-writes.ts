@@ -4,7 +4,7 @@
  * writer keeps changing, and what to prune. No requests, no clock: the same
  * input plans the same writes, and unit tests say so.
  */
-import type { KubeObject } from '../constructs/hash.js';
+import type { KubeObject } from '../model/kube-object.js';
 import type { ObjectMemory } from './cluster-memory.js';
 import { findDrift, type DriftedField } from './drift.js';
 import type { CachedObject } from './informer.js';

@@ -14,7 +14,7 @@ import { formatProblem, InvalidConfigError } from '../api/problem.js';
 import { dottedPath } from '../api/schema-errors.js';
 import { validateDistributedKV, type ValidResource } from '../api/validate.js';
 import { synthesizeCluster } from '../constructs/synthesize.js';
-import type { KubeObject } from '../constructs/hash.js';
+import type { KubeObject } from '../model/kube-object.js';
 import type { DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
 import { executeWrites, removeLegacyFinalizer } from './execute-writes.js';
 import { refusedStatefulSetChanges } from './immutable-changes.js';

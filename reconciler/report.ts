@@ -4,7 +4,7 @@
  * it changed. Status describes the live objects, never what the controller
  * hoped to write.
  */
-import type { KubeObject } from '../constructs/hash.js';
+import type { KubeObject } from '../model/kube-object.js';
 import type { DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
 import { API_VERSION, KIND } from '../api/validate.js';
 import type { WriteOutcome } from './execute-writes.js';

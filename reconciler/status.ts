@@ -5,8 +5,8 @@
  * cluster produces an unchanged status and no write.
  */
 import type { Condition, DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
-import { quorum } from '../constructs/disruption-budget.js';
-import { canonicalJson } from '../constructs/hash.js';
+import { quorum } from '../model/quorum.js';
+import { canonicalJson } from '../model/desired-hash.js';
 
 export interface ObservedState {
   readonly generation: number;

@@ -4,10 +4,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from '../../api/config.js';
+import { loadCheckedConfig } from '../../constructs/config-check.js';
 import { probeSpecs } from '../../api/config-probes.js';
 import { InputError, InvalidConfigError } from '../../api/problem.js';
-import { desiredHash } from '../../constructs/hash.js';
+import { desiredHash } from '../../model/desired-hash.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { BACKUP, byRole, changedObjects, CLI_TIMEOUT_MS, DEFAULT_CONFIG, dkv, hashes, kvDocument, readTree, synth, removeTemporaryDirectories, temporaryDirectory, validResource } from './support.js';
 
@@ -21,7 +21,7 @@ function configFile(text: string): string {
 
 function loadError(file: string): InputError {
   try {
-    loadConfig(file);
+    loadCheckedConfig(file);
   } catch (e) {
     if (e instanceof InputError) return e;
     throw e;
@@ -31,7 +31,7 @@ function loadError(file: string): InputError {
 
 describe('a configuration file', () => {
   it('names every generated object from its name templates, and the objects still refer to each other', () => {
-    const config = loadConfig(
+    const config = loadCheckedConfig(
       configFile(`
 names:
   statefulSet: "{name}-kv"
@@ -49,7 +49,7 @@ names:
   });
 
   it('puts its labels on every object and pod without widening the selector', () => {
-    const config = loadConfig(
+    const config = loadCheckedConfig(
       configFile(`
 labels:
   app.kubernetes.io/name: distributedkv
@@ -68,7 +68,7 @@ labels:
   });
 
   it('applies a StatefulSet patch to the StatefulSet alone, before hashing', () => {
-    const config = loadConfig(
+    const config = loadCheckedConfig(
       configFile(`
 patches:
   StatefulSet:
@@ -85,7 +85,7 @@ patches:
   });
 
   it('moves the server ports everywhere they are used', () => {
-    const config = loadConfig(configFile('ports: { client: 7000, peer: 7001 }\n'));
+    const config = loadCheckedConfig(configFile('ports: { client: 7000, peer: 7001 }\n'));
     const { statefulSet, headless, client, cronJob } = byRole(synth({ backup: BACKUP }, config));
     expect(statefulSet.spec.template.spec.containers[0].ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([7000, 7001]);
     expect(headless.spec.ports.map((p: { port: number }) => p.port)).toEqual([7000, 7001]);
@@ -193,7 +193,7 @@ describe('a patch that applies to every probe spec but not to a user\'s cluster'
 
   it('makes synthesizeCluster throw an InvalidConfigError naming the configuration file and the patch', () => {
     const file = configFile(probeImageTest());
-    const config = loadConfig(file);
+    const config = loadCheckedConfig(file);
     let error: unknown;
     try {
       synthesizeCluster(validResource(kvDocument(), config), config);

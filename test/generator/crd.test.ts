@@ -4,10 +4,11 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig, type GeneratorConfig } from '../../api/config.js';
+import type { GeneratorConfig } from '../../api/config.js';
+import { loadCheckedConfig } from '../../constructs/config-check.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import { SCHEMA } from '../../api/validate.js';
-import { DNS1035_LABEL, maxClusterNameLength, nameProblems } from '../../constructs/cluster-identity.js';
+import { DNS1035_LABEL, maxClusterNameLength, nameProblems } from '../../model/cluster-identity.js';
 import { DEFAULT_CONFIG, removeTemporaryDirectories, temporaryDirectory } from './support.js';
 
 afterAll(removeTemporaryDirectories);
@@ -87,7 +88,7 @@ describe('the DistributedKV CRD', () => {
   it('follows the configuration when longer name templates shorten the allowed name', () => {
     const file = join(temporaryDirectory('dkv-crd-'), 'dkv.config.yaml');
     writeFileSync(file, 'names:\n  statefulSet: "{name}-distributed-kv-members"\n');
-    const config = loadConfig(file);
+    const config = loadCheckedConfig(file);
     const max = maxClusterNameLength(config);
     expect(max).toBeLessThan(maxClusterNameLength(DEFAULT_CONFIG));
     expect(nameLengthRule(config)).toBe(max);

@@ -6,7 +6,8 @@ import { cpSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { toYaml } from '../../cli/render.js';
-import { canonicalJson, desiredHash, type KubeObject } from '../../constructs/hash.js';
+import { canonicalJson, desiredHash } from '../../model/desired-hash.js';
+import type { KubeObject } from '../../model/kube-object.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { BACKUP, CLI_TIMEOUT_MS, DEFAULT_CONFIG, dkv, kvDocument, readTree, ROOT, SIZES, removeTemporaryDirectories, temporaryDirectory, validResource } from './support.js';
 

@@ -2,7 +2,7 @@
  * Rules every cluster obeys, checked for every size the API allows, with and
  * without backups.
  */
-import { desiredHash } from '../../constructs/hash.js';
+import { desiredHash } from '../../model/desired-hash.js';
 import { BACKUP, byRole, changedObjects, DEFAULT_CONFIG, hashes, type Manifest, selects, SIZES, synth } from './support.js';
 
 const HASH = DEFAULT_CONFIG.hashAnnotation;

@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from '../../api/config.js';
+import { loadCheckedConfig } from '../../constructs/config-check.js';
 import { findNameClashes, generatedNames } from '../../constructs/name-clashes.js';
 import { BACKUP, DEFAULT_CONFIG, kvDocument, SIZES, synth, removeTemporaryDirectories, temporaryDirectory, validResource, type ClusterOptions } from './support.js';
 
@@ -20,7 +20,7 @@ const described = (clashes: ReturnType<typeof findNameClashes>): string[] =>
 const MESH_CONFIG = (() => {
   const file = join(temporaryDirectory('dkv-clash-'), 'dkv.config.yaml');
   writeFileSync(file, 'names:\n  statefulSet: "{name}-members"\n  headlessService: "{name}-mesh"\n  podDisruptionBudget: "{name}-budget"\n');
-  return loadConfig(file);
+  return loadCheckedConfig(file);
 })();
 
 describe('findNameClashes', () => {

@@ -9,7 +9,7 @@ import { join, relative } from 'node:path';
 import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
 import { packageRoot } from '../../api/package-root.js';
 import { API_VERSION, KIND, validateDistributedKV, type ValidResource } from '../../api/validate.js';
-import type { KubeObject } from '../../constructs/hash.js';
+import type { KubeObject } from '../../model/kube-object.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 
 export const ROOT = packageRoot();

@@ -3,7 +3,7 @@
  * fields it never set, and values the API server merely rewrote, are not.
  */
 import { findDrift } from '../../reconciler/drift.js';
-import type { KubeObject } from '../../constructs/hash.js';
+import type { KubeObject } from '../../model/kube-object.js';
 
 const desired: KubeObject = {
   apiVersion: 'apps/v1',

@@ -6,7 +6,7 @@
 import { loadDefaultConfig } from '../../api/config.js';
 import { validateDistributedKV } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
-import type { KubeObject } from '../../constructs/hash.js';
+import type { KubeObject } from '../../model/kube-object.js';
 import { ClusterMemory } from '../../reconciler/cluster-memory.js';
 import type { CachedObject } from '../../reconciler/informer.js';
 import { planWrites, type WritePlanInput } from '../../reconciler/plan-writes.js';

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { KubeObject } from './kube-object.js';
 
 /**
  * The value with object keys sorted at every level, returning the input
@@ -37,21 +38,6 @@ function sortedKeys(value: unknown): unknown {
  */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(sortedKeys(value)) ?? 'null';
-}
-
-/** The shape every generated object has; the rest is kind-specific. */
-export interface KubeObject {
-  apiVersion: string;
-  kind: string;
-  metadata: {
-    name: string;
-    namespace?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    ownerReferences?: unknown[];
-    [key: string]: unknown;
-  };
-  [key: string]: unknown;
 }
 
 /**

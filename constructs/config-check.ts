@@ -6,12 +6,12 @@
  * (config-probes.ts), so a bad configuration fails with its file and field
  * instead of at the first spec (or at apply).
  */
-import type { GeneratorConfig, JsonPatchOperation, PatchableKind } from './config.js';
-import { InvalidConfigError, type Problem } from './problem.js';
-import { commonShape, probeSpecs, type ProbeSpec } from './config-probes.js';
-import { clusterIdentity } from '../constructs/cluster-identity.js';
-import type { KubeObject } from '../constructs/hash.js';
-import { failingPatch, synthesizeCluster } from '../constructs/synthesize.js';
+import { DEFAULT_CONFIG_FILE, loadConfig, type GeneratorConfig, type JsonPatchOperation, type PatchableKind } from '../api/config.js';
+import { InputError, InvalidConfigError, type Problem } from '../api/problem.js';
+import { commonShape, probeSpecs, type ProbeSpec } from '../api/config-probes.js';
+import { clusterIdentity } from '../model/cluster-identity.js';
+import type { KubeObject } from '../model/kube-object.js';
+import { failingPatch, synthesizeCluster } from './synthesize.js';
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
@@ -131,4 +131,22 @@ export function configProblems(file: string, config: GeneratorConfig): Problem[]
   }
   if (problems.length === 0) problems.push(...patchProblems(file, config));
   return problems;
+}
+
+/**
+ * Throws an InputError naming the file, the field and the problem of
+ * everything configProblems finds; returns the configuration otherwise.
+ * Loading a configuration (api/config.ts) only parses it against its schema:
+ * this is the step that renders probe clusters, and entry points take it
+ * explicitly, so loading never depends on the generator.
+ */
+export function checkConfig(config: GeneratorConfig): GeneratorConfig {
+  const problems = configProblems(config.file ?? DEFAULT_CONFIG_FILE, config);
+  if (problems.length > 0) throw new InputError(problems);
+  return config;
+}
+
+/** Loads a configuration file over the default (or the default alone) and checks it: what every entry point calls. */
+export function loadCheckedConfig(file?: string): GeneratorConfig {
+  return checkConfig(loadConfig(file));
 }

@@ -1,4 +1,4 @@
-import type { GeneratorConfig } from '../api/config.js';
+import type { GeneratorConfig } from './generator-config.js';
 
 /** The parts of a cluster that carry their own `{component}` label. */
 export type Component = 'server' | 'backup';

@@ -1,0 +1,45 @@
+/**
+ * The shape of a generator configuration (`dkv.config.yaml`): the types every
+ * layer shares. Loading, validating and checking a configuration live above
+ * this: api/config.ts loads and validates, constructs/config-check.ts checks what it generates.
+ */
+/** An RFC 6902 operation applied to every generated object of one kind. */
+export interface JsonPatchOperation {
+  readonly op: 'add' | 'remove' | 'replace' | 'copy' | 'move' | 'test';
+  readonly path: string;
+  readonly from?: string;
+  readonly value?: unknown;
+}
+
+/** The kinds a configuration can patch. */
+export type PatchableKind = 'StatefulSet' | 'Service' | 'PodDisruptionBudget' | 'CronJob';
+
+/**
+ * Everything about generated objects that a platform team may want to change
+ * without changing code: names, labels, annotations, ports and per-kind
+ * patches. `dkv.config.yaml` at the package root is the documented default.
+ */
+export interface GeneratorConfig {
+  /** The file this configuration was loaded from (the last one merged), for messages that point into it. */
+  readonly file?: string;
+  readonly names: {
+    readonly statefulSet: string;
+    readonly headlessService: string;
+    readonly clientService: string;
+    readonly podDisruptionBudget: string;
+    readonly backupCronJob: string;
+  };
+  readonly labels: Readonly<Record<string, string>>;
+  readonly selectorLabels: readonly string[];
+  readonly annotations: Readonly<Record<string, string>>;
+  readonly hashAnnotation: string;
+  readonly ports: { readonly client: number; readonly peer: number };
+  readonly dataPath: string;
+  readonly patches: Readonly<Partial<Record<PatchableKind, readonly JsonPatchOperation[]>>>;
+  readonly controller: {
+    readonly fieldManager: string;
+    readonly finalizer: string;
+    readonly detectOnlyAnnotation: string;
+    readonly leaseName: string;
+  };
+}
