@@ -9,7 +9,7 @@ import { API_VERSION, KIND } from '../api/validate.js';
 import { ClusterMemory } from './cluster-memory.js';
 import { EventRecorder } from './events.js';
 import type { FieldFightPolicy } from './field-fights.js';
-import { Informer, objectKey, type CachedObject } from './informer.js';
+import { Informer, objectKey, type CachedObject, type InformerOptions } from './informer.js';
 import { resourcePath, type KubeClient } from './kube-client.js';
 import type { Logger } from './log.js';
 import { ControllerMetrics } from './metrics.js';
@@ -44,6 +44,8 @@ export interface ControllerOptions {
   readonly now?: () => number;
   /** How often a cluster blocked by an object that is not its own looks again. @default 60 s */
   readonly objectConflictRecheckMs?: number;
+  /** Watch tuning of every informer (see InformerOptions). @default idle timeout a little above the watch timeout, backoff 1 s to 30 s */
+  readonly watch?: Pick<InformerOptions, 'watchIdleTimeoutMs' | 'initialBackoffMs' | 'maxBackoffMs'>;
 }
 
 /**
@@ -103,7 +105,7 @@ export class Controller {
     const resyncMs = options.resyncMs ?? 10 * 60_000;
     const informerLog = (event: string, fields: Record<string, unknown>) => log.warn(fields, event);
     this.clusters = new Informer({
-      client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, options.namespace), resyncMs, log: informerLog,
+      client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, options.namespace), resyncMs, log: informerLog, ...options.watch,
       // Clusters by the object names they claim: a name clash is found without a request.
       indexBy: (object) => claimedNames(object, config),
       onEvent: (type, object, old) => {
@@ -125,7 +127,7 @@ export class Controller {
     const fieldManager = config.controller.fieldManager;
     for (const { apiVersion, kind } of OWNED_KINDS) {
       this.owned.set(`${apiVersion}/${kind}`, new Informer({
-        client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), labelSelector: selector, resyncMs, log: informerLog,
+        client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), labelSelector: selector, resyncMs, log: informerLog, ...options.watch,
         indexBy: ownerUids,
         transform: (object) => slimOwnedObject(object, fieldManager),
         onEvent: (_type, object) => this.enqueueOwner(object, instance),
@@ -153,6 +155,18 @@ export class Controller {
     for (const informer of informers) informer.start();
     await Promise.all(informers.map((i) => i.hasSynced()));
     this.synced = true;
+  }
+
+  /**
+   * Whether every informer still hears from the API server (see
+   * Informer.liveness); the message names the kinds whose watches went
+   * silent. /healthz serves it, so a replica frozen on a dead connection is
+   * restarted instead of leading with a cache that no longer changes.
+   */
+  watchLiveness(): { readonly live: boolean; readonly message: string } {
+    const silent = [this.clusters, ...this.owned.values()].map((informer) => ({ informer, ...informer.liveness() })).filter((i) => !i.live);
+    if (silent.length === 0) return { live: true, message: 'ok' };
+    return { live: false, message: silent.map((i) => `${i.informer.kind} watch silent for ${Math.round(i.silentMs / 1000)} s (bound ${Math.round(i.boundMs / 1000)} s)`).join('; ') };
   }
 
   get cachesSynced(): boolean {

@@ -8,14 +8,17 @@ export interface HealthServerOptions {
   readonly registry: Registry;
   /** Ready once the caches have synced (a standby replica is ready too: it is waiting for the Lease). */
   readonly ready: () => boolean;
+  /** Alive while the process still hears from the API server; /healthz fails with the message otherwise. @default always alive */
+  readonly live?: () => { readonly live: boolean; readonly message: string };
 }
 
-/** `/healthz` (the process serves), `/readyz` (caches synced) and `/metrics` (Prometheus). */
+/** `/healthz` (the process serves and its watches are alive), `/readyz` (caches synced) and `/metrics` (Prometheus). */
 export async function startHealthServer(options: HealthServerOptions): Promise<{ port: number; close: () => Promise<void> }> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') {
-      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
+      const liveness = options.live?.() ?? { live: true, message: 'ok' };
+      res.writeHead(liveness.live ? 200 : 503, { 'Content-Type': 'text/plain' }).end(liveness.message);
     } else if (path === '/readyz') {
       const ready = options.ready();
       res.writeHead(ready ? 200 : 503, { 'Content-Type': 'text/plain' }).end(ready ? 'ok' : 'caches not synced');

@@ -1,4 +1,5 @@
-import { KubeApiError, type KubeClient, type WatchEvent } from './kube-client.js';
+import { performance } from 'node:perf_hooks';
+import { KubeApiError, WatchIdleError, type KubeClient, type WatchEvent } from './kube-client.js';
 
 /** The minimum every cached object has. */
 export interface CachedObject {
@@ -30,6 +31,14 @@ export interface InformerOptions {
   /** @default 30000 */
   readonly maxBackoffMs?: number;
   /**
+   * A watch on which nothing at all arrives for this long is presumed dead
+   * and restarted. The server ends every watch after its timeoutSeconds (240
+   * to 360 s here) and sends a bookmark about once a minute, so a live
+   * stream is never silent longer than its own timeout.
+   * @default the watch's timeoutSeconds plus 30 s
+   */
+  readonly watchIdleTimeoutMs?: number;
+  /**
    * Secondary index: the keys an object is found under with byIndex(). The
    * controller indexes owned objects by their owner's uid, so a reconcile
    * looks up its cluster's objects instead of scanning every cached one.
@@ -41,6 +50,10 @@ export interface InformerOptions {
    */
   readonly transform?: (object: CachedObject) => CachedObject;
 }
+
+/** Watches last between these (client-go's reflector picks 5-10 minutes; shorter here, so restarts are exercised). */
+const MIN_WATCH_TIMEOUT_SECONDS = 240;
+const MAX_WATCH_TIMEOUT_SECONDS = 360;
 
 export function objectKey(object: { metadata: { name: string; namespace?: string } }): string {
   return object.metadata.namespace ? `${object.metadata.namespace}/${object.metadata.name}` : object.metadata.name;
@@ -65,10 +78,13 @@ export class Informer {
   private resyncTimer?: NodeJS.Timeout;
   private wakeUp?: () => void;
   private loop?: Promise<void>;
+  /** When the API server last showed this informer any sign of life (monotonic ms). */
+  private lastActivity = performance.now();
 
   constructor(private readonly options: InformerOptions) {}
 
   start(): void {
+    this.lastActivity = performance.now();
     this.loop = this.run();
     const resyncMs = this.options.resyncMs ?? 10 * 60_000;
     this.resyncTimer = setInterval(() => {
@@ -83,6 +99,25 @@ export class Informer {
     this.abortWatch();
     this.wakeUp?.();
     await this.loop;
+  }
+
+  /**
+   * Whether the informer still hears from the API server: something (a
+   * list, a watch's headers, an event, a bookmark) arrived within
+   * `watchIdleTimeoutMs` plus the longest reconnect backoff. A watch frozen
+   * on a half-open connection is restarted after its idle timeout; if even
+   * that cannot reach the server, this turns false and /healthz fails, so
+   * the process is restarted rather than leading with a cache that no
+   * longer changes.
+   */
+  liveness(): { readonly live: boolean; readonly silentMs: number; readonly boundMs: number } {
+    const silentMs = Math.round(performance.now() - this.lastActivity);
+    const boundMs = this.idleTimeoutMs(MAX_WATCH_TIMEOUT_SECONDS) + (this.options.maxBackoffMs ?? 30_000);
+    return { live: this.stopped || silentMs <= boundMs, silentMs, boundMs };
+  }
+
+  private idleTimeoutMs(timeoutSeconds: number): number {
+    return this.options.watchIdleTimeoutMs ?? timeoutSeconds * 1000 + 30_000;
   }
 
   /** Resolves once the first list has filled the cache. */
@@ -139,6 +174,11 @@ export class Informer {
     return this.cache.size;
   }
 
+  /** The kind this informer caches, for messages. */
+  get kind(): string {
+    return this.options.kind;
+  }
+
   private async sleep(ms: number): Promise<void> {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ms);
@@ -171,7 +211,7 @@ export class Informer {
         if (this.stopped) break;
         const gone = e instanceof KubeApiError && e.status === 410;
         if (gone) needList = true;
-        this.options.onWatchRestart?.(gone ? 'gone' : 'error');
+        this.options.onWatchRestart?.(gone ? 'gone' : e instanceof WatchIdleError ? 'idle' : 'error');
         this.options.log?.('watch failed', { kind: this.options.kind, error: String(e), retryInMs: backoff });
         // Jitter keeps many informers from reconnecting in lockstep after an API server restart.
         await this.sleep(backoff * (0.8 + Math.random() * 0.4));
@@ -195,6 +235,7 @@ export class Informer {
       continueToken = list.metadata?.continue || undefined;
     } while (continueToken);
     this.resourceVersion = list.metadata.resourceVersion;
+    this.lastActivity = performance.now();
     const previous = new Map(this.cache);
     this.cache.clear();
     this.index.clear();
@@ -214,18 +255,19 @@ export class Informer {
   /** Watches until the stream ends; returns 'gone' when the resourceVersion expired. */
   private async watchOnce(): Promise<'ended' | 'gone'> {
     let gone = false;
+    // The server ends the watch after this long; a fresh one also proves the connection is alive.
+    const timeoutSeconds = MIN_WATCH_TIMEOUT_SECONDS + Math.floor(Math.random() * (MAX_WATCH_TIMEOUT_SECONDS - MIN_WATCH_TIMEOUT_SECONDS));
     const { done, abort } = this.options.client.watch(this.options.path, {
       labelSelector: this.options.labelSelector,
       resourceVersion: this.resourceVersion,
       allowWatchBookmarks: true,
-      // The server ends the watch after this long; a fresh one also proves the connection is alive.
-      timeoutSeconds: 240 + Math.floor(Math.random() * 120),
+      timeoutSeconds,
     }, (event) => {
       if (this.handle(event) === 'gone') {
         gone = true;
         abort();
       }
-    });
+    }, { idleTimeoutMs: this.idleTimeoutMs(timeoutSeconds), onActivity: () => (this.lastActivity = performance.now()) });
     this.abortWatch = abort;
     await done;
     return gone ? 'gone' : 'ended';

@@ -45,6 +45,28 @@ export class KubeApiError extends Error {
   }
 }
 
+/** TCP keepalive on watch connections: probes start after this much silence. */
+const WATCH_KEEPALIVE_MS = 30_000;
+
+export interface WatchOptions {
+  /**
+   * End the watch with a WatchIdleError when nothing at all arrives for this
+   * long (no event, no bookmark, not even the response headers): the
+   * connection is dead even if no error says so.
+   */
+  readonly idleTimeoutMs?: number;
+  /** Called whenever the stream shows life: headers, any bytes. */
+  readonly onActivity?: () => void;
+}
+
+/** A watch that went silent past its idle timeout: its connection is presumed dead. */
+export class WatchIdleError extends Error {
+  constructor(readonly idleTimeoutMs: number) {
+    super(`watch silent for ${idleTimeoutMs} ms: connection presumed dead`);
+    this.name = 'WatchIdleError';
+  }
+}
+
 /** One event of a watch stream. */
 export interface WatchEvent {
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -175,7 +197,7 @@ export class KubeClient {
    * BOOKMARK, ERROR) until the server ends the stream (resolves) or the
    * connection fails (rejects). `abort()` ends it from this side.
    */
-  watch(path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (event: WatchEvent) => void): { done: Promise<void>; abort: () => void } {
+  watch(path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (event: WatchEvent) => void, options: WatchOptions = {}): { done: Promise<void>; abort: () => void } {
     let abort: () => void = () => undefined;
     const done = (async () => {
       const url = new URL(this.server + path);
@@ -195,6 +217,7 @@ export class KubeClient {
         };
         // Watches get their own connections: a long-lived stream must not hold a pooled socket.
         const req = request(url, { ...tls, method: 'GET', agent: false, headers: { Accept: 'application/json', ...(tls.headers ?? {}) } }, (res) => {
+          options.onActivity?.();
           if ((res.statusCode ?? 0) >= 300) {
             let text = '';
             res.setEncoding('utf8');
@@ -210,6 +233,7 @@ export class KubeClient {
           let buffer = '';
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => {
+            options.onActivity?.();
             buffer += chunk;
             let newline: number;
             while (!settled && (newline = buffer.indexOf('\n')) >= 0) {
@@ -235,6 +259,16 @@ export class KubeClient {
         };
         req.on('close', () => settle(new Error('watch connection closed')));
         req.on('error', (e) => settle(e));
+        // A peer that vanished without a FIN or RST (a dead node, a dropped NAT entry, a frozen
+        // proxy) leaves the stream open forever: nothing arrives and nothing fails. TCP keepalive
+        // finds dead peers at the kernel level; the idle timeout catches the rest.
+        req.on('socket', (socket) => socket.setKeepAlive(true, WATCH_KEEPALIVE_MS));
+        if (options.idleTimeoutMs) {
+          req.setTimeout(options.idleTimeoutMs, () => {
+            failure = new WatchIdleError(options.idleTimeoutMs!);
+            req.destroy();
+          });
+        }
         req.end();
       });
     })();

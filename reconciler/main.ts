@@ -55,7 +55,7 @@ export async function runController(args: string[]): Promise<number> {
     backoff: { baseMs: number('backoff-base-ms', values['backoff-base-ms'], 2000), maxMs: number('backoff-max-ms', values['backoff-max-ms'], 300_000) },
   });
   const [host, port] = (values['health-addr'] ?? '0.0.0.0:8080').split(/:(?=\d+$)/);
-  const health = await startHealthServer({ host, port: Number(port), registry: controller.metrics.registry, ready: () => controller.cachesSynced });
+  const health = await startHealthServer({ host, port: Number(port), registry: controller.metrics.registry, ready: () => controller.cachesSynced, live: () => controller.watchLiveness() });
   log.info({ healthPort: health.port, server: client.server }, 'serving /healthz, /readyz and /metrics');
 
   await controller.startCaches();
