@@ -1,0 +1,92 @@
+/**
+ * `dkv controller`'s flags, parsed and checked before anything starts: a
+ * value that would silently change behaviour (`--leader-elect yes` turning
+ * election off, `--resync-minutes 0` resyncing in a hot loop) is a usage
+ * error naming the flag.
+ */
+import { parseArgs } from 'node:util';
+
+export const CONTROLLER_USAGE = `usage: dkv controller [options]
+  --kubeconfig <file>             default: the files of $KUBECONFIG (merged as kubectl does), ~/.kube/config,
+                                  or, only when none of these is set or exists, the pod's service account
+  --config <file>                 generator/controller configuration (default: the bundled dkv.config.yaml)
+  --namespace <ns>                watch one namespace (default: all)
+  --workers <n>                   parallel reconciles, at least 1 (default 4)
+  --resync-minutes <n>            full resync period, more than 0 (default 10)
+  --health-addr <host:port>       /healthz, /readyz, /metrics (default 0.0.0.0:8080; port 0 = any free port)
+  --leader-elect <true|false>     default true
+  --leader-election-namespace <ns> default: $POD_NAMESPACE or "default"
+  --identity <id>                 leader election identity (default: hostname-pid)
+  --lease-duration-ms, --renew-deadline-ms, --retry-period-ms   default 15000 / 10000 / 2000
+  --backoff-base-ms, --backoff-max-ms                           failed reconcile retry: default 2000 / 300000`;
+
+export interface ControllerFlags {
+  readonly help: boolean;
+  readonly kubeconfig?: string;
+  readonly config?: string;
+  readonly namespace?: string;
+  readonly workers: number;
+  readonly resyncMs: number;
+  readonly healthHost: string;
+  readonly healthPort: number;
+  readonly leaderElect: boolean;
+  readonly leaderElectionNamespace?: string;
+  readonly identity?: string;
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  readonly backoffBaseMs: number;
+  readonly backoffMaxMs: number;
+}
+
+/** A flag with a value it cannot take. */
+export class UsageError extends Error {
+  constructor(flag: string, message: string, value: string) {
+    super(`--${flag}: ${message} (got ${JSON.stringify(value)})`);
+    this.name = 'UsageError';
+  }
+}
+
+export function parseControllerFlags(args: readonly string[]): ControllerFlags {
+  const { values } = parseArgs({
+    args: [...args],
+    options: {
+      kubeconfig: { type: 'string' }, config: { type: 'string' }, namespace: { type: 'string' }, workers: { type: 'string' },
+      'resync-minutes': { type: 'string' }, 'health-addr': { type: 'string' }, 'leader-elect': { type: 'string' },
+      'leader-election-namespace': { type: 'string' }, identity: { type: 'string' },
+      'lease-duration-ms': { type: 'string' }, 'renew-deadline-ms': { type: 'string' }, 'retry-period-ms': { type: 'string' },
+      'backoff-base-ms': { type: 'string' }, 'backoff-max-ms': { type: 'string' }, help: { type: 'boolean' },
+    },
+  });
+  const number = (flag: keyof typeof values, fallback: number, { min, integer = false, exclusive = false }: { min: number; integer?: boolean; exclusive?: boolean }): number => {
+    const value = values[flag] as string | undefined;
+    if (value === undefined) return fallback;
+    const n = Number(value);
+    const what = `${integer ? 'an integer' : 'a number'} ${exclusive ? 'greater than' : 'at least'} ${min}`;
+    if (value.trim() === '' || !Number.isFinite(n) || (integer && !Number.isInteger(n)) || (exclusive ? n <= min : n < min)) throw new UsageError(flag, `must be ${what}`, value);
+    return n;
+  };
+  const electValue = values['leader-elect'] ?? 'true';
+  if (electValue !== 'true' && electValue !== 'false') throw new UsageError('leader-elect', 'must be true or false', electValue);
+  const address = values['health-addr'] ?? '0.0.0.0:8080';
+  const [healthHost, healthPort] = address.split(/:(?=\d+$)/);
+  if (healthPort === undefined || Number(healthPort) > 65535) throw new UsageError('health-addr', 'must be <host>:<port>', address);
+  return {
+    help: values.help ?? false,
+    kubeconfig: values.kubeconfig,
+    config: values.config,
+    namespace: values.namespace,
+    workers: number('workers', 4, { min: 1, integer: true }),
+    resyncMs: number('resync-minutes', 10, { min: 0, exclusive: true }) * 60_000,
+    healthHost,
+    healthPort: Number(healthPort),
+    leaderElect: electValue === 'true',
+    leaderElectionNamespace: values['leader-election-namespace'],
+    identity: values.identity,
+    leaseDurationMs: number('lease-duration-ms', 15_000, { min: 1, integer: true }),
+    renewDeadlineMs: number('renew-deadline-ms', 10_000, { min: 1, integer: true }),
+    retryPeriodMs: number('retry-period-ms', 2_000, { min: 1, integer: true }),
+    backoffBaseMs: number('backoff-base-ms', 2_000, { min: 1 }),
+    backoffMaxMs: number('backoff-max-ms', 300_000, { min: 1 }),
+  };
+}

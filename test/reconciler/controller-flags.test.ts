@@ -1,0 +1,33 @@
+/**
+ * dkv controller's flags: a value that would silently change behaviour is a
+ * usage error naming the flag, never a quiet default.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { packageRoot } from '../../api/package-root.js';
+import { parseControllerFlags } from '../../reconciler/controller-flags.js';
+
+describe('dkv controller flags', () => {
+  it('takes the documented defaults', () => {
+    expect(parseControllerFlags([])).toMatchObject({ workers: 4, resyncMs: 600_000, leaderElect: true, healthHost: '0.0.0.0', healthPort: 8080, leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+    expect(parseControllerFlags(['--leader-elect', 'false', '--health-addr', '[::1]:0', '--resync-minutes', '0.5'])).toMatchObject({ leaderElect: false, healthHost: '[::1]', healthPort: 0, resyncMs: 30_000 });
+  });
+
+  it.each([
+    [['--leader-elect', 'yes'], '--leader-elect: must be true or false (got "yes")'],
+    [['--leader-elect', 'True'], '--leader-elect: must be true or false (got "True")'],
+    [['--resync-minutes', '0'], '--resync-minutes: must be a number greater than 0 (got "0")'],
+    [['--workers', '0'], '--workers: must be an integer at least 1 (got "0")'],
+    [['--workers', '2.5'], '--workers: must be an integer at least 1 (got "2.5")'],
+    [['--lease-duration-ms', ''], '--lease-duration-ms: must be an integer at least 1 (got "")'],
+    [['--health-addr', 'localhost'], '--health-addr: must be <host>:<port> (got "localhost")'],
+  ])('rejects %j', (args, message) => {
+    expect(() => parseControllerFlags(args)).toThrow(message);
+  });
+
+  it('makes dkv exit 2 with the flag named, before touching any cluster', () => {
+    const result = spawnSync(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), 'controller', '--leader-elect', 'yes', '--kubeconfig', '/nonexistent'], { encoding: 'utf8' });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('--leader-elect: must be true or false (got "yes")');
+  });
+});
