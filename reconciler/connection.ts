@@ -12,7 +12,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { RequestOptions } from 'node:https';
 import { homedir } from 'node:os';
-import { dirname, isAbsolute, join } from 'node:path';
+import { delimiter, dirname, isAbsolute, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { parse } from 'yaml';
 
 export interface Connection {
@@ -20,36 +21,89 @@ export interface Connection {
   readonly server: string;
   /** TLS material and auth headers for the next request (tokens may rotate, so ask each time). */
   requestOptions(): Promise<RequestOptions>;
+  /** The server refused the credentials (401): re-read whatever can be re-read before the next request. */
+  unauthorized?(): void;
+}
+
+export interface ConnectionOptions {
+  /** Bound service-account tokens rotate: a token file is re-read this often, and after any 401. @default 60000 */
+  readonly tokenRefreshMs?: number;
 }
 
 const SERVICE_ACCOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
-/** Bound service-account tokens rotate; re-read the file this often. */
 const TOKEN_REFRESH_MS = 60_000;
 
-function fileReader(path: string): () => string {
+/** A token file's content, re-read every `refreshMs` and at once after `expire()`. */
+function fileReader(path: string, refreshMs: number): { read: () => string; expire: () => void } {
   let value = '';
-  let readAt = 0;
-  return () => {
-    if (Date.now() - readAt > TOKEN_REFRESH_MS) {
-      value = readFileSync(path, 'utf8').trim();
-      readAt = Date.now();
-    }
-    return value;
+  let readAt: number | undefined;
+  return {
+    read: () => {
+      if (readAt === undefined || performance.now() - readAt >= refreshMs) {
+        value = readFileSync(path, 'utf8').trim();
+        readAt = performance.now();
+      }
+      return value;
+    },
+    expire: () => {
+      readAt = undefined;
+    },
   };
 }
 
-function staticConnection(server: string, tls: RequestOptions, token?: () => string): Connection {
+function staticConnection(server: string, tls: RequestOptions, token?: { read: () => string; expire?: () => void }): Connection {
   return {
     server: server.replace(/\/$/, ''),
-    requestOptions: async () => (token ? { ...tls, headers: { Authorization: `Bearer ${token()}` } } : tls),
+    requestOptions: async () => (token ? { ...tls, headers: { Authorization: `Bearer ${token.read()}` } } : tls),
+    unauthorized: () => token?.expire?.(),
   };
 }
 
-function inClusterConnection(): Connection {
+function inClusterConnection(options: ConnectionOptions): Connection {
   const host = process.env.KUBERNETES_SERVICE_HOST!;
   const port = process.env.KUBERNETES_SERVICE_PORT ?? '443';
   const server = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  return staticConnection(server, { ca: readFileSync(join(SERVICE_ACCOUNT, 'ca.crt')) }, fileReader(join(SERVICE_ACCOUNT, 'token')));
+  return staticConnection(server, { ca: readFileSync(join(SERVICE_ACCOUNT, 'ca.crt')) }, fileReader(join(SERVICE_ACCOUNT, 'token'), options.tokenRefreshMs ?? TOKEN_REFRESH_MS));
+}
+
+/** Where credentials come from: kubeconfig files (merged in order), or the pod's service account. */
+export type CredentialSource = { readonly kubeconfigs: readonly string[] } | { readonly inCluster: true };
+
+export interface CredentialEnvironment {
+  /** `--kubeconfig`, if given. */
+  readonly flag?: string;
+  /** `$KUBECONFIG`. */
+  readonly env?: string;
+  readonly home: string;
+  readonly exists: (path: string) => boolean;
+  /** Whether the process runs in a pod (KUBERNETES_SERVICE_HOST is set). */
+  readonly inCluster: boolean;
+}
+
+/**
+ * kubectl's rules, with one difference that matters in a pod: a kubeconfig
+ * named explicitly (`--kubeconfig`, or a `$KUBECONFIG` none of whose files
+ * exists) that is missing is an error, never a silent fall back to the
+ * pod's own service account, which may have quite different rights. Only
+ * when nothing was named and ~/.kube/config does not exist are the pod's
+ * credentials used. `$KUBECONFIG` is a list (`a:b`), merged in order; files
+ * of it that do not exist are skipped, as kubectl skips them.
+ */
+export function credentialSource(environment: CredentialEnvironment): CredentialSource {
+  if (environment.flag) {
+    if (!environment.exists(environment.flag)) throw new Error(`kubeconfig ${environment.flag} (--kubeconfig) does not exist`);
+    return { kubeconfigs: [environment.flag] };
+  }
+  const listed = (environment.env ?? '').split(delimiter).filter(Boolean);
+  if (listed.length > 0) {
+    const present = listed.filter((p) => environment.exists(p));
+    if (present.length === 0) throw new Error(`no kubeconfig found: none of $KUBECONFIG (${listed.join(delimiter)}) exists`);
+    return { kubeconfigs: present };
+  }
+  const home = join(environment.home, '.kube', 'config');
+  if (environment.exists(home)) return { kubeconfigs: [home] };
+  if (environment.inCluster) return { inCluster: true };
+  throw new Error(`no kubeconfig found (--kubeconfig, $KUBECONFIG, ${home}) and not running in a cluster`);
 }
 
 interface Named<T> { name: string; cluster?: T; user?: T; context?: T }
@@ -80,16 +134,13 @@ function readKubeconfigs(paths: readonly string[]): { config: Record<string, any
 }
 
 /**
- * The connection for a kubeconfig file (or $KUBECONFIG, or ~/.kube/config),
- * falling back to the pod's service account when there is no kubeconfig and
- * the process runs in a cluster.
+ * The connection for a kubeconfig file, the files of $KUBECONFIG, or
+ * ~/.kube/config, or the pod's service account: see credentialSource.
  */
-export function loadConnection(kubeconfigPath?: string): Connection {
-  const paths = kubeconfigPath ? [kubeconfigPath] : (process.env.KUBECONFIG ?? join(homedir(), '.kube', 'config')).split(':').filter(Boolean);
-  if (!paths.some((p) => existsSync(p))) {
-    if (process.env.KUBERNETES_SERVICE_HOST) return inClusterConnection();
-    throw new Error(`no kubeconfig found (${paths.join(', ')}) and not running in a cluster`);
-  }
+export function loadConnection(kubeconfigPath?: string, options: ConnectionOptions = {}): Connection {
+  const source = credentialSource({ flag: kubeconfigPath, env: process.env.KUBECONFIG, home: homedir(), exists: existsSync, inCluster: Boolean(process.env.KUBERNETES_SERVICE_HOST) });
+  if ('inCluster' in source) return inClusterConnection(options);
+  const paths = source.kubeconfigs;
   const { config, dirOf } = readKubeconfigs(paths);
   const contextName = config['current-context'];
   if (!contextName) throw new Error('kubeconfig: no current-context');
@@ -113,7 +164,7 @@ export function loadConnection(kubeconfigPath?: string): Connection {
     rejectUnauthorized: cluster['insecure-skip-tls-verify'] !== true,
     servername: cluster['tls-server-name'],
   };
-  const token = user.token ? () => user.token as string : user.tokenFile ? fileReader(isAbsolute(user.tokenFile) ? user.tokenFile : join(base(user), user.tokenFile)) : undefined;
+  const token = user.token ? { read: () => user.token as string } : user.tokenFile ? fileReader(isAbsolute(user.tokenFile) ? user.tokenFile : join(base(user), user.tokenFile), options.tokenRefreshMs ?? TOKEN_REFRESH_MS) : undefined;
   if (!token && user.username && user.password) {
     tls.headers = { Authorization: `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}` };
   }
@@ -141,7 +192,7 @@ function clientNodeConnection(server: string, paths: readonly string[]): Connect
 
 /** The same credentials against another server address (a proxy in tests, a port-forward). */
 export function withServer(connection: Connection, server: string): Connection {
-  return { server: server.replace(/\/$/, ''), requestOptions: () => connection.requestOptions() };
+  return { server: server.replace(/\/$/, ''), requestOptions: () => connection.requestOptions(), unauthorized: () => connection.unauthorized?.() };
 }
 
 /** The server's address and CA of `connection`, authenticating with a bearer token instead (tests of RBAC). */

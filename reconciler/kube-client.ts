@@ -1,5 +1,5 @@
 import { Agent, request, type RequestOptions } from 'node:https';
-import { loadConnection, withServer, type Connection } from './connection.js';
+import { loadConnection, withServer, type Connection, type ConnectionOptions } from './connection.js';
 
 /** Where each kind this project touches lives in the API. */
 const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
@@ -97,9 +97,9 @@ export class FencedError extends Error {
  * validation, and raw watch streams. Credentials come from connection.ts.
  */
 export class KubeClient {
-  /** A client for a kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster). */
-  static fromKubeconfig(path?: string): KubeClient {
-    return new KubeClient(loadConnection(path));
+  /** A client for a kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster: see credentialSource). */
+  static fromKubeconfig(path?: string, options?: ConnectionOptions): KubeClient {
+    return new KubeClient(loadConnection(path, options));
   }
 
   readonly server: string;
@@ -168,7 +168,11 @@ export class KubeClient {
           }
           const status = res.statusCode ?? 0;
           if (status >= 200 && status < 300) resolve(parsed as T);
-          else reject(new KubeApiError(status, parsed?.reason ?? String(status), parsed?.message ?? text, parsed));
+          else if (status === 401) {
+            // A rotated token, say: the next request re-reads the credentials (client-go does the same).
+            this.connection.unauthorized?.();
+            reject(new KubeApiError(status, parsed?.reason ?? String(status), parsed?.message ?? text, parsed));
+          } else reject(new KubeApiError(status, parsed?.reason ?? String(status), parsed?.message ?? text, parsed));
         });
         res.on('error', reject);
       });

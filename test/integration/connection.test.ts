@@ -6,9 +6,9 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { loadConnection } from '../../reconciler/connection.js';
+import { credentialSource, loadConnection } from '../../reconciler/connection.js';
 import { KubeApiError, KubeClient } from '../../reconciler/kube-client.js';
-import { describeWithCluster } from '../cluster/kube.js';
+import { createNamespace, describeWithCluster, eventually, testClient } from '../cluster/kube.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'dkv-connection-'));
 
@@ -22,12 +22,57 @@ function kubeconfig(cluster: Record<string, unknown>, user: Record<string, unkno
 }
 
 describe('a kubeconfig without a cluster to talk to', () => {
-  it('sends a static token, or a token file re-read as it rotates, as a bearer token', async () => {
+  it('sends a static token, or a token file, as a bearer token; the file is re-read after its refresh period and after a 401', async () => {
     expect((await loadConnection(kubeconfig({ server: 'https://example.invalid:6443/' }, { token: 's3cret' })).requestOptions()).headers).toEqual({ Authorization: 'Bearer s3cret' });
     writeFileSync(join(dir, 'token'), 'from-file\n');
-    const connection = loadConnection(kubeconfig({ server: 'https://example.invalid' }, { tokenFile: 'token' }));
+    const connection = loadConnection(kubeconfig({ server: 'https://example.invalid' }, { tokenFile: 'token' }), { tokenRefreshMs: 60_000 });
     expect(connection.server).toBe('https://example.invalid');
     expect((await connection.requestOptions()).headers).toEqual({ Authorization: 'Bearer from-file' });
+    writeFileSync(join(dir, 'token'), 'rotated\n');
+    expect((await connection.requestOptions()).headers).toEqual({ Authorization: 'Bearer from-file' });
+    connection.unauthorized!();
+    expect((await connection.requestOptions()).headers).toEqual({ Authorization: 'Bearer rotated' });
+
+    const eager = loadConnection(kubeconfig({ server: 'https://example.invalid' }, { tokenFile: 'token' }, 'eager'), { tokenRefreshMs: 0 });
+    expect((await eager.requestOptions()).headers).toEqual({ Authorization: 'Bearer rotated' });
+    writeFileSync(join(dir, 'token'), 'rotated again\n');
+    expect((await eager.requestOptions()).headers).toEqual({ Authorization: 'Bearer rotated again' });
+  });
+
+  it('merges the files of KUBECONFIG=a:b (one holds the cluster and context, the other the user), skipping missing ones', async () => {
+    const a = join(dir, 'a');
+    const b = join(dir, 'b');
+    writeFileSync(a, stringify({ apiVersion: 'v1', kind: 'Config', 'current-context': 'c', clusters: [{ name: 'k', cluster: { server: 'https://a.invalid' } }], contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }], users: [] }));
+    writeFileSync(b, stringify({ apiVersion: 'v1', kind: 'Config', users: [{ name: 'u', user: { token: 'from-b' } }] }));
+    const previous = process.env.KUBECONFIG;
+    process.env.KUBECONFIG = `${a}:${join(dir, 'missing')}:${b}`;
+    try {
+      const connection = loadConnection();
+      expect(connection.server).toBe('https://a.invalid');
+      expect((await connection.requestOptions()).headers).toEqual({ Authorization: 'Bearer from-b' });
+    } finally {
+      process.env.KUBECONFIG = previous;
+    }
+  });
+
+  describe('chooses credentials as kubectl does, but never falls back to the pod\'s own for a kubeconfig that was named', () => {
+    const home = '/home/op';
+    const homeConfig = '/home/op/.kube/config';
+    const existing = (...paths: string[]) => (p: string) => paths.includes(p);
+    it.each([
+      ['--kubeconfig that exists', { flag: '/etc/kc' }, existing('/etc/kc'), { kubeconfigs: ['/etc/kc'] }],
+      ['the existing files of $KUBECONFIG, in order', { env: '/a:/gone:/b' }, existing('/a', '/b', homeConfig), { kubeconfigs: ['/a', '/b'] }],
+      ['~/.kube/config when nothing is named', {}, existing(homeConfig), { kubeconfigs: [homeConfig] }],
+      ['the pod\'s service account only when nothing is named or found', {}, existing(), { inCluster: true }],
+    ])('uses %s', (_, named, exists, expected) => {
+      expect(credentialSource({ home, exists, inCluster: true, ...named })).toEqual(expected);
+    });
+    it.each([
+      ['a missing --kubeconfig', { flag: '/etc/kc' }, 'kubeconfig /etc/kc (--kubeconfig) does not exist'],
+      ['a $KUBECONFIG none of whose files exists', { env: '/a:/b' }, 'no kubeconfig found: none of $KUBECONFIG (/a:/b) exists'],
+    ])('refuses %s, even in a pod', (_, named, message) => {
+      expect(() => credentialSource({ home, exists: existing(homeConfig), inCluster: true, ...named })).toThrow(message);
+    });
   });
 
   it('merges several files as kubectl does: the first to name an entry wins', () => {
@@ -65,6 +110,43 @@ describeWithCluster('a kubeconfig against the real API server', () => {
       expect(namespaces.items.map((n: { metadata: { name: string } }) => n.metadata.name)).toContain('default');
     } finally {
       client.close();
+    }
+  });
+
+  it('uses a rotated service-account token after the refresh period, and at once when the old one is refused', async () => {
+    const admin = testClient();
+    const namespace = await createNamespace(admin, 'rotate');
+    const token = async (account: string): Promise<string> => {
+      await admin.request('POST', `/api/v1/namespaces/${namespace}/serviceaccounts`, { body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: account } } });
+      const review = await admin.request('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/${account}/token`, { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } } });
+      return review.status.token;
+    };
+    const [first, second] = [await token('first'), await token('second')];
+    const whoAmI = async (client: KubeClient): Promise<string> =>
+      (await client.request('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } })).status.userInfo.username;
+    const cluster = { server: test.clusters[0].cluster.server, 'certificate-authority-data': test.clusters[0].cluster['certificate-authority-data'] };
+    const tokenFile = join(dir, 'sa-token');
+    writeFileSync(tokenFile, first);
+    const slow = KubeClient.fromKubeconfig(kubeconfig(cluster, { tokenFile }, 'sa-slow'), { tokenRefreshMs: 60_000 });
+    const fast = KubeClient.fromKubeconfig(kubeconfig(cluster, { tokenFile }, 'sa-fast'), { tokenRefreshMs: 200 });
+    try {
+      expect(await whoAmI(slow)).toBe(`system:serviceaccount:${namespace}:first`);
+      expect(await whoAmI(fast)).toBe(`system:serviceaccount:${namespace}:first`);
+      writeFileSync(tokenFile, second); // what the kubelet does when it rotates a projected token
+      await eventually('the fast client to use the rotated token', async () => ((await whoAmI(fast)).endsWith(':second') ? true : undefined));
+      expect(await whoAmI(slow)).toBe(`system:serviceaccount:${namespace}:first`);
+      // The first token is revoked with its service account: one 401, then the new token at once.
+      await admin.request('DELETE', `/api/v1/namespaces/${namespace}/serviceaccounts/first`);
+      const refused = await eventually('the revoked token to be refused', async () => {
+        const error = await whoAmI(slow).then(() => undefined, (e) => e);
+        return error instanceof KubeApiError && error.status === 401 ? error : undefined;
+      });
+      expect(refused.status).toBe(401);
+      expect(await whoAmI(slow)).toBe(`system:serviceaccount:${namespace}:second`);
+    } finally {
+      slow.close();
+      fast.close();
+      admin.close();
     }
   });
 
