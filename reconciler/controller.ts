@@ -204,23 +204,25 @@ export class Controller {
   }
 
   /**
-   * Ends the term (on losing the Lease, or shutting down): no new key is
-   * taken, and every request of the term not yet sent is refused and those
-   * in flight are cut off, so nothing more is written once leadership is
-   * lost. Resolves when the workers have stopped.
+   * Ends the term. On losing the Lease (`fence`, the default) nothing more is
+   * written: no new key is taken, requests of the term not yet sent are
+   * refused and those in flight are cut off. On shutting down while still
+   * holding it (`drain`), in-flight reconciles finish first. Resolves when
+   * the workers have stopped.
    */
-  stopWorkers(): Promise<void> {
-    // Fence at once, not after the queued transition: the Lease is already lost.
+  stopWorkers(mode: 'fence' | 'drain' = 'fence'): Promise<void> {
+    // Stop at once, not after the queued transition: the Lease may already be lost.
     this.leading = false;
     this.metrics.leader.set(0);
-    this.term?.abort();
     this.queue.shutDown();
+    if (mode === 'fence') this.term?.abort();
     return (this.transition = this.transition.then(async () => {
       this.leading = false;
       this.metrics.leader.set(0);
-      this.term?.abort();
       this.queue.shutDown();
+      if (mode === 'fence') this.term?.abort();
       await Promise.all(this.workersRunning);
+      this.term?.abort();
       this.workersRunning = [];
     }));
   }

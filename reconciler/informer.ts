@@ -51,7 +51,7 @@ export interface InformerOptions {
   readonly transform?: (object: CachedObject) => CachedObject;
 }
 
-/** Watches last between these (client-go's reflector picks 5-10 minutes; shorter here, so restarts are exercised). */
+/** Each watch asks the server to end it after a random time between these (client-go's reflector picks 5 to 10 minutes). */
 const MIN_WATCH_TIMEOUT_SECONDS = 240;
 const MAX_WATCH_TIMEOUT_SECONDS = 360;
 

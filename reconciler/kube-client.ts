@@ -167,12 +167,13 @@ export class KubeClient {
             /* not JSON */
           }
           const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) resolve(parsed as T);
-          else if (status === 401) {
-            // A rotated token, say: the next request re-reads the credentials (client-go does the same).
-            this.connection.unauthorized?.();
-            reject(new KubeApiError(status, parsed?.reason ?? String(status), parsed?.message ?? text, parsed));
-          } else reject(new KubeApiError(status, parsed?.reason ?? String(status), parsed?.message ?? text, parsed));
+          if (status >= 200 && status < 300) {
+            resolve(parsed as T);
+            return;
+          }
+          // A rotated token, say: the next request re-reads the credentials (client-go does the same).
+          if (status === 401) this.connection.unauthorized?.();
+          reject(new KubeApiError(status, parsed?.reason ?? String(status), parsed?.message ?? text, parsed));
         });
         res.on('error', reject);
       });

@@ -34,6 +34,7 @@ export async function runController(args: string[]): Promise<number> {
   let elector: LeaderElector | undefined;
   let exitCode = 0;
   let lostLeadership: () => void = () => undefined;
+  let shuttingDown = false;
   if (flags.leaderElect) {
     elector = new LeaderElector({
       client, identity, name: config.controller.leaseName,
@@ -43,7 +44,7 @@ export async function runController(args: string[]): Promise<number> {
       retryPeriodMs: flags.retryPeriodMs,
       onStartedLeading: () => {
         log.info({ identity }, 'became leader: reconciling');
-        controller.startWorkers();
+        void controller.startWorkers();
       },
       onStoppedLeading: () => {
         // As controller-runtime does: a replica that lost the Lease stops writing at once (the
@@ -56,23 +57,27 @@ export async function runController(args: string[]): Promise<number> {
     });
     elector.start();
   } else {
-    controller.startWorkers();
+    void controller.startWorkers();
   }
 
   await new Promise<void>((resolve) => {
     lostLeadership = () => {
+      if (shuttingDown) return; // releasing the Lease on shutdown is not losing it
       exitCode = 1;
       resolve();
     };
     const shutdown = (signal: string) => {
+      shuttingDown = true;
       log.info({ signal }, 'shutting down: finishing in-flight reconciles');
       resolve();
     };
     process.once('SIGTERM', () => shutdown('SIGTERM'));
     process.once('SIGINT', () => shutdown('SIGINT'));
   });
-  // Finish in-flight work, then hand the Lease over so a successor need not wait for it to expire.
-  await controller.stopWorkers();
+  // Finish in-flight work (a replica that lost the Lease has cut it off already), then hand
+  // the Lease over so a successor need not wait for it to expire.
+  shuttingDown = true;
+  await controller.stopWorkers(exitCode === 0 ? 'drain' : 'fence');
   await elector?.stop();
   await controller.stop();
   await health.close();

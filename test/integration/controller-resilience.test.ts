@@ -151,11 +151,14 @@ describeWithCluster('two controller replicas', () => {
     replicas.push(next);
     await next.healthPort;
     const stoppedAt = Date.now();
+    const exited = new Promise<number | null>((resolve) => current.process.once('exit', (code) => resolve(code)));
     current.process.kill('SIGTERM');
     await eventually('the new replica to lead after the release', async () => ((await isLeader(next)) ? true : undefined), 20_000);
     // Released, not expired: well under the 4 s lease duration.
     expect(Date.now() - stoppedAt).toBeLessThan(3000);
     const lease = await client.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', namespace, 'dkv-controller'));
     expect(lease.spec.holderIdentity).toBe('replica-c');
+    // Releasing the Lease on shutdown is not losing it: a clean exit, not the lost-leadership code 1.
+    expect(await exited).toBe(0);
   }, 60_000);
 });
