@@ -6,6 +6,7 @@
 import { setMaxListeners } from 'node:events';
 import type { GeneratorConfig } from '../api/config.js';
 import { API_VERSION, KIND } from '../api/validate.js';
+import { realClock, type Clock } from './clock.js';
 import { ClusterMemory } from './cluster-memory.js';
 import { EventRecorder } from './events.js';
 import type { FieldFightPolicy } from './field-fights.js';
@@ -40,8 +41,8 @@ export interface ControllerOptions {
   readonly backoff?: BackoffPolicy;
   /** When a field another writer keeps changing stops being corrected. @default 3 corrections in 10 min, then 5 min doubling to 1 h */
   readonly fieldFights?: FieldFightPolicy;
-  /** Milliseconds since the epoch. @default Date.now */
-  readonly now?: () => number;
+  /** Time and timers of the queue, the informers and reconciles. @default the real clock */
+  readonly clock?: Clock;
   /** How often a cluster blocked by an object that is not its own looks again. @default 60 s */
   readonly objectConflictRecheckMs?: number;
   /** Watch tuning of every informer (see InformerOptions). @default idle timeout a little above the watch timeout, backoff 1 s to 30 s */
@@ -101,11 +102,12 @@ export class Controller {
   constructor(private readonly options: ControllerOptions) {
     const { client, config, log } = options;
     this.metrics = options.metrics ?? new ControllerMetrics();
-    this.queue = new WorkQueue(options.backoff ?? { baseMs: 2000, maxMs: 300_000 }, (depth) => this.metrics.queueDepth.set(depth));
+    const clock = options.clock ?? realClock;
+    this.queue = new WorkQueue(options.backoff ?? { baseMs: 2000, maxMs: 300_000 }, (depth) => this.metrics.queueDepth.set(depth), clock);
     const resyncMs = options.resyncMs ?? 10 * 60_000;
     const informerLog = (event: string, fields: Record<string, unknown>) => log.warn(fields, event);
     this.clusters = new Informer({
-      client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, options.namespace), resyncMs, log: informerLog, ...options.watch,
+      client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, options.namespace), resyncMs, log: informerLog, clock, ...options.watch,
       // Clusters by the object names they claim: a name clash is found without a request.
       indexBy: (object) => claimedNames(object, config),
       onEvent: (type, object, old) => {
@@ -127,7 +129,7 @@ export class Controller {
     const fieldManager = config.controller.fieldManager;
     for (const { apiVersion, kind } of OWNED_KINDS) {
       this.owned.set(`${apiVersion}/${kind}`, new Informer({
-        client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), labelSelector: selector, resyncMs, log: informerLog, ...options.watch,
+        client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), labelSelector: selector, resyncMs, log: informerLog, clock, ...options.watch,
         indexBy: ownerUids,
         transform: (object) => slimOwnedObject(object, fieldManager),
         onEvent: (_type, object) => this.enqueueOwner(object, instance),
@@ -137,7 +139,7 @@ export class Controller {
     this.memory = new ClusterMemory(options.fieldFights);
     this.context = {
       config, clusters: this.clusters, owned: this.owned, metrics: this.metrics, memory: this.memory,
-      now: options.now ?? Date.now,
+      now: () => clock.now(),
       objectConflictRecheckMs: options.objectConflictRecheckMs ?? 60_000,
       log: (level, message, fields) => log[level](fields, message),
     };

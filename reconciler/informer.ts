@@ -1,4 +1,4 @@
-import { performance } from 'node:perf_hooks';
+import { realClock, type Clock, type TimerHandle } from './clock.js';
 import { KubeApiError, WatchIdleError, type KubeClient, type WatchEvent } from './kube-client.js';
 
 /** The minimum every cached object has. */
@@ -12,7 +12,8 @@ export interface CachedObject {
 export type InformerEventType = 'added' | 'updated' | 'deleted';
 
 export interface InformerOptions {
-  readonly client: KubeClient;
+  /** The two calls an informer makes: list (a request) and watch. */
+  readonly client: Pick<KubeClient, 'request' | 'watch'>;
   readonly apiVersion: string;
   readonly kind: string;
   /** The collection path (all namespaces, or one). */
@@ -49,6 +50,8 @@ export interface InformerOptions {
    * controller reads (as client-go's SetTransform).
    */
   readonly transform?: (object: CachedObject) => CachedObject;
+  /** Time and timers. @default the real clock */
+  readonly clock?: Clock;
 }
 
 /** Each watch asks the server to end it after a random time between these (client-go's reflector picks 5 to 10 minutes). */
@@ -75,27 +78,35 @@ export class Informer {
   private synced = false;
   private syncedWaiters: (() => void)[] = [];
   private abortWatch: () => void = () => undefined;
-  private resyncTimer?: NodeJS.Timeout;
+  private resyncTimer?: TimerHandle;
   private wakeUp?: () => void;
   private loop?: Promise<void>;
   /** When the API server last showed this informer any sign of life (monotonic ms). */
-  private lastActivity = performance.now();
+  private lastActivity: number;
+  private readonly clock: Clock;
 
-  constructor(private readonly options: InformerOptions) {}
+  constructor(private readonly options: InformerOptions) {
+    this.clock = options.clock ?? realClock;
+    this.lastActivity = this.clock.monotonic();
+  }
 
   start(): void {
-    this.lastActivity = performance.now();
+    this.lastActivity = this.clock.monotonic();
     this.loop = this.run();
-    const resyncMs = this.options.resyncMs ?? 10 * 60_000;
-    this.resyncTimer = setInterval(() => {
+    this.scheduleResync();
+  }
+
+  private scheduleResync(): void {
+    this.resyncTimer = this.clock.after(this.options.resyncMs ?? 10 * 60_000, () => {
+      if (this.stopped) return;
       for (const object of this.cache.values()) this.options.onEvent('updated', object, object);
-    }, resyncMs);
-    this.resyncTimer.unref();
+      this.scheduleResync();
+    }).unref();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.resyncTimer);
+    this.resyncTimer?.cancel();
     this.abortWatch();
     this.wakeUp?.();
     await this.loop;
@@ -111,7 +122,7 @@ export class Informer {
    * longer changes.
    */
   liveness(): { readonly live: boolean; readonly silentMs: number; readonly boundMs: number } {
-    const silentMs = Math.round(performance.now() - this.lastActivity);
+    const silentMs = Math.round(this.clock.monotonic() - this.lastActivity);
     const boundMs = this.idleTimeoutMs(MAX_WATCH_TIMEOUT_SECONDS) + (this.options.maxBackoffMs ?? 30_000);
     return { live: this.stopped || silentMs <= boundMs, silentMs, boundMs };
   }
@@ -181,10 +192,9 @@ export class Informer {
 
   private async sleep(ms: number): Promise<void> {
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      timer.unref();
+      const timer = this.clock.after(ms, resolve).unref();
       this.wakeUp = () => {
-        clearTimeout(timer);
+        timer.cancel();
         resolve();
       };
     });
@@ -214,7 +224,7 @@ export class Informer {
         this.options.onWatchRestart?.(gone ? 'gone' : e instanceof WatchIdleError ? 'idle' : 'error');
         this.options.log?.('watch failed', { kind: this.options.kind, error: String(e), retryInMs: backoff });
         // Jitter keeps many informers from reconnecting in lockstep after an API server restart.
-        await this.sleep(backoff * (0.8 + Math.random() * 0.4));
+        await this.sleep(backoff * (0.8 + this.clock.random() * 0.4));
         backoff = Math.min(max, backoff * 2);
       }
     }
@@ -235,7 +245,7 @@ export class Informer {
       continueToken = list.metadata?.continue || undefined;
     } while (continueToken);
     this.resourceVersion = list.metadata.resourceVersion;
-    this.lastActivity = performance.now();
+    this.lastActivity = this.clock.monotonic();
     const previous = new Map(this.cache);
     this.cache.clear();
     this.index.clear();
@@ -256,7 +266,7 @@ export class Informer {
   private async watchOnce(): Promise<'ended' | 'gone'> {
     let gone = false;
     // The server ends the watch after this long; a fresh one also proves the connection is alive.
-    const timeoutSeconds = MIN_WATCH_TIMEOUT_SECONDS + Math.floor(Math.random() * (MAX_WATCH_TIMEOUT_SECONDS - MIN_WATCH_TIMEOUT_SECONDS));
+    const timeoutSeconds = MIN_WATCH_TIMEOUT_SECONDS + Math.floor(this.clock.random() * (MAX_WATCH_TIMEOUT_SECONDS - MIN_WATCH_TIMEOUT_SECONDS));
     const { done, abort } = this.options.client.watch(this.options.path, {
       labelSelector: this.options.labelSelector,
       resourceVersion: this.resourceVersion,
@@ -267,7 +277,7 @@ export class Informer {
         gone = true;
         abort();
       }
-    }, { idleTimeoutMs: this.idleTimeoutMs(timeoutSeconds), onActivity: () => (this.lastActivity = performance.now()) });
+    }, { idleTimeoutMs: this.idleTimeoutMs(timeoutSeconds), onActivity: () => (this.lastActivity = this.clock.monotonic()) });
     this.abortWatch = abort;
     await done;
     return gone ? 'gone' : 'ended';

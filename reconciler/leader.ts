@@ -1,13 +1,18 @@
-import { performance } from 'node:perf_hooks';
+import { realClock, type Clock, type TimerHandle } from './clock.js';
 import { KubeApiError, resourcePath, type KubeClient } from './kube-client.js';
 
 const LEASE_API = 'coordination.k8s.io/v1';
 /** client-go's JitterFactor: candidates spread their retries so they do not poll in lockstep. */
 const CANDIDATE_JITTER = 1.2;
 
+/** The one call leader election makes: a request for the Lease (a KubeClient has it; tests pass a fake Lease API). */
+export type LeaseApi = Pick<KubeClient, 'request'>;
+
 export interface LeaderElectionOptions {
   /** Client for the API server that holds the Lease. */
-  readonly client: KubeClient;
+  readonly client: LeaseApi;
+  /** Time and timers. @default the real clock */
+  readonly clock?: Clock;
   /** Namespace of the Lease. */
   readonly namespace: string;
   /** Name of the Lease; every replica of one controller uses the same name. */
@@ -60,8 +65,9 @@ export class LeaderElector {
   private lease?: Lease;
   private observedKey = '';
   private observedAt = 0;
-  private loopTimer?: NodeJS.Timeout;
-  private deadlineTimer?: NodeJS.Timeout;
+  private loopTimer?: TimerHandle;
+  private deadlineTimer?: TimerHandle;
+  private readonly clock: Clock;
   private inflight?: Promise<void>;
   private halted?: Promise<void>;
 
@@ -69,6 +75,7 @@ export class LeaderElector {
     this.leaseDurationMs = options.leaseDurationMs ?? 15_000;
     this.renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
     this.retryPeriodMs = options.retryPeriodMs ?? 2_000;
+    this.clock = options.clock ?? realClock;
     // client-go's checks: a leader must give up before others may take over, and have time for more than one retry.
     if (!options.identity || !(this.leaseDurationMs > this.renewDeadlineMs && this.renewDeadlineMs > CANDIDATE_JITTER * this.retryPeriodMs)) {
       throw new Error(`leader election: needs an identity and leaseDurationMs > renewDeadlineMs > ${CANDIDATE_JITTER} * retryPeriodMs (got ${this.leaseDurationMs}, ${this.renewDeadlineMs}, ${this.retryPeriodMs})`);
@@ -105,7 +112,7 @@ export class LeaderElector {
   private halt(release: boolean): Promise<void> {
     return (this.halted ??= (async () => {
       this.state = 'stopped';
-      clearTimeout(this.loopTimer);
+      this.loopTimer?.cancel();
       this.stepDown('stopped');
       await this.inflight; // a write in flight may still succeed: release what it wrote
       if (release && this.lease?.spec?.holderIdentity === this.options.identity) await this.release(this.lease);
@@ -114,18 +121,18 @@ export class LeaderElector {
 
   /** The loop timer stays ref'd: a standby candidate may have nothing else keeping its process alive. */
   private schedule(delayMs: number): void {
-    this.loopTimer = setTimeout(() => {
+    this.loopTimer = this.clock.after(delayMs, () => {
       this.inflight = this.attempt().finally(() => {
         this.inflight = undefined;
-        const jitter = this.leading ? 0 : Math.random() * CANDIDATE_JITTER * this.retryPeriodMs;
+        const jitter = this.leading ? 0 : this.clock.random() * CANDIDATE_JITTER * this.retryPeriodMs;
         if (this.state === 'running') this.schedule(this.retryPeriodMs + jitter);
       });
-    }, delayMs);
+    });
   }
 
   /** One try to acquire or renew. Never rejects: every failure is retried after retryPeriod. */
   private async attempt(): Promise<void> {
-    const startedAt = performance.now();
+    const startedAt = this.clock.monotonic();
     try {
       const holder = await this.tryAcquireOrRenew();
       if (this.state !== 'running') return;
@@ -140,7 +147,7 @@ export class LeaderElector {
   /** Returns who holds the Lease afterwards; throws on API errors, including 409 when another replica wrote first. */
   private async tryAcquireOrRenew(): Promise<string> {
     const { client, namespace, name, identity } = this.options;
-    const now = microTime(new Date());
+    const now = microTime(new Date(this.clock.now()));
     const timeoutMs = this.renewDeadlineMs;
     const leaseDurationSeconds = Math.ceil(this.leaseDurationMs / 1000);
     let lease: Lease;
@@ -156,7 +163,7 @@ export class LeaderElector {
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? '';
     const expiresAt = this.observedAt + (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
-    if (holder !== '' && holder !== identity && performance.now() <= expiresAt) return holder;
+    if (holder !== '' && holder !== identity && this.clock.monotonic() <= expiresAt) return holder;
     const ours = holder === identity;
     const spec2 = { ...spec, holderIdentity: identity, leaseDurationSeconds, renewTime: now, acquireTime: ours ? spec.acquireTime ?? now : now, leaseTransitions: (spec.leaseTransitions ?? 0) + (ours ? 0 : 1) };
     this.observe(await client.request<Lease>('PUT', this.path, { body: { ...lease, spec: spec2 }, timeoutMs }));
@@ -166,7 +173,7 @@ export class LeaderElector {
   /** Restarts the expiry clock whenever the record changes: the only time base is this process's own clock. */
   private observe(lease: Lease): void {
     const key = JSON.stringify([lease.spec?.holderIdentity, lease.spec?.renewTime, lease.metadata.resourceVersion]);
-    if (key !== this.observedKey) [this.observedKey, this.observedAt] = [key, performance.now()];
+    if (key !== this.observedKey) [this.observedKey, this.observedAt] = [key, this.clock.monotonic()];
     const holder = lease.spec?.holderIdentity ?? '';
     if (holder !== (this.lease?.spec?.holderIdentity ?? '')) this.log('leader.holder-changed', { holder });
     this.lease = lease;
@@ -177,11 +184,11 @@ export class LeaderElector {
    * so others' expiry clocks started later still, and the deadline stays safe.
    */
   private renewed(startedAt: number): void {
-    const remaining = startedAt + this.renewDeadlineMs - performance.now();
+    const remaining = startedAt + this.renewDeadlineMs - this.clock.monotonic();
     if (remaining <= 0) return this.stepDown('renew succeeded too late');
-    clearTimeout(this.deadlineTimer);
-    this.deadlineTimer = setTimeout(() => this.stepDown(`no successful renew within ${this.renewDeadlineMs} ms`), remaining);
-    this.deadlineTimer.unref(); // only meaningful while the process lives; the loop keeps it alive
+    this.deadlineTimer?.cancel();
+    // Only meaningful while the process lives; the loop keeps it alive.
+    this.deadlineTimer = this.clock.after(remaining, () => this.stepDown(`no successful renew within ${this.renewDeadlineMs} ms`)).unref();
     if (this.leading) return;
     this.leading = true;
     this.log('leader.started', {});
@@ -189,7 +196,7 @@ export class LeaderElector {
   }
 
   private stepDown(reason: string): void {
-    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer?.cancel();
     if (!this.leading) return;
     this.leading = false;
     this.log('leader.stopped', { reason });
@@ -198,7 +205,7 @@ export class LeaderElector {
 
   /** Frees the Lease the way client-go does: empty holder, 1 s duration, guarded by resourceVersion. */
   private async release(lease: Lease): Promise<void> {
-    const now = microTime(new Date());
+    const now = microTime(new Date(this.clock.now()));
     const spec = { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now };
     try {
       this.lease = await this.options.client.request<Lease>('PUT', this.path, { body: { ...lease, spec }, timeoutMs: this.renewDeadlineMs });

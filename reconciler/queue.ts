@@ -12,17 +12,23 @@ export interface BackoffPolicy {
   readonly maxMs: number;
 }
 
+import { realClock, type Clock, type TimerHandle } from './clock.js';
+
 export class WorkQueue {
   private readonly queue: string[] = [];
   private readonly queued = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly dirtyWhileProcessing = new Set<string>();
   private readonly failures = new Map<string, number>();
-  private readonly delayed = new Map<string, NodeJS.Timeout>();
+  private readonly delayed = new Map<string, TimerHandle>();
   private readonly waiters: ((key: string | undefined) => void)[] = [];
   private shuttingDown = false;
 
-  constructor(private readonly backoff: BackoffPolicy = { baseMs: 2000, maxMs: 300_000 }, private readonly onDepthChange?: (depth: number) => void) {}
+  constructor(
+    private readonly backoff: BackoffPolicy = { baseMs: 2000, maxMs: 300_000 },
+    private readonly onDepthChange?: (depth: number) => void,
+    private readonly clock: Clock = realClock,
+  ) {}
 
   get depth(): number {
     return this.queue.length;
@@ -33,7 +39,7 @@ export class WorkQueue {
     const timer = this.delayed.get(key);
     if (timer) {
       // An event supersedes a pending retry: the new state is worth a look now.
-      clearTimeout(timer);
+      timer.cancel();
       this.delayed.delete(key);
     }
     if (this.processing.has(key)) {
@@ -55,12 +61,11 @@ export class WorkQueue {
   /** Adds the key after `ms`, unless an add() comes first. */
   addAfter(key: string, ms: number): void {
     if (this.shuttingDown) return;
-    if (this.delayed.has(key)) clearTimeout(this.delayed.get(key)!);
-    const timer = setTimeout(() => {
+    this.delayed.get(key)?.cancel();
+    const timer = this.clock.after(ms, () => {
       this.delayed.delete(key);
       this.add(key);
-    }, ms);
-    timer.unref();
+    }).unref();
     this.delayed.set(key, timer);
   }
 
@@ -68,7 +73,7 @@ export class WorkQueue {
   addRateLimited(key: string): number {
     const failures = this.failures.get(key) ?? 0;
     this.failures.set(key, failures + 1);
-    const delay = Math.min(this.backoff.maxMs, this.backoff.baseMs * 2 ** failures) * (0.8 + Math.random() * 0.4);
+    const delay = Math.min(this.backoff.maxMs, this.backoff.baseMs * 2 ** failures) * (0.8 + this.clock.random() * 0.4);
     this.addAfter(key, delay);
     return delay;
   }
@@ -104,7 +109,7 @@ export class WorkQueue {
   /** Stops handing out keys; waiting workers receive undefined. */
   shutDown(): void {
     this.shuttingDown = true;
-    for (const timer of this.delayed.values()) clearTimeout(timer);
+    for (const timer of this.delayed.values()) timer.cancel();
     this.delayed.clear();
     for (const waiter of this.waiters.splice(0)) waiter(undefined);
   }

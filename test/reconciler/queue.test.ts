@@ -1,5 +1,6 @@
 /** The work queue's guarantees, which the reconcile contract relies on. */
 import { WorkQueue } from '../../reconciler/queue.js';
+import { FakeClock } from '../support/fake-clock.js';
 
 describe('the work queue', () => {
   it('collapses duplicate keys waiting in the queue', async () => {
@@ -56,5 +57,34 @@ describe('the work queue', () => {
     const waiting = queue.get();
     queue.shutDown();
     expect(await waiting).toBeUndefined();
+  });
+
+  it('brings a failed key back exactly when its backoff is due, on the injected clock', async () => {
+    const clock = new FakeClock();
+    const queue = new WorkQueue({ baseMs: 2000, maxMs: 300_000 }, undefined, clock);
+    clock.randomValue = 0.5; // jitter factor 1.0
+    expect(queue.addRateLimited('ns/a')).toBe(2000);
+    expect(queue.addRateLimited('ns/a')).toBe(4000); // the second failure replaces the first retry
+    await clock.advance(3999);
+    expect(queue.depth).toBe(0);
+    await clock.advance(1);
+    expect(queue.depth).toBe(1);
+    clock.randomValue = 0; // the low end of the jitter: 0.8 x nominal
+    expect(queue.addRateLimited('ns/b')).toBe(1600);
+    queue.shutDown();
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('fires a requeue-after once, and not at all after shutdown', async () => {
+    const clock = new FakeClock();
+    const queue = new WorkQueue(undefined, undefined, clock);
+    queue.addAfter('ns/a', 60_000);
+    await clock.advance(60_000);
+    expect(await queue.get()).toBe('ns/a');
+    queue.done('ns/a');
+    queue.addAfter('ns/b', 1000);
+    queue.shutDown();
+    await clock.advance(5000);
+    expect(queue.depth).toBe(0);
   });
 });
