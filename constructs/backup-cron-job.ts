@@ -10,7 +10,7 @@ export interface KVBackupCronJobProps {
   readonly identity: ClusterIdentity;
   /** The spec's backup section, with backupImage defaulted. */
   readonly backup: NonNullable<DistributedKVSpec['backup']>;
-  /** The client port the backup container connects to. */
+  /** The generator configuration: the client port the backup container connects to, labels and annotations. */
   readonly config: GeneratorConfig;
 }
 

@@ -6,7 +6,7 @@ import type { ClusterIdentity } from '../model/cluster-identity.js';
 export interface KVServicesProps {
   /** Names and the pod selector shared by every object of the cluster. */
   readonly identity: ClusterIdentity;
-  /** Ports of the server. */
+  /** The generator configuration: the server's client and peer ports. */
   readonly config: GeneratorConfig;
 }
 

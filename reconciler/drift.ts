@@ -146,7 +146,11 @@ function lastWriter(entries: readonly ManagedFieldsEntry[], path: readonly Segme
   return best ? `${best.manager}${best.subresource ? ` (${best.subresource})` : ''}` : undefined;
 }
 
-/** Metadata the controller sets but does not compare: owner references are added only when it creates. */
+/**
+ * Metadata the controller sets but does not compare: the namespace says where
+ * an object is, not what it holds, and owner references (set on every apply)
+ * are ownership, which ownership.ts judges, not content.
+ */
 const NOT_COMPARED = new Set(['ownerReferences', 'namespace']);
 
 /**

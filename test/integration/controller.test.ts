@@ -214,8 +214,7 @@ describeWithCluster('the DistributedKV controller', () => {
     // The API server's own counter, so a write the controller does not count is still seen.
     // Leases and Events are excluded: kube-apiserver renews its own identity and endpoint
     // Leases on a timer, and Events are reports, not state. The counter is server-wide:
-    // this holds only while no other test file writes concurrently (jest runs files in
-    // parallel on machines with more than two cores; run this file alone there).
+    // this holds because jest runs one test file at a time (maxWorkers: 1 in jest.config.js).
     const mutatingBefore = await mutatingRequests(client);
 
     await observeFor(5000);

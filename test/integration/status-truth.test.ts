@@ -32,7 +32,7 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
   let client: KubeClient;
   let namespace: string;
   let running: RunningController | undefined;
-  /** Lists one resource (by plural: the client's resourcePath knows only the kinds the controller writes) in the test's namespace. */
+  /** Lists one resource in the test's namespace, by plural (resourcePath knows only the kinds this project reads or writes, not Jobs or claims). */
   const list = async (apiVersion: string, plural: string): Promise<any[]> =>
     (await client.request('GET', `${apiVersion.includes('/') ? '/apis' : '/api'}/${apiVersion}/namespaces/${namespace}/${plural}`)).items;
 
