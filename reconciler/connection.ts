@@ -189,19 +189,3 @@ function clientNodeConnection(server: string, paths: readonly string[]): Connect
     },
   };
 }
-
-/** The same credentials against another server address (a proxy in tests, a port-forward). */
-export function withServer(connection: Connection, server: string): Connection {
-  return { server: server.replace(/\/$/, ''), requestOptions: () => connection.requestOptions(), unauthorized: () => connection.unauthorized?.() };
-}
-
-/** The server's address and CA of `connection`, authenticating with a bearer token instead (tests of RBAC). */
-export function staticConnectionForTests(connection: Connection, token: string): Connection {
-  return {
-    server: connection.server,
-    requestOptions: async () => {
-      const { ca, servername, rejectUnauthorized } = await connection.requestOptions();
-      return { ca, servername, rejectUnauthorized, headers: { Authorization: `Bearer ${token}` } };
-    },
-  };
-}

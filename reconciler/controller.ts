@@ -175,10 +175,6 @@ export class Controller {
     return this.synced;
   }
 
-  get isLeading(): boolean {
-    return this.leading;
-  }
-
   /**
    * Begins a leadership term (on winning the Lease): every known cluster is
    * queued, workers start with a client fenced by this term. If the previous

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { KubeClient } from './kube-client.js';
+import { resourcePath, type KubeClient } from './kube-client.js';
 
 export interface InvolvedObject {
   readonly apiVersion: string;
@@ -19,7 +19,7 @@ export class EventRecorder {
     const now = new Date().toISOString();
     const namespace = object.metadata.namespace ?? 'default';
     try {
-      await this.client.request('POST', `/api/v1/namespaces/${namespace}/events`, {
+      await this.client.request('POST', resourcePath('v1', 'Event', namespace), {
         body: {
           apiVersion: 'v1',
           kind: 'Event',

@@ -1,5 +1,5 @@
 import { Agent, request, type RequestOptions } from 'node:https';
-import { loadConnection, withServer, type Connection, type ConnectionOptions } from './connection.js';
+import { loadConnection, type Connection, type ConnectionOptions } from './connection.js';
 
 /** Where each kind this project touches lives in the API. */
 const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
@@ -18,7 +18,6 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   'policy/v1/PodDisruptionBudget': { plural: 'poddisruptionbudgets', namespaced: true },
   'batch/v1/CronJob': { plural: 'cronjobs', namespaced: true },
   'coordination.k8s.io/v1/Lease': { plural: 'leases', namespaced: true },
-  'events.k8s.io/v1/Event': { plural: 'events', namespaced: true },
   'apiextensions.k8s.io/v1/CustomResourceDefinition': { plural: 'customresourcedefinitions', namespaced: false },
   'example.com/v1alpha1/DistributedKV': { plural: 'distributedkvs', namespaced: true },
 };
@@ -112,10 +111,6 @@ export class KubeClient {
     this.server = connection.server;
   }
 
-  /** The same credentials against another address. */
-  withServer(server: string): KubeClient {
-    return new KubeClient(withServer(this.connection, server));
-  }
 
   private tlsOptions(): Promise<RequestOptions> {
     return this.connection.requestOptions();

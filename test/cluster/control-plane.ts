@@ -31,8 +31,6 @@ export interface ControlPlane {
   readonly server: string;
   /** Milliseconds from spawning etcd to kube-apiserver answering /readyz (with `withNodes`: to every fake node Ready). */
   readonly startMillis: number;
-  /** Stops kube-apiserver (keeping etcd and its data) and starts it again on the same port. */
-  restartApiServer(): Promise<void>;
   /** Stops kube-apiserver only (to test clients that outlive it). */
   stopApiServer(): Promise<void>;
   /** Starts kube-apiserver again after stopApiServer. */
@@ -274,10 +272,6 @@ export async function startControlPlane(binDir: string = locateBinaries(), optio
     kubeconfigPath,
     server,
     startMillis: Date.now() - started,
-    restartApiServer: async () => {
-      await stopApiServer();
-      await startApiServer();
-    },
     stopApiServer,
     startApiServer,
     stop,

@@ -9,7 +9,7 @@
 import { connect, createServer, type Socket } from 'node:net';
 
 export interface LoopbackProxy {
-  /** `https://127.0.0.1:<port>`: use with KubeClient.withServer. */
+  /** `https://127.0.0.1:<port>`: use with viaServer (test/support/connections.ts). */
   readonly url: string;
   /** Every connection open now stops forwarding, for good. */
   freeze(): void;

@@ -8,6 +8,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
 import { LeaderElector, type LeaderElectionOptions } from '../../reconciler/leader.js';
 import { createNamespace, describeWithCluster, eventually, testClient } from '../cluster/kube.js';
+import { viaServer } from '../support/connections.js';
 
 const LEASE = 3000;
 const RENEW = 2000;
@@ -173,7 +174,7 @@ describeWithCluster('leader election', () => {
 
   it('stops leading before the Lease can expire when it cannot reach the API server', async () => {
     const proxy = await partitionableProxy(client.server);
-    const cut = client.withServer(proxy.url);
+    const cut = viaServer(client, proxy.url);
     try {
       const leader = replica('cut-off', { client: cut });
       await leaderOf([leader]);

@@ -10,10 +10,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { packageRoot } from '../../api/package-root.js';
-import { staticConnectionForTests } from '../../reconciler/connection.js';
 import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
 import { LeaderElector } from '../../reconciler/leader.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
+import { withToken } from '../support/connections.js';
 import { clusterPath, converged, createCluster, startController } from './controller-harness.js';
 
 describeWithCluster('the controller with only the permissions of deploy/rbac.yaml', () => {
@@ -32,7 +32,7 @@ describeWithCluster('the controller with only the permissions of deploy/rbac.yam
     const token = await admin.request('POST', resourcePath('v1', 'ServiceAccount', 'dkv-system', 'dkv-controller') + '/token', {
       body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
     });
-    controllerClient = new KubeClient(staticConnectionForTests(admin.connection, token.status.token));
+    controllerClient = withToken(admin, token.status.token);
   });
   afterAll(() => {
     admin?.close();

@@ -14,6 +14,7 @@ import { startHealthServer } from '../../reconciler/health-server.js';
 import type { KubeClient } from '../../reconciler/kube-client.js';
 import { startLoopbackProxy, type LoopbackProxy } from '../cluster/loopback-proxy.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, testClient } from '../cluster/kube.js';
+import { viaServer } from '../support/connections.js';
 import { clusterPath, config, createCluster } from './controller-harness.js';
 
 describeWithCluster('a watch on a half-open connection', () => {
@@ -32,7 +33,7 @@ describeWithCluster('a watch on a half-open connection', () => {
 
   it('is restarted after its idle bound; /healthz fails while the server stays unreachable and recovers after', async () => {
     const namespace = await createNamespace(admin, 'halfopen');
-    const client = admin.withServer(proxy.url);
+    const client = viaServer(admin, proxy.url);
     const controller = new Controller({
       client, config, log: pino({ level: 'silent' }), namespace,
       watch: { watchIdleTimeoutMs: 1500, initialBackoffMs: 100, maxBackoffMs: 200 },
