@@ -110,11 +110,16 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
     await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { spec: { backup: { schedule: '5-3 * * * *' } } }, contentType: mergePatch });
     // Eventually, not at once: on a loaded machine kwok's nodes (and so the pods) can be NotReady for a moment,
     // and the status must then say so. Before this was fixed, a refused spec always reported 0 ready members.
+    let last: unknown;
     const cr = await eventually('Degraded/InvalidSpec for the new generation, with every running member reported ready', async () => {
       const current = await client.request('GET', clusterPath(namespace, 'kv'));
+      const live = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, 'kv'));
+      last = { generation: current.metadata.generation, status: current.status, statefulSet: live.status };
       const refused = condition(current, 'Degraded')?.reason === 'InvalidSpec' && current.status.observedGeneration === current.metadata.generation;
       return refused && current.status.readyReplicas === SIZE ? current : undefined;
-    }, 60_000, 200);
+    }, 60_000, 200).catch((e: Error) => {
+      throw new Error(`${e.message}; last seen: ${JSON.stringify(last)}`);
+    });
     expect(condition(cr, 'Available')).toMatchObject({ status: 'True', reason: 'QuorumAvailable' });
     const sts = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, 'kv'));
     expect(sts.status.readyReplicas).toBe(SIZE);
