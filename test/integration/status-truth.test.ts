@@ -83,6 +83,32 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
     for (const claim of claims) expect(claim.status.phase).toBe('Bound');
   }, 120_000);
 
+  it('still tells the truth about the running members when the spec turns invalid: readyReplicas, Available, and Degraded/InvalidSpec', async () => {
+    await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { spec: { backup: { schedule: '5-3 * * * *' } } }, contentType: mergePatch });
+    // Right after the members were seen ready (the test before): a refused spec must keep reporting them.
+    // Before this was fixed, it reported 0 ready members and Available=False for a healthy cluster.
+    let last: unknown;
+    const cr = await eventually('Degraded/InvalidSpec for the new generation, with every running member reported ready', async () => {
+      const current = await client.request('GET', clusterPath(namespace, 'kv'));
+      const live = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, 'kv'));
+      last = { generation: current.metadata.generation, status: current.status, statefulSet: live.status };
+      const refused = condition(current, 'Degraded')?.reason === 'InvalidSpec' && current.status.observedGeneration === current.metadata.generation;
+      return refused && current.status.readyReplicas === SIZE ? current : undefined;
+    }, 60_000, 200).catch((e: Error) => {
+      throw new Error(`${e.message}; last seen: ${JSON.stringify(last)}`);
+    });
+    expect(condition(cr, 'Available')).toMatchObject({ status: 'True', reason: 'QuorumAvailable' });
+    const sts = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, 'kv'));
+    expect(sts.status.readyReplicas).toBe(SIZE);
+    expect(cr.status.generatedObjects).toHaveLength(GENERATED);
+
+    await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { spec: { backup: { schedule: '* * * * *' } } }, contentType: mergePatch });
+    await eventually('Degraded to clear', async () => {
+      const current = await client.request('GET', clusterPath(namespace, 'kv'));
+      return condition(current, 'Degraded')?.status === 'False' && current.status.observedGeneration === current.metadata.generation ? true : undefined;
+    }, 30_000, 200);
+  }, 120_000);
+
   it('sets lastBackupTime from the CronJob once a backup Job has succeeded', async () => {
     const cr = await eventually('lastBackupTime to be set', async () => {
       const current = await client.request('GET', clusterPath(namespace, 'kv'));
@@ -105,32 +131,6 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
     const jobPods = (await list('v1', 'pods')).filter((p) => p.metadata.ownerReferences?.some((o: any) => o.kind === 'Job'));
     expect(jobPods.some((p) => p.status.phase === 'Succeeded')).toBe(true);
   }, 180_000);
-
-  it('still tells the truth about the running members when the spec turns invalid: readyReplicas, Available, and Degraded/InvalidSpec', async () => {
-    await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { spec: { backup: { schedule: '5-3 * * * *' } } }, contentType: mergePatch });
-    // Eventually, not at once: on a loaded machine kwok's nodes (and so the pods) can be NotReady for a moment,
-    // and the status must then say so. Before this was fixed, a refused spec always reported 0 ready members.
-    let last: unknown;
-    const cr = await eventually('Degraded/InvalidSpec for the new generation, with every running member reported ready', async () => {
-      const current = await client.request('GET', clusterPath(namespace, 'kv'));
-      const live = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, 'kv'));
-      last = { generation: current.metadata.generation, status: current.status, statefulSet: live.status };
-      const refused = condition(current, 'Degraded')?.reason === 'InvalidSpec' && current.status.observedGeneration === current.metadata.generation;
-      return refused && current.status.readyReplicas === SIZE ? current : undefined;
-    }, 60_000, 200).catch((e: Error) => {
-      throw new Error(`${e.message}; last seen: ${JSON.stringify(last)}`);
-    });
-    expect(condition(cr, 'Available')).toMatchObject({ status: 'True', reason: 'QuorumAvailable' });
-    const sts = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, 'kv'));
-    expect(sts.status.readyReplicas).toBe(SIZE);
-    expect(cr.status.generatedObjects).toHaveLength(GENERATED);
-
-    await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { spec: { backup: { schedule: '* * * * *' } } }, contentType: mergePatch });
-    await eventually('Degraded to clear', async () => {
-      const current = await client.request('GET', clusterPath(namespace, 'kv'));
-      return condition(current, 'Degraded')?.status === 'False' && current.status.observedGeneration === current.metadata.generation ? true : undefined;
-    }, 30_000, 200);
-  }, 120_000);
 
   it('drops lastBackupTime once backup is removed, and then writes no status on further reconciles', async () => {
     await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { spec: { backup: null } }, contentType: mergePatch });
