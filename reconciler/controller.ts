@@ -15,6 +15,7 @@ import { resourcePath, type KubeClient } from './kube-client.js';
 import type { Logger } from './log.js';
 import { ControllerMetrics } from './metrics.js';
 import { claimedNames } from './name-claims.js';
+import { controllingOwner } from './ownership.js';
 import { WorkQueue, type BackoffPolicy } from './queue.js';
 import { reconcileDistributedKV, TerminalError, type ReconcileContext } from './reconcile.js';
 
@@ -63,9 +64,10 @@ function instanceLabel(config: GeneratorConfig): string | undefined {
   return Object.entries(config.labels).find(([, v]) => v === '{name}')?.[0];
 }
 
-/** The uids of an object's controlling owners: the owned caches' index. */
-export function ownerUids(object: CachedObject): string[] {
-  return (object.metadata.ownerReferences ?? []).filter((r: { controller?: boolean }) => r.controller).map((r: { uid: string }) => r.uid);
+/** The uid of an object's controlling owner: the owned caches' index. */
+function ownerUids(object: CachedObject): string[] {
+  const uid = controllingOwner(object)?.uid;
+  return uid ? [uid] : [];
 }
 
 /**
@@ -209,20 +211,22 @@ export class Controller {
    * the workers have stopped.
    */
   stopWorkers(mode: 'fence' | 'drain' = 'fence'): Promise<void> {
-    // Stop at once, not after the queued transition: the Lease may already be lost.
-    this.leading = false;
-    this.metrics.leader.set(0);
-    this.queue.shutDown();
-    if (mode === 'fence') this.term?.abort();
+    // At once, not only after the queued transition: the Lease may already be lost. And again
+    // in the transition, in case a start queued before this stop ran in between.
+    this.stopTakingWork(mode);
     return (this.transition = this.transition.then(async () => {
-      this.leading = false;
-      this.metrics.leader.set(0);
-      this.queue.shutDown();
-      if (mode === 'fence') this.term?.abort();
+      this.stopTakingWork(mode);
       await Promise.all(this.workersRunning);
       this.term?.abort();
       this.workersRunning = [];
     }));
+  }
+
+  private stopTakingWork(mode: 'fence' | 'drain'): void {
+    this.leading = false;
+    this.metrics.leader.set(0);
+    this.queue.shutDown();
+    if (mode === 'fence') this.term?.abort();
   }
 
   async stop(): Promise<void> {

@@ -29,7 +29,7 @@ export interface WriteOutcome {
   readonly failures: readonly string[];
 }
 
-export function describeDrift(fields: readonly DriftedField[]): string {
+function describeDrift(fields: readonly DriftedField[]): string {
   return fields.map((f) => `${f.path}${f.manager ? ` (changed by ${f.manager})` : ''}`).join(', ');
 }
 

@@ -13,12 +13,17 @@ export type Ownership =
   | { readonly ours: true }
   | { readonly ours: false; readonly owner: string };
 
-interface OwnerReference {
+export interface OwnerReference {
   readonly apiVersion?: string;
   readonly kind?: string;
   readonly name?: string;
   readonly uid?: string;
   readonly controller?: boolean;
+}
+
+/** The owner reference marked `controller` (the API server allows at most one). */
+export function controllingOwner(object: CachedObject): OwnerReference | undefined {
+  return ((object.metadata.ownerReferences ?? []) as OwnerReference[]).find((r) => r.controller);
 }
 
 /**
@@ -27,7 +32,7 @@ interface OwnerReference {
  * uncontrolled object is theirs to compare, whatever its hash.
  */
 export function ownershipOf(live: CachedObject, clusterUid: string, desiredHash: string | undefined, hashAnnotation: string, detectOnly = false): Ownership {
-  const controller = ((live.metadata.ownerReferences ?? []) as OwnerReference[]).find((r) => r.controller);
+  const controller = controllingOwner(live);
   if (controller) {
     return controller.uid === clusterUid ? { ours: true } : { ours: false, owner: `${controller.kind ?? 'object'}/${controller.name ?? controller.uid} (uid ${controller.uid})` };
   }

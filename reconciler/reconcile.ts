@@ -21,7 +21,7 @@ import { refusedStatefulSetChanges } from './immutable-changes.js';
 import type { CachedObject } from './informer.js';
 import { KubeApiError, resourcePath, type KubeClient } from './kube-client.js';
 import { claimedNames, precedes } from './name-claims.js';
-import { ownershipOf } from './ownership.js';
+import { controllingOwner, ownershipOf } from './ownership.js';
 import { planWrites } from './plan-writes.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 import { refuse, reportOutcome } from './report.js';
@@ -133,7 +133,7 @@ function claimHolder(ctx: ReconcileContext, claim: string): string | undefined {
   const [namespace, kind, ...name] = claim.split('/');
   const informer = [...ctx.owned.entries()].find(([k]) => k.endsWith(`/${kind}`))?.[1];
   const object = informer?.get(`${namespace}/${name.join('/')}`);
-  return (object?.metadata.ownerReferences ?? []).find((r: { controller?: boolean }) => r.controller)?.uid;
+  return object ? controllingOwner(object)?.uid : undefined;
 }
 
 /**
