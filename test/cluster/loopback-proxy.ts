@@ -1,9 +1,11 @@
 /**
  * A TCP proxy on loopback in front of the API server (TLS passes through
  * untouched), that can fail the ways networks fail without saying so:
- * `freeze()` makes every open connection half-open (bytes stop in both
- * directions, and neither side is closed or told), and `blackhole` makes new
- * connections do the same from their first byte. Nothing is ever closed by
+ * `freeze()` makes every open connection half-open for good (bytes stop in
+ * both directions, and neither side is closed or told), `blackhole` makes new
+ * connections do the same from their first byte, and `partitioned` drops
+ * every byte on every connection while it is true (a network partition that
+ * heals). Nothing is ever closed by
  * it except on close().
  */
 import { connect, createServer, type Socket } from 'node:net';
@@ -15,6 +17,8 @@ export interface LoopbackProxy {
   freeze(): void;
   /** While true, new connections are accepted and never forwarded. */
   blackhole: boolean;
+  /** While true, no connection forwards anything; when it turns false, they all resume. */
+  partitioned: boolean;
   close(): Promise<void>;
 }
 
@@ -22,6 +26,7 @@ export async function startLoopbackProxy(target: string): Promise<LoopbackProxy>
   const { hostname, port } = new URL(target);
   const connections = new Set<{ frozen: boolean; sockets: Socket[] }>();
   let blackhole = false;
+  let partitioned = false;
   const server = createServer((downstream) => {
     const connection = { frozen: blackhole, sockets: [downstream] as Socket[] };
     connections.add(connection);
@@ -29,7 +34,7 @@ export async function startLoopbackProxy(target: string): Promise<LoopbackProxy>
     connection.sockets.push(upstream);
     for (const [from, to] of [[downstream, upstream], [upstream, downstream]] as const) {
       from.on('data', (chunk) => {
-        if (!connection.frozen) to.write(chunk);
+        if (!connection.frozen && !partitioned) to.write(chunk);
       });
       from.on('error', () => to.destroy());
       from.on('close', () => {
@@ -51,6 +56,12 @@ export async function startLoopbackProxy(target: string): Promise<LoopbackProxy>
     },
     set blackhole(on: boolean) {
       blackhole = on;
+    },
+    get partitioned() {
+      return partitioned;
+    },
+    set partitioned(on: boolean) {
+      partitioned = on;
     },
     close: () => {
       for (const c of connections) for (const s of c.sockets) s.destroy();

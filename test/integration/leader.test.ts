@@ -4,11 +4,11 @@
  * expires, and a leader that cannot renew stops leading before anyone else
  * may start. Durations are scaled down (lease 3 s, renew 2 s, retry 250 ms).
  */
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
 import { LeaderElector, type LeaderElectionOptions } from '../../reconciler/leader.js';
 import { createNamespace, describeWithCluster, eventually, testClient } from '../cluster/kube.js';
 import { viaServer } from '../support/connections.js';
+import { startLoopbackProxy } from '../cluster/loopback-proxy.js';
 
 const LEASE = 3000;
 const RENEW = 2000;
@@ -173,13 +173,13 @@ describeWithCluster('leader election', () => {
   });
 
   it('stops leading before the Lease can expire when it cannot reach the API server', async () => {
-    const proxy = await partitionableProxy(client.server);
+    const proxy = await startLoopbackProxy(client.server);
     const cut = viaServer(client, proxy.url);
     try {
       const leader = replica('cut-off', { client: cut });
       await leaderOf([leader]);
       const standby = replica('standby');
-      proxy.partition(true);
+      proxy.partitioned = true;
       const lastRenew = wallMillis((await readLease()).spec.renewTime);
       await eventually('the cut-off leader to step down', async () => leader.stopped[0], RENEW + 4 * RETRY);
       expect(leader.stopped[0] - lastRenew).toBeLessThanOrEqual(RENEW + RETRY);
@@ -187,7 +187,7 @@ describeWithCluster('leader election', () => {
       expect(takeover).toBeGreaterThan(leader.stopped[0]);
       expect(takeover - lastRenew).toBeGreaterThanOrEqual(LEASE - 20);
       // When the network heals, the old leader finds the new holder and stays a candidate.
-      proxy.partition(false);
+      proxy.partitioned = false;
       await eventually('the old leader to see the new holder', async () => (leader.logs.some((l) => l.event === 'leader.holder-changed' && l.fields.holder === 'standby') ? true : undefined), LEASE * 3);
       expect(leader.elector.isLeader()).toBe(false);
       await leader.elector.stop();
@@ -217,30 +217,3 @@ describeWithCluster('leader election', () => {
     expect(requests).toBe(afterStop);
   });
 });
-
-/** A TCP proxy to the API server that can black-hole traffic, to cut one replica off without stopping the server. */
-async function partitionableProxy(server: string): Promise<{ url: string; partition(on: boolean): void; close(): Promise<void> }> {
-  const target = new URL(server);
-  let partitioned = false;
-  const sockets = new Set<Socket>();
-  const proxy: Server = createServer((downstream) => {
-    const upstream = connect(Number(target.port), target.hostname);
-    for (const [from, to] of [[downstream, upstream], [upstream, downstream]] as const) {
-      sockets.add(from);
-      from.on('data', (chunk) => { if (!partitioned) to.write(chunk); });
-      from.on('error', () => to.destroy());
-      from.on('close', () => { to.destroy(); sockets.delete(from); });
-    }
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  const address = proxy.address();
-  if (!address || typeof address === 'string') throw new Error('proxy has no port');
-  return {
-    url: `https://127.0.0.1:${address.port}`,
-    partition: (on) => { partitioned = on; },
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise((resolve) => proxy.close(() => resolve()));
-    },
-  };
-}
