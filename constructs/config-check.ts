@@ -1,10 +1,10 @@
 /**
  * Rules about a configuration that only show in what it generates: derived
  * names that clash, a selector that would also pick the backup pods, label
- * values Kubernetes rejects, and patches that cannot apply. Checked once,
- * when the configuration is loaded, on probe clusters of every shape
- * (config-probes.ts), so a bad configuration fails with its file and field
- * instead of at the first spec (or at apply).
+ * values Kubernetes rejects, and patches that cannot apply. Checked on probe
+ * clusters of every shape (config-probes.ts) by checkConfig, which every
+ * entry point calls right after loading, so a bad configuration fails with
+ * its file and field instead of at the first spec (or at apply).
  */
 import { DEFAULT_CONFIG_FILE, loadConfig, type GeneratorConfig, type JsonPatchOperation, type PatchableKind } from '../api/config.js';
 import { InputError, InvalidConfigError, type Problem } from '../api/problem.js';

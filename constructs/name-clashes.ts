@@ -1,6 +1,6 @@
 import type { GeneratorConfig, PatchableKind } from '../api/config.js';
 import type { ValidResource } from '../api/validate.js';
-import { clusterIdentity, OBJECT_ROLES } from '../model/cluster-identity.js';
+import { clusterIdentity, namesByTemplate, OBJECT_ROLES } from '../model/cluster-identity.js';
 
 type NameTemplate = keyof GeneratorConfig['names'];
 
@@ -30,14 +30,7 @@ export interface GeneratedName {
  * renders.
  */
 export function generatedNames(resource: ValidResource, config: GeneratorConfig): GeneratedName[] {
-  const identity = clusterIdentity(resource.metadata.name, config);
-  const names: Record<NameTemplate, string> = {
-    statefulSet: identity.statefulSetName,
-    headlessService: identity.headlessServiceName,
-    clientService: identity.clientServiceName,
-    podDisruptionBudget: identity.podDisruptionBudgetName,
-    backupCronJob: identity.backupCronJobName,
-  };
+  const names = namesByTemplate(clusterIdentity(resource.metadata.name, config));
   const templates = (Object.keys(names) as NameTemplate[]).filter((t) => t !== 'backupCronJob' || resource.spec.backup !== undefined);
   return templates.map((template) => ({ kind: KIND_OF_TEMPLATE[template], namespace: resource.metadata.namespace, name: names[template], template }));
 }

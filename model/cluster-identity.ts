@@ -50,6 +50,17 @@ export function clusterIdentity(name: string, config: GeneratorConfig): ClusterI
   };
 }
 
+/** The object names of a cluster by the configuration key (`names.*`) that makes each. */
+export function namesByTemplate(identity: ClusterIdentity): Record<keyof GeneratorConfig['names'], string> {
+  return {
+    statefulSet: identity.statefulSetName,
+    headlessService: identity.headlessServiceName,
+    clientService: identity.clientServiceName,
+    podDisruptionBudget: identity.podDisruptionBudgetName,
+    backupCronJob: identity.backupCronJobName,
+  };
+}
+
 /**
  * Kubernetes' length limits on the names derived from a cluster's name.
  * A StatefulSet's pods carry a `controller-revision-hash` label of the form
@@ -104,13 +115,7 @@ export function nameProblems(name: string, config: GeneratorConfig): string[] {
     problems.push(`must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit) (got ${JSON.stringify(name)})`);
   }
   const identity = clusterIdentity(name, config);
-  const derived: Record<keyof typeof NAME_LIMITS, string> = {
-    statefulSet: identity.statefulSetName,
-    headlessService: identity.headlessServiceName,
-    clientService: identity.clientServiceName,
-    podDisruptionBudget: identity.podDisruptionBudgetName,
-    backupCronJob: identity.backupCronJobName,
-  };
+  const derived = namesByTemplate(identity);
   for (const [key, limit] of Object.entries(NAME_LIMITS)) {
     const value = derived[key as keyof typeof NAME_LIMITS];
     if (value.length > limit) {
