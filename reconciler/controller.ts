@@ -6,17 +6,17 @@
 import { setMaxListeners } from 'node:events';
 import type { GeneratorConfig } from '../api/config.js';
 import { API_VERSION, KIND } from '../api/validate.js';
-import { realClock, type Clock } from './clock.js';
+import { realClock, type Clock } from '../kube/clock.js';
 import { ClusterMemory } from './cluster-memory.js';
 import { EventRecorder } from './events.js';
 import type { FieldFightPolicy } from './field-fights.js';
-import { Informer, objectKey, type CachedObject, type InformerOptions } from './informer.js';
-import { resourcePath, type KubeClient } from './kube-client.js';
-import type { Logger } from './log.js';
+import { Informer, objectKey, type CachedObject, type InformerOptions } from '../kube/informer.js';
+import { resourcePath, type KubeClient } from '../kube/client.js';
+import type { Logger } from '../kube/log.js';
 import { ControllerMetrics } from './metrics.js';
 import { claimedNames } from './name-claims.js';
 import { controllingOwner } from './ownership.js';
-import { WorkQueue, type BackoffPolicy } from './queue.js';
+import { WorkQueue, type BackoffPolicy } from '../kube/queue.js';
 import { reconcileDistributedKV, TerminalError, type ReconcileContext } from './reconcile.js';
 
 /** What a DistributedKV generates; their informers are label-selected so the cache holds only ours. */
@@ -107,9 +107,8 @@ export class Controller {
     const clock = options.clock ?? realClock;
     this.queue = new WorkQueue(options.backoff ?? { baseMs: 2000, maxMs: 300_000 }, (depth) => this.metrics.queueDepth.set(depth), clock);
     const resyncMs = options.resyncMs ?? 10 * 60_000;
-    const informerLog = (event: string, fields: Record<string, unknown>) => log.warn(fields, event);
     this.clusters = new Informer({
-      client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, options.namespace), resyncMs, log: informerLog, clock, ...options.watch,
+      client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, options.namespace), resyncMs, log, clock, ...options.watch,
       // Clusters by the object names they claim: a name clash is found without a request.
       indexBy: (object) => claimedNames(object, config),
       onEvent: (type, object, old) => {
@@ -131,7 +130,7 @@ export class Controller {
     const fieldManager = config.controller.fieldManager;
     for (const { apiVersion, kind } of OWNED_KINDS) {
       this.owned.set(`${apiVersion}/${kind}`, new Informer({
-        client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), labelSelector: selector, resyncMs, log: informerLog, clock, ...options.watch,
+        client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), labelSelector: selector, resyncMs, log, clock, ...options.watch,
         indexBy: ownerUids,
         transform: (object) => slimOwnedObject(object, fieldManager),
         onEvent: (_type, object) => this.enqueueOwner(object, instance),
@@ -143,7 +142,7 @@ export class Controller {
       config, clusters: this.clusters, owned: this.owned, metrics: this.metrics, memory: this.memory,
       now: () => clock.now(),
       objectConflictRecheckMs: options.objectConflictRecheckMs ?? 60_000,
-      log: (level, message, fields) => log[level](fields, message),
+      log,
     };
   }
 
@@ -192,9 +191,10 @@ export class Controller {
       setMaxListeners(0, term.signal); // one listener per request in flight: many, by design
       const client = this.options.client.fenced(term.signal);
       const { log, config } = this.options;
+      const clock = this.options.clock ?? realClock;
       const context: ReconcileContext = {
         ...this.context, client,
-        events: new EventRecorder(client, config.controller.fieldManager, (e) => log.warn({ error: String(e) }, 'recording an event failed')),
+        events: new EventRecorder(client, config.controller.fieldManager, log, clock),
       };
       this.queue.reopen();
       for (const cr of this.clusters.list()) this.queue.add(objectKey(cr));
@@ -257,11 +257,11 @@ export class Controller {
           // Not retried: the next change to the object brings it back.
           this.queue.forget(key);
           outcome = 'terminal';
-          this.options.log.warn({ key, outcome, error: e.message }, 'reconcile failed terminally');
+          this.options.log.warn('reconcile failed terminally', { key, outcome, error: e.message });
         } else {
           const retryInMs = Math.round(this.queue.addRateLimited(key));
           outcome = 'error';
-          this.options.log.error({ key, outcome, error: (e as Error).message, retryInMs, failures: this.queue.failureCount(key) }, 'reconcile failed');
+          this.options.log.error('reconcile failed', { key, outcome, error: (e as Error).message, retryInMs, failures: this.queue.failureCount(key) });
         }
       } finally {
         this.queue.done(key);
@@ -269,7 +269,7 @@ export class Controller {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       this.metrics.reconciles.inc({ result: outcome });
       this.metrics.reconcileDuration.observe(seconds);
-      if (outcome === 'success') this.options.log.debug({ key, outcome, durationMs: Math.round(seconds * 1000) }, 'reconciled');
+      if (outcome === 'success') this.options.log.debug('reconciled', { key, outcome, durationMs: Math.round(seconds * 1000) });
     }
   }
 }

@@ -7,8 +7,8 @@
  */
 import { API_VERSION, KIND } from '../api/validate.js';
 import { findDrift, type DriftedField } from './drift.js';
-import type { CachedObject } from './informer.js';
-import { KubeApiError, resourcePath } from './kube-client.js';
+import type { CachedObject } from '../kube/informer.js';
+import { KubeApiError, resourcePath } from '../kube/client.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
 import { objectName, type ReconcileContext } from './reconcile-context.js';
 
@@ -65,11 +65,11 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
       if (unkept.length > 0 && memory.notKept?.hash !== hash) {
         memory.notKept = { hash, paths: new Set(unkept.map((f) => f.path)) };
         const fields = unkept.map((f) => f.path).join(', ');
-        ctx.log('warn', 'the API server does not keep fields as applied; they are not compared', { key, object: name, fields });
+        ctx.log.warn('the API server does not keep fields as applied; they are not compared', { key, object: name, fields });
         notKept.push(`${name}: the API server does not keep ${fields} as generated (check the configuration's patches); not treated as drift`);
       }
       ctx.metrics.applies.inc({ kind: write.desired.kind, reason: write.reason });
-      ctx.log('info', 'applied', { key, object: name, reason: write.reason, ...(write.drift.length ? { drift: write.drift } : {}) });
+      ctx.log.info('applied', { key, object: name, reason: write.reason, ...(write.drift.length ? { drift: write.drift } : {}) });
       if (write.reason === 'drift') {
         corrected.push(`${name}: restored ${describeDrift(write.drift)}`);
         for (const field of write.drift) {
@@ -81,7 +81,7 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
       }
     } catch (e) {
       failures.push(`${name}: ${(e as Error).message}`);
-      ctx.log('error', 'apply failed', { key, object: name, error: (e as Error).message });
+      ctx.log.error('apply failed', { key, object: name, error: (e as Error).message });
     }
   }));
 
@@ -136,7 +136,7 @@ async function deleteObjects(ctx: ReconcileContext, key: string, objects: readon
       });
       deleted.push(name);
       ctx.metrics.applies.inc({ kind: object.kind!, reason: 'pruned' });
-      ctx.log('info', 'deleted', { key, object: name });
+      ctx.log.info('deleted', { key, object: name });
     } catch (e) {
       if (e instanceof KubeApiError && e.status === 404) return;
       failures.push(`${name}: ${(e as Error).message}`);

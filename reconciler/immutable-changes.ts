@@ -10,7 +10,7 @@
  */
 import type { KubeObject } from '../model/kube-object.js';
 import { findDrift } from './drift.js';
-import type { CachedObject } from './informer.js';
+import type { CachedObject } from '../kube/informer.js';
 
 /** Immutable StatefulSet fields, and the configuration that decides each. */
 const IMMUTABLE: ReadonlyArray<{ readonly prefix: string; readonly decidedBy: string }> = [

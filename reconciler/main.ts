@@ -7,9 +7,9 @@ import { loadCheckedConfig } from '../constructs/config-check.js';
 import { Controller } from './controller.js';
 import { CONTROLLER_USAGE, parseControllerFlags } from './controller-flags.js';
 import { startHealthServer } from './health-server.js';
-import { KubeClient } from './kube-client.js';
-import { LeaderElector } from './leader.js';
-import { createLogger } from './log.js';
+import { KubeClient } from '../kube/client.js';
+import { LeaderElector } from '../kube/leader.js';
+import { createLogger } from '../kube/log.js';
 
 export async function runController(args: string[]): Promise<number> {
   const flags = parseControllerFlags(args);
@@ -25,10 +25,10 @@ export async function runController(args: string[]): Promise<number> {
     backoff: { baseMs: flags.backoffBaseMs, maxMs: flags.backoffMaxMs },
   });
   const health = await startHealthServer({ host: flags.healthHost, port: flags.healthPort, registry: controller.metrics.registry, ready: () => controller.cachesSynced, live: () => controller.watchLiveness() });
-  log.info({ healthPort: health.port, server: client.server }, 'serving /healthz, /readyz and /metrics');
+  log.info('serving /healthz, /readyz and /metrics', { healthPort: health.port, server: client.server });
 
   await controller.startCaches();
-  log.info({ clusters: controller.clusters.size }, 'caches synced');
+  log.info('caches synced', { clusters: controller.clusters.size });
 
   const identity = flags.identity ?? `${hostname()}-${process.pid}`;
   let elector: LeaderElector | undefined;
@@ -43,17 +43,17 @@ export async function runController(args: string[]): Promise<number> {
       renewDeadlineMs: flags.renewDeadlineMs,
       retryPeriodMs: flags.retryPeriodMs,
       onStartedLeading: () => {
-        log.info({ identity }, 'became leader: reconciling');
+        log.info('became leader: reconciling', { identity });
         void controller.startWorkers();
       },
       onStoppedLeading: () => {
         // As controller-runtime does: a replica that lost the Lease stops writing at once (the
         // term's requests are cut off) and exits, so its pod restarts as a fresh candidate.
-        log.warn({ identity }, 'lost leadership: stopped reconciling, exiting');
+        log.warn('lost leadership: stopped reconciling, exiting', { identity });
         void controller.stopWorkers();
         lostLeadership();
       },
-      log: (event, fields) => log.info({ identity, ...fields }, event),
+      log,
     });
     elector.start();
   } else {
@@ -68,7 +68,7 @@ export async function runController(args: string[]): Promise<number> {
     };
     const shutdown = (signal: string) => {
       shuttingDown = true;
-      log.info({ signal }, 'shutting down: finishing in-flight reconciles');
+      log.info('shutting down: finishing in-flight reconciles', { signal });
       resolve();
     };
     process.once('SIGTERM', () => shutdown('SIGTERM'));
@@ -82,6 +82,6 @@ export async function runController(args: string[]): Promise<number> {
   await controller.stop();
   await health.close();
   client.close();
-  log.info({ exitCode }, 'stopped');
+  log.info('stopped', { exitCode });
   return exitCode;
 }

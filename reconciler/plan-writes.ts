@@ -7,7 +7,7 @@
 import type { KubeObject } from '../model/kube-object.js';
 import type { ObjectMemory } from './cluster-memory.js';
 import { findDrift, type DriftedField } from './drift.js';
-import type { CachedObject } from './informer.js';
+import type { CachedObject } from '../kube/informer.js';
 import type { ApplyReason } from './metrics.js';
 import { ownershipOf } from './ownership.js';
 import { objectName } from './reconcile-context.js';

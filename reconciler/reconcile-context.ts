@@ -7,8 +7,9 @@
 import type { GeneratorConfig } from '../api/config.js';
 import type { ClusterMemory } from './cluster-memory.js';
 import type { EventRecorder } from './events.js';
-import type { Informer } from './informer.js';
-import type { KubeClient } from './kube-client.js';
+import type { Informer } from '../kube/informer.js';
+import type { KubeClient } from '../kube/client.js';
+import type { Logger } from '../kube/log.js';
 import type { ControllerMetrics } from './metrics.js';
 
 export interface ReconcileResult {
@@ -35,7 +36,7 @@ export interface ReconcileContext {
   readonly now: () => number;
   /** How often a cluster blocked by an object that is not its own looks again (that object is not watched). */
   readonly objectConflictRecheckMs: number;
-  readonly log: (level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown>) => void;
+  readonly log: Logger;
 }
 
 /** `Kind/name`: how objects are named in Events, status messages and the controller's memory. */

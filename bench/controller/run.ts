@@ -21,8 +21,8 @@ import { customResourceDefinition } from '../../api/crd.js';
 import { packageRoot } from '../../api/package-root.js';
 import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
-import { Informer } from '../../reconciler/informer.js';
-import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
+import { Informer } from '../../kube/informer.js';
+import { KubeClient, resourcePath } from '../../kube/client.js';
 import { MUTATING_VERBS, requestCounts, splitKey } from '../../test/cluster/apiserver-metrics.js';
 import { startControlPlane } from '../../test/cluster/control-plane.js';
 

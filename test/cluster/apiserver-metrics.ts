@@ -1,5 +1,5 @@
 /** Reading kube-apiserver's own request counter, for tests and benchmarks that count writes. */
-import type { KubeClient } from '../../reconciler/kube-client.js';
+import type { KubeClient } from '../../kube/client.js';
 
 /** The verb labels of apiserver_request_total that change state. */
 export const MUTATING_VERBS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'APPLY', 'DELETE', 'DELETECOLLECTION', 'CREATE', 'UPDATE']);

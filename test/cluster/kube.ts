@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { loadDefaultConfig } from '../../api/config.js';
 import { customResourceDefinition } from '../../api/crd.js';
-import { KubeApiError, KubeClient } from '../../reconciler/kube-client.js';
+import { KubeApiError, KubeClient } from '../../kube/client.js';
 
 export const clusterAvailable = Boolean(process.env.DKV_TEST_KUBECONFIG);
 

@@ -21,7 +21,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { KubeApiError, KubeClient } from '../../reconciler/kube-client.js';
+import { KubeApiError, KubeClient } from '../../kube/client.js';
 
 export interface NodesOptions {
   /** Fake nodes to create (default 3). */

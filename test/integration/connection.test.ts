@@ -6,8 +6,8 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { credentialSource, loadConnection } from '../../reconciler/connection.js';
-import { KubeApiError, KubeClient } from '../../reconciler/kube-client.js';
+import { credentialSource, loadConnection } from '../../kube/connection.js';
+import { KubeApiError, KubeClient } from '../../kube/client.js';
 import { createNamespace, describeWithCluster, eventually, testClient } from '../cluster/kube.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'dkv-connection-'));

@@ -9,7 +9,7 @@ import { validateDistributedKV } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { readSpecs } from '../../cli/read-specs.js';
 import { EXAMPLE_SPECS } from '../../cli/synth-command.js';
-import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
+import { KubeClient, resourcePath } from '../../kube/client.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
 import { generatedCases, handWrittenCases } from './differential-cases.js';
 

@@ -2,11 +2,11 @@
  * Runs a controller in-process against the test control plane, scoped to one
  * namespace so tests in parallel never see each other's clusters.
  */
-import { pino } from 'pino';
+import { createLogger } from '../../kube/log.js';
 import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
 import { API_VERSION, KIND } from '../../api/validate.js';
 import { Controller, type ControllerOptions } from '../../reconciler/controller.js';
-import { resourcePath, type KubeClient } from '../../reconciler/kube-client.js';
+import { resourcePath, type KubeClient } from '../../kube/client.js';
 import { MUTATING_VERBS, requestCounts, splitKey } from '../cluster/apiserver-metrics.js';
 import { eventually } from '../cluster/kube.js';
 
@@ -19,7 +19,7 @@ export interface RunningController {
 
 /** Starts caches and workers; retries start at 200 ms so failure tests stay fast (production: 2 s). */
 export async function startController(client: KubeClient, namespace: string, options: { backoffBaseMs?: number; workers?: number } & Partial<Pick<ControllerOptions, 'config' | 'fieldFights' | 'objectConflictRecheckMs'>> = {}): Promise<RunningController> {
-  const log = pino({ level: process.env.DKV_TEST_LOG_LEVEL ?? 'silent' });
+  const log = createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent');
   const controller = new Controller({
     client, config: options.config ?? config, log, namespace, workers: options.workers ?? 2, backoff: { baseMs: options.backoffBaseMs ?? 200, maxMs: 5000 },
     fieldFights: options.fieldFights, objectConflictRecheckMs: options.objectConflictRecheckMs,

@@ -6,7 +6,7 @@
  * reported in the cluster's Degraded condition with who is in the way.
  */
 import type { GeneratorConfig } from '../../api/config.js';
-import { resourcePath, type KubeClient } from '../../reconciler/kube-client.js';
+import { resourcePath, type KubeClient } from '../../kube/client.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
 import { clusterPath, config, converged, createCluster, eventsFor, startController, type RunningController } from './controller-harness.js';
 

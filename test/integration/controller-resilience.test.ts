@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { packageRoot } from '../../api/package-root.js';
-import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
+import { KubeClient, resourcePath } from '../../kube/client.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, testClient } from '../cluster/kube.js';
 import { clusterPath, converged, createCluster, startController } from './controller-harness.js';

@@ -14,7 +14,7 @@
 import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { generatedSelector } from '../../reconciler/controller.js';
-import { resourcePath, type KubeClient } from '../../reconciler/kube-client.js';
+import { resourcePath, type KubeClient } from '../../kube/client.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
 import type { GeneratorConfig } from '../../api/config.js';
 import { clusterPath, config, converged, createCluster, eventsFor, mutatingRequests, startController, type RunningController } from './controller-harness.js';

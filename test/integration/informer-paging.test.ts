@@ -5,8 +5,8 @@
  * counted in the server's own request counter, and the watch that follows
  * keeps the cache exact.
  */
-import { Informer } from '../../reconciler/informer.js';
-import { resourcePath, type KubeClient } from '../../reconciler/kube-client.js';
+import { Informer } from '../../kube/informer.js';
+import { resourcePath, type KubeClient } from '../../kube/client.js';
 import { requestCounts } from '../cluster/apiserver-metrics.js';
 import { createNamespace, describeWithCluster, eventually, testClient } from '../cluster/kube.js';
 

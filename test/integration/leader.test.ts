@@ -4,11 +4,12 @@
  * expires, and a leader that cannot renew stops leading before anyone else
  * may start. Durations are scaled down (lease 3 s, renew 2 s, retry 250 ms).
  */
-import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
-import { LeaderElector, type LeaderElectionOptions } from '../../reconciler/leader.js';
+import { KubeClient, resourcePath } from '../../kube/client.js';
+import { LeaderElector, type LeaderElectionOptions } from '../../kube/leader.js';
 import { createNamespace, describeWithCluster, eventually, testClient } from '../cluster/kube.js';
 import { viaServer } from '../support/connections.js';
 import { startLoopbackProxy } from '../cluster/loopback-proxy.js';
+import { recordingLogger, type LogRecord } from '../support/recording-logger.js';
 
 const LEASE = 3000;
 const RENEW = 2000;
@@ -22,7 +23,7 @@ interface Replica {
   readonly started: number[];
   readonly stopped: number[];
   readonly events: string[];
-  readonly logs: Array<{ event: string; fields: Record<string, unknown> }>;
+  readonly logs: LogRecord[];
 }
 
 describeWithCluster('leader election', () => {
@@ -61,10 +62,10 @@ describeWithCluster('leader election', () => {
         stopped.push(Date.now());
         leadingNow--;
       },
-      log: (event, fields) => logs.push({ event, fields }),
+      log: recordingLogger(logs),
       ...options,
     });
-    const r: Replica = { identity, elector, started, stopped, logs, get events() { return logs.map((l) => l.event); } };
+    const r: Replica = { identity, elector, started, stopped, logs, get events() { return logs.map((l) => l.message); } };
     replicas.push(r);
     elector.start();
     return r;
@@ -188,7 +189,7 @@ describeWithCluster('leader election', () => {
       expect(takeover - lastRenew).toBeGreaterThanOrEqual(LEASE - 20);
       // When the network heals, the old leader finds the new holder and stays a candidate.
       proxy.partitioned = false;
-      await eventually('the old leader to see the new holder', async () => (leader.logs.some((l) => l.event === 'leader.holder-changed' && l.fields.holder === 'standby') ? true : undefined), LEASE * 3);
+      await eventually('the old leader to see the new holder', async () => (leader.logs.some((l) => l.message === 'leader.holder-changed' && l.fields.holder === 'standby') ? true : undefined), LEASE * 3);
       expect(leader.elector.isLeader()).toBe(false);
       await leader.elector.stop();
       expect(leader.stopped).toHaveLength(1);

@@ -8,10 +8,10 @@
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { pino } from 'pino';
+import { silentLogger } from '../../kube/log.js';
 import { packageRoot } from '../../api/package-root.js';
 import { Controller } from '../../reconciler/controller.js';
-import { KubeClient, resourcePath, type RequestOptionsExtra } from '../../reconciler/kube-client.js';
+import { KubeClient, resourcePath, type RequestOptionsExtra } from '../../kube/client.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, testClient } from '../cluster/kube.js';
 import { config, converged, createCluster } from './controller-harness.js';
 
@@ -59,7 +59,7 @@ describeWithCluster('leadership lost with reconciles in flight', () => {
   it('sends nothing more for the lost term, and starts the next term only after the old one\'s requests settled', async () => {
     const namespace = await createNamespace(admin, 'fence');
     const client = new SlowRecordingClient(admin.connection);
-    const controller = new Controller({ client, config, log: pino({ level: 'silent' }), namespace, workers: 4, backoff: { baseMs: 200, maxMs: 2000 } });
+    const controller = new Controller({ client, config, log: silentLogger, namespace, workers: 4, backoff: { baseMs: 200, maxMs: 2000 } });
     try {
       await controller.startCaches();
       for (let i = 0; i < CLUSTERS; i++) await createCluster(admin, namespace, `kv-${i}`, SPEC);

@@ -8,7 +8,7 @@
  */
 import { loadDefaultConfig } from '../../api/config.js';
 import { customResourceDefinition } from '../../api/crd.js';
-import { KubeClient, resourcePath } from '../../reconciler/kube-client.js';
+import { KubeClient, resourcePath } from '../../kube/client.js';
 import { requestCounts } from '../cluster/apiserver-metrics.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';

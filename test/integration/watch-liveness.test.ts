@@ -8,10 +8,10 @@
  *
  * The idle bound is 1.5 s here instead of a little over the watch timeout.
  */
-import { pino } from 'pino';
+import { silentLogger } from '../../kube/log.js';
 import { Controller } from '../../reconciler/controller.js';
 import { startHealthServer } from '../../reconciler/health-server.js';
-import type { KubeClient } from '../../reconciler/kube-client.js';
+import type { KubeClient } from '../../kube/client.js';
 import { startLoopbackProxy, type LoopbackProxy } from '../cluster/loopback-proxy.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, testClient } from '../cluster/kube.js';
 import { viaServer } from '../support/connections.js';
@@ -35,7 +35,7 @@ describeWithCluster('a watch on a half-open connection', () => {
     const namespace = await createNamespace(admin, 'halfopen');
     const client = viaServer(admin, proxy.url);
     const controller = new Controller({
-      client, config, log: pino({ level: 'silent' }), namespace,
+      client, config, log: silentLogger, namespace,
       watch: { watchIdleTimeoutMs: 1500, initialBackoffMs: 100, maxBackoffMs: 200 },
     });
     const health = await startHealthServer({ host: '127.0.0.1', port: 0, registry: controller.metrics.registry, ready: () => controller.cachesSynced, live: () => controller.watchLiveness() });

@@ -8,7 +8,7 @@ import { validateDistributedKV } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import { ClusterMemory } from '../../reconciler/cluster-memory.js';
-import type { CachedObject } from '../../reconciler/informer.js';
+import type { CachedObject } from '../../kube/informer.js';
 import { planWrites, type WritePlanInput } from '../../reconciler/plan-writes.js';
 
 const config = loadDefaultConfig();

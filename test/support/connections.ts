@@ -3,8 +3,8 @@
  * address (a loopback proxy in front of the API server), or another identity
  * (a service account's token, for RBAC tests).
  */
-import type { Connection } from '../../reconciler/connection.js';
-import { KubeClient } from '../../reconciler/kube-client.js';
+import type { Connection } from '../../kube/connection.js';
+import { KubeClient } from '../../kube/client.js';
 
 /** The same credentials against another server address. */
 export function viaServer(client: KubeClient, server: string): KubeClient {

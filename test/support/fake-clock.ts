@@ -3,7 +3,7 @@
  * between them, pending promise callbacks run, so code that awaits a fake
  * API between timers behaves as it would in real time, only instantly.
  */
-import type { Clock, TimerHandle } from '../../reconciler/clock.js';
+import type { Clock, TimerHandle } from '../../kube/clock.js';
 
 interface Pending {
   readonly at: number;

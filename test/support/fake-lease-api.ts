@@ -6,8 +6,8 @@
  * network would. For unit tests on a fake clock; leader.test.ts in
  * test/integration runs the same elector against the real API server.
  */
-import { KubeApiError, type RequestOptionsExtra } from '../../reconciler/kube-client.js';
-import type { LeaseApi } from '../../reconciler/leader.js';
+import { KubeApiError, type RequestOptionsExtra } from '../../kube/client.js';
+import type { LeaseApi } from '../../kube/leader.js';
 
 export class FakeLeaseApi implements LeaseApi {
   lease?: any;

@@ -5,7 +5,7 @@
  * would. test/integration covers the same informer against the real API
  * server.
  */
-import { KubeApiError, type RequestOptionsExtra, type WatchEvent, type WatchOptions } from '../../reconciler/kube-client.js';
+import { KubeApiError, type RequestOptionsExtra, type WatchEvent, type WatchOptions } from '../../kube/client.js';
 
 interface OpenWatch {
   readonly onEvent: (event: WatchEvent) => void;

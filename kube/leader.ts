@@ -1,5 +1,6 @@
 import { realClock, type Clock, type TimerHandle } from './clock.js';
-import { KubeApiError, resourcePath, type KubeClient } from './kube-client.js';
+import { KubeApiError, resourcePath, type KubeClient } from './client.js';
+import { silentLogger, type Logger } from './log.js';
 
 const LEASE_API = 'coordination.k8s.io/v1';
 /** client-go's JitterFactor: candidates spread their retries so they do not poll in lockstep. */
@@ -29,8 +30,8 @@ export interface LeaderElectionOptions {
   readonly onStartedLeading: () => void;
   /** Called, exactly once per term, when this process stops being leader: stop reconciling now. */
   readonly onStoppedLeading: () => void;
-  /** Structured log hook: one event name and its fields. @default no logging */
-  readonly log?: (event: string, fields: Record<string, unknown>) => void;
+  /** Every line carries the Lease and this identity. @default silentLogger */
+  readonly log?: Logger;
 }
 
 /** The part of a coordination.k8s.io/v1 Lease that leader election reads and writes. */
@@ -68,6 +69,7 @@ export class LeaderElector {
   private loopTimer?: TimerHandle;
   private deadlineTimer?: TimerHandle;
   private readonly clock: Clock;
+  private readonly log: Logger;
   private inflight?: Promise<void>;
   private halted?: Promise<void>;
 
@@ -76,6 +78,7 @@ export class LeaderElector {
     this.renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
     this.retryPeriodMs = options.retryPeriodMs ?? 2_000;
     this.clock = options.clock ?? realClock;
+    this.log = (options.log ?? silentLogger).child({ lease: `${options.namespace}/${options.name}`, identity: options.identity });
     // client-go's checks: a leader must give up before others may take over, and have time for more than one retry.
     if (!options.identity || !(this.leaseDurationMs > this.renewDeadlineMs && this.renewDeadlineMs > CANDIDATE_JITTER * this.retryPeriodMs)) {
       throw new Error(`leader election: needs an identity and leaseDurationMs > renewDeadlineMs > ${CANDIDATE_JITTER} * retryPeriodMs (got ${this.leaseDurationMs}, ${this.renewDeadlineMs}, ${this.retryPeriodMs})`);
@@ -140,7 +143,7 @@ export class LeaderElector {
       else this.stepDown(`lease held by ${holder}`);
     } catch (e) {
       const conflict = e instanceof KubeApiError && e.status === 409;
-      this.log(conflict ? 'leader.conflict' : 'leader.error', { leading: this.leading, error: e instanceof Error ? e.message : String(e) });
+      this.log.warn(conflict ? 'leader.conflict' : 'leader.error', { leading: this.leading, error: e instanceof Error ? e.message : String(e) });
     }
   }
 
@@ -175,7 +178,7 @@ export class LeaderElector {
     const key = JSON.stringify([lease.spec?.holderIdentity, lease.spec?.renewTime, lease.metadata.resourceVersion]);
     if (key !== this.observedKey) [this.observedKey, this.observedAt] = [key, this.clock.monotonic()];
     const holder = lease.spec?.holderIdentity ?? '';
-    if (holder !== (this.lease?.spec?.holderIdentity ?? '')) this.log('leader.holder-changed', { holder });
+    if (holder !== (this.lease?.spec?.holderIdentity ?? '')) this.log.info('leader.holder-changed', { holder });
     this.lease = lease;
   }
 
@@ -191,7 +194,7 @@ export class LeaderElector {
     this.deadlineTimer = this.clock.after(remaining, () => this.stepDown(`no successful renew within ${this.renewDeadlineMs} ms`)).unref();
     if (this.leading) return;
     this.leading = true;
-    this.log('leader.started', {});
+    this.log.info('leader.started');
     this.callback(this.options.onStartedLeading);
   }
 
@@ -199,7 +202,7 @@ export class LeaderElector {
     this.deadlineTimer?.cancel();
     if (!this.leading) return;
     this.leading = false;
-    this.log('leader.stopped', { reason });
+    this.log.info('leader.stopped', { reason });
     this.callback(this.options.onStoppedLeading);
   }
 
@@ -209,10 +212,10 @@ export class LeaderElector {
     const spec = { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now };
     try {
       this.lease = await this.options.client.request<Lease>('PUT', this.path, { body: { ...lease, spec }, timeoutMs: this.renewDeadlineMs });
-      this.log('leader.released', {});
+      this.log.info('leader.released');
     } catch (e) {
       // Someone else wrote it (409) or the server is unreachable: the Lease simply expires.
-      this.log('leader.release-failed', { error: e instanceof Error ? e.message : String(e) });
+      this.log.warn('leader.release-failed', { error: e instanceof Error ? e.message : String(e) });
     }
   }
 
@@ -221,13 +224,10 @@ export class LeaderElector {
     try {
       fn();
     } catch (e) {
-      this.log('leader.callback-failed', { error: e instanceof Error ? e.message : String(e) });
+      this.log.error('leader.callback-failed', { error: e instanceof Error ? e.message : String(e) });
     }
   }
 
-  private log(event: string, fields: Record<string, unknown>): void {
-    this.options.log?.(event, { lease: `${this.options.namespace}/${this.options.name}`, identity: this.options.identity, ...fields });
-  }
 }
 
 /** Kubernetes MicroTime (RFC 3339 with microseconds): `2026-11-22T01:02:03.456000Z`. */

@@ -1,5 +1,5 @@
 /** The work queue's guarantees, which the reconcile contract relies on. */
-import { WorkQueue } from '../../reconciler/queue.js';
+import { WorkQueue } from '../../kube/queue.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 describe('the work queue', () => {

@@ -1,5 +1,6 @@
 import { realClock, type Clock, type TimerHandle } from './clock.js';
-import { KubeApiError, WatchIdleError, type KubeClient, type WatchEvent } from './kube-client.js';
+import { KubeApiError, WatchIdleError, type KubeClient, type WatchEvent } from './client.js';
+import { silentLogger, type Logger } from './log.js';
 
 /** The minimum every cached object has. */
 export interface CachedObject {
@@ -24,7 +25,8 @@ export interface InformerOptions {
   readonly onEvent: (type: InformerEventType, object: CachedObject, old?: CachedObject) => void;
   /** Called when a watch ends abnormally and is restarted (for metrics). */
   readonly onWatchRestart?: (reason: string) => void;
-  readonly log?: (event: string, fields: Record<string, unknown>) => void;
+  /** @default silentLogger */
+  readonly log?: Logger;
   /** Re-deliver every cached object this often, to catch anything missed. @default 10 minutes */
   readonly resyncMs?: number;
   /** First reconnect delay after a failed list or watch; doubles up to maxBackoffMs. @default 1000 */
@@ -222,7 +224,7 @@ export class Informer {
         const gone = e instanceof KubeApiError && e.status === 410;
         if (gone) needList = true;
         this.options.onWatchRestart?.(gone ? 'gone' : e instanceof WatchIdleError ? 'idle' : 'error');
-        this.options.log?.('watch failed', { kind: this.options.kind, error: String(e), retryInMs: backoff });
+        (this.options.log ?? silentLogger).warn('watch failed', { kind: this.options.kind, error: String(e), retryInMs: backoff });
         // Jitter keeps many informers from reconnecting in lockstep after an API server restart.
         await this.sleep(backoff * (0.8 + this.clock.random() * 0.4));
         backoff = Math.min(max, backoff * 2);

@@ -6,7 +6,7 @@
  * that says Gone makes it relist and report what was deleted meanwhile.
  * test/integration covers the same informer against the real API server.
  */
-import { Informer, type CachedObject, type InformerEventType } from '../../reconciler/informer.js';
+import { Informer, type CachedObject, type InformerEventType } from '../../kube/informer.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { FakeListWatch } from '../support/fake-list-watch.js';
 

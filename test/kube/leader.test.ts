@@ -5,7 +5,7 @@
  * stops before anyone may take over. test/integration/leader.test.ts runs
  * the same elector against the real API server.
  */
-import { LeaderElector } from '../../reconciler/leader.js';
+import { LeaderElector } from '../../kube/leader.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakeLeaseApi } from '../support/fake-lease-api.js';
 
