@@ -5,7 +5,8 @@ import { isMap, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
 import { packageRoot } from './package-root.js';
 import type { GeneratorConfig } from '../model/generator-config.js';
 import { InputError, yamlProblem, type Problem } from './problem.js';
-import { dottedPath, fieldProblems } from './schema-errors.js';
+import { dottedPath } from '../model/field-path.js';
+import { fieldProblems } from './schema-errors.js';
 
 export type { GeneratorConfig, JsonPatchOperation, PatchableKind } from '../model/generator-config.js';
 

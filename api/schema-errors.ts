@@ -1,4 +1,5 @@
 import type { ErrorObject } from 'ajv';
+import { dottedPath, pointerTokens } from '../model/field-path.js';
 
 /** Schema keyword holding a field's rule in words, for rules whose pattern would be unreadable in an error. */
 export const CUSTOM_MESSAGE = 'x-dkv-message';
@@ -10,20 +11,8 @@ export interface FieldProblem {
   readonly message: string;
 }
 
-/** `['spec', 'resources', 'limits', 'cpu']` → `spec.resources.limits.cpu`; array indices as `[i]`. */
-export function dottedPath(segments: readonly (string | number)[]): string {
-  return segments.reduce<string>((path, s) => {
-    if (typeof s === 'number') return `${path}[${s}]`;
-    return path ? `${path}.${s}` : s;
-  }, '');
-}
-
 function pointerSegments(pointer: string): (string | number)[] {
-  if (!pointer) return [];
-  return pointer.slice(1).split('/').map((s) => {
-    const key = s.replace(/~1/g, '/').replace(/~0/g, '~');
-    return /^\d+$/.test(key) ? Number(key) : key;
-  });
+  return pointerTokens(pointer).map((key) => (/^\d+$/.test(key) ? Number(key) : key));
 }
 
 function describe(value: unknown): string {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { isNode, LineCounter, parseAllDocuments, type Document } from 'yaml';
 import type { GeneratorConfig } from '../api/config.js';
 import { yamlProblem, type Problem } from '../api/problem.js';
-import { dottedPath } from '../api/schema-errors.js';
+import { dottedPath } from '../model/field-path.js';
 import { KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
 import { findNameClashes, type NameClash } from '../constructs/name-clashes.js';
 

@@ -12,6 +12,7 @@ import { commonShape, probeSpecs, type ProbeSpec } from '../api/config-probes.js
 import { clusterIdentity } from '../model/cluster-identity.js';
 import type { KubeObject } from '../model/kube-object.js';
 import { failingPatch, synthesizeCluster } from './synthesize.js';
+import { pointerTokens } from '../model/field-path.js';
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
@@ -19,14 +20,10 @@ const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9]
 /** The cluster name the label rules are checked with. */
 const PROBE_NAME = 'probe';
 
-function unescape(token: string): string {
-  return token.replace(/~1/g, '/').replace(/~0/g, '~');
-}
-
 /** Whether an RFC 6901 pointer names an existing value. */
 function exists(document: unknown, pointer: string): boolean {
   let node = document;
-  for (const token of pointer.split('/').slice(1).map(unescape)) {
+  for (const token of pointerTokens(pointer)) {
     if (Array.isArray(node)) {
       if (!/^\d+$/.test(token) || Number(token) >= node.length) return false;
       node = node[Number(token)];

@@ -42,6 +42,22 @@ export class KubeApiError extends Error {
     super(message);
     this.name = 'KubeApiError';
   }
+
+  /** From a failed response: the server's Status (reason, message) when the body is one, else the body's text. */
+  static fromResponse(status: number, text: string): KubeApiError {
+    const body = parseJson(text);
+    const fields = (body && typeof body === 'object' ? body : {}) as { reason?: string; message?: string };
+    return new KubeApiError(status, fields.reason ?? String(status), fields.message ?? text, body ?? text);
+  }
+}
+
+function parseJson(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined; // not JSON: an error page from a proxy, say
+  }
 }
 
 /** TCP keepalive on watch connections: probes start after this much silence. */
@@ -158,20 +174,14 @@ export class KubeClient {
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: any = text;
-          try {
-            parsed = text ? JSON.parse(text) : undefined;
-          } catch {
-            /* not JSON */
-          }
           const status = res.statusCode ?? 0;
           if (status >= 200 && status < 300) {
-            resolve(parsed as T);
+            resolve((text ? parseJson(text) ?? text : undefined) as T);
             return;
           }
           // A rotated token, say: the next request re-reads the credentials (client-go does the same).
           if (status === 401) this.connection.unauthorized?.();
-          reject(new KubeApiError(status, parsed?.reason ?? String(status), parsed?.message ?? text, parsed));
+          reject(KubeApiError.fromResponse(status, text));
         });
         res.on('error', reject);
       });
@@ -226,9 +236,8 @@ export class KubeClient {
             res.setEncoding('utf8');
             res.on('data', (c) => (text += c));
             res.on('end', () => {
-              let parsed: any;
-              try { parsed = JSON.parse(text); } catch { /* not JSON */ }
-              failure = new KubeApiError(res.statusCode ?? 0, parsed?.reason ?? String(res.statusCode), parsed?.message ?? text, parsed);
+              if (res.statusCode === 401) this.connection.unauthorized?.(); // as for requests: re-read the credentials
+              failure = KubeApiError.fromResponse(res.statusCode ?? 0, text);
               settle();
             });
             return;

@@ -6,6 +6,7 @@
  * (server defaults, other managers' additions) are not drift.
  */
 import type { KubeObject } from '../model/kube-object.js';
+import { dottedPath, type PathSegment } from '../model/field-path.js';
 
 export interface DriftedField {
   /** Dotted path, list items by name where they have one: `spec.template.spec.containers[kv].image`. */
@@ -14,7 +15,6 @@ export interface DriftedField {
   readonly manager?: string;
 }
 
-type Segment = string | { readonly name: string } | number;
 
 const QUANTITY = /^([+-]?[0-9.]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+)?$/;
 const FACTORS: Record<string, number> = { m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
@@ -30,22 +30,12 @@ function sameScalar(desired: unknown, live: unknown): boolean {
   return Math.abs(value(a) - value(b)) <= 1e-9 * Math.max(1, Math.abs(value(a)));
 }
 
-function segmentText(segment: Segment): string {
-  if (typeof segment === 'number') return `[${segment}]`;
-  if (typeof segment === 'object') return `[${segment.name}]`;
-  return segment;
-}
-
-export function dottedFieldPath(segments: readonly Segment[]): string {
-  return segments.reduce<string>((path, s) => (typeof s === 'string' ? (path ? `${path}.${s}` : s) : path + segmentText(s)), '');
-}
-
 /**
  * Paths where `live` does not hold what `desired` says. Maps compare key by
  * key (extra live keys are someone else's); lists of named items match by
  * name, other lists by position, and extra live items are not ours.
  */
-function diff(desired: unknown, live: unknown, path: Segment[], out: Segment[][]): void {
+function diff(desired: unknown, live: unknown, path: PathSegment[], out: PathSegment[][]): void {
   if (Array.isArray(desired)) {
     if (!Array.isArray(live)) {
       out.push(path);
@@ -99,7 +89,7 @@ function keyMatches(key: Record<string, unknown>, name: string, item: unknown): 
 }
 
 /** The node of a managedFields `fieldsV1` tree at the path, if the manager owns anything there. */
-function ownedNode(fields: Record<string, any> | undefined, path: readonly Segment[], live: unknown): Record<string, any> | undefined {
+function ownedNode(fields: Record<string, any> | undefined, path: readonly PathSegment[], live: unknown): Record<string, any> | undefined {
   let node = fields;
   let value = live;
   for (const segment of path) {
@@ -126,7 +116,7 @@ function ownedNode(fields: Record<string, any> | undefined, path: readonly Segme
  * A parent with children recorded (`f:spec: {f:minReadySeconds: {}}`) says
  * only that the manager owns something below it, not this field.
  */
-function owns(fields: Record<string, any> | undefined, path: readonly Segment[], live: unknown): boolean {
+function owns(fields: Record<string, any> | undefined, path: readonly PathSegment[], live: unknown): boolean {
   if (ownedNode(fields, path, live) !== undefined) return true;
   for (let n = path.length - 1; n > 0; n--) {
     const node = ownedNode(fields, path.slice(0, n), live);
@@ -137,7 +127,7 @@ function owns(fields: Record<string, any> | undefined, path: readonly Segment[],
 }
 
 /** The most recent manager other than ours that owns the path. */
-function lastWriter(entries: readonly ManagedFieldsEntry[], path: readonly Segment[], live: unknown, ourManager: string): string | undefined {
+function lastWriter(entries: readonly ManagedFieldsEntry[], path: readonly PathSegment[], live: unknown, ourManager: string): string | undefined {
   let best: ManagedFieldsEntry | undefined;
   for (const entry of entries) {
     if (entry.manager === ourManager) continue;
@@ -158,7 +148,7 @@ const NOT_COMPARED = new Set(['ownerReferences', 'namespace']);
  * each with the manager that last wrote it.
  */
 export function findDrift(desired: KubeObject, live: { metadata: Record<string, any>; [key: string]: any }, ourManager: string): DriftedField[] {
-  const paths: Segment[][] = [];
+  const paths: PathSegment[][] = [];
   const { metadata, apiVersion: _a, kind: _k, ...body } = desired;
   for (const [key, value] of Object.entries(metadata)) {
     if (NOT_COMPARED.has(key) || value === undefined) continue;
@@ -166,5 +156,5 @@ export function findDrift(desired: KubeObject, live: { metadata: Record<string, 
   }
   diff(body, live, [], paths);
   const managed = (live.metadata?.managedFields ?? []) as ManagedFieldsEntry[];
-  return paths.map((path) => ({ path: dottedFieldPath(path), manager: lastWriter(managed, path, live, ourManager) }));
+  return paths.map((path) => ({ path: dottedPath(path), manager: lastWriter(managed, path, live, ourManager) }));
 }

@@ -11,7 +11,7 @@
  * never trusts its own earlier status to decide what to write.
  */
 import { formatProblem, InvalidConfigError } from '../api/problem.js';
-import { dottedPath } from '../api/schema-errors.js';
+import { dottedPath } from '../model/field-path.js';
 import { validateDistributedKV, type ValidResource } from '../api/validate.js';
 import { synthesizeCluster } from '../constructs/synthesize.js';
 import type { KubeObject } from '../model/kube-object.js';

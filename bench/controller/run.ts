@@ -25,6 +25,10 @@ import { Informer } from '../../kube/informer.js';
 import { KubeClient, resourcePath } from '../../kube/client.js';
 import { MUTATING_VERBS, requestCounts, splitKey } from '../../test/cluster/apiserver-metrics.js';
 import { startControlPlane } from '../../test/cluster/control-plane.js';
+import { establishCrd } from '../../test/support/crds.js';
+import { eventually, yes } from '../../test/support/eventually.js';
+import { fleetSpec } from '../../test/support/fleet-specs.js';
+import { httpProbe } from '../../test/support/http-probe.js';
 
 const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' } } });
 const CLUSTERS = Number(values.clusters ?? 1000);
@@ -32,10 +36,6 @@ const STEADY_SECONDS = Number(values['steady-seconds'] ?? 60);
 const DRIFT_EDITS = Number(values['drift-edits'] ?? 100);
 const WORKERS = values.workers ?? '8';
 const config = loadDefaultConfig();
-
-function spec(i: number): Record<string, unknown> {
-  return { size: 1 + (i % 9), image: `registry.example.com/kv/server:1.${i % 7}.0`, ...(i % 2 === 0 ? { backup: { s3Path: `s3://bench/kv-${i}`, schedule: `${i % 60} 2 * * *` } } : {}) };
-}
 
 async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
@@ -89,13 +89,12 @@ const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Ma
 const plane = await startControlPlane();
 const client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
 try {
-  await client.apply(customResourceDefinition(config) as any, { fieldManager: 'bench', force: true });
+  await establishCrd(client, customResourceDefinition(config));
   for (const ns of ['floor', 'floor-seq', 'ctrl']) await client.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
-  await new Promise((r) => setTimeout(r, 1500)); // the CRD's endpoint becomes served shortly after it is Established
 
   // Floor: the same objects applied in bulk, no controller.
   const objects = Array.from({ length: CLUSTERS }, (_, i) => {
-    const result = validateDistributedKV({ apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace: 'floor' }, spec: spec(i) }, config);
+    const result = validateDistributedKV({ apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace: 'floor' }, spec: fleetSpec(i, `kv-${i}`, 'bench') }, config);
     if (!result.valid) throw new Error(JSON.stringify(result.problems));
     return synthesizeCluster(result.resource, config);
   }).flat();
@@ -120,11 +119,7 @@ try {
     child.once('exit', (code) => reject(new Error(`controller exited with ${code}`)));
   });
   const healthUrl = `http://127.0.0.1:${healthPort}`;
-  for (;;) {
-    const ok = await fetch(`${healthUrl}/readyz`).then((r) => r.ok, () => false);
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await eventually('the controller to be ready', async () => yes((await httpProbe(`${healthUrl}/readyz`)).status === 200), 120_000);
 
   // Convergence is observed through a watch: polling a list of 1,000 clusters would cost the API server more than the controller does.
   const converged = new Set<string>();
@@ -142,7 +137,7 @@ try {
   const before = await requestCounts(client);
   const convergeCpuBefore = cpuSeconds({ ...planePids, controller: child.pid!, bench: process.pid });
   started = performance.now();
-  await inParallel(Array.from({ length: CLUSTERS }, (_, i) => i), 16, (i) => client.request('POST', resourcePath(API_VERSION, KIND, 'ctrl'), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace: 'ctrl' }, spec: spec(i) } }));
+  await inParallel(Array.from({ length: CLUSTERS }, (_, i) => i), 16, (i) => client.request('POST', resourcePath(API_VERSION, KIND, 'ctrl'), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace: 'ctrl' }, spec: fleetSpec(i, `kv-${i}`, 'bench') } }));
   const createdMs = performance.now() - started;
   await allConverged;
   const convergeMs = performance.now() - started;

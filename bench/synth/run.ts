@@ -24,6 +24,7 @@ import { loadDefaultConfig } from '../../api/config.js';
 import { packageRoot } from '../../api/package-root.js';
 import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
+import { fleetSpec } from '../../test/support/fleet-specs.js';
 
 const TARGETS = { inProcessMsPerSpec: 0.3, cliTotalSeconds: 1.5, defaultOverCli: 3 };
 const ROOT = packageRoot();
@@ -34,20 +35,11 @@ const { values: args } = parseArgs({
 const COUNT = Number(args.count);
 const RUNS = Math.max(1, Number(args.runs));
 
-const SCHEDULES = ['0 2 * * *', '@hourly', '*/15 * * * *', '30 3 * * 0', '0 */6 * * 1-5', '@daily'];
-
-/** Spec number i: every size with and without backup (9 and 2 are coprime), varied images, storage and resources. */
+/** Spec number i of the shared fleet, in one of ten team namespaces. */
 function specDocument(i: number): Record<string, unknown> {
   const name = `kv-${String(i).padStart(4, '0')}`;
   const namespace = `team-${i % 10}`;
-  const spec: Record<string, unknown> = { size: 1 + (i % 9), image: `registry.example.com/kv/server:1.${i % 5}.${i % 3}` };
-  if (i % 3 === 0) spec.storage = { size: `${10 + (i % 50)}Gi`, storageClassName: i % 2 ? 'fast-ssd' : 'standard' };
-  if (i % 4 === 0) spec.resources = { requests: { cpu: `${100 * (1 + (i % 9))}m`, memory: `${1 + (i % 4)}Gi` }, limits: { cpu: 2, memory: '4Gi' } };
-  if (i % 2 === 0) {
-    spec.backup = { s3Path: `s3://acme-kv-backups/${namespace}/${name}`, schedule: SCHEDULES[i % SCHEDULES.length] };
-    if (i % 10 === 0) (spec.backup as Record<string, string>).backupImage = 'registry.example.com/dkv/backup:1.1.0';
-  }
-  return { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace }, spec };
+  return { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace }, spec: fleetSpec(i, name, namespace) };
 }
 
 function median(samples: readonly number[]): number {

@@ -12,11 +12,12 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { eventually, yes } from '../support/eventually.js';
+import { httpProbe } from '../support/http-probe.js';
 import { startNodeComponents, type NodeComponents, type NodesOptions } from './nodes.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -77,45 +78,6 @@ export function freePort(): Promise<number> {
       server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
     });
   });
-}
-
-interface Tls { ca: Buffer; cert: Buffer; key: Buffer }
-
-function get(url: string, tls: Tls, timeoutMs: number): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { ...tls, timeout: timeoutMs }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-async function httpGet(url: string, timeoutMs: number): Promise<number> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-  await res.text();
-  return res.status;
-}
-
-/** Polls until `check` resolves true; rejects with the last error after the deadline. */
-async function waitFor(what: string, deadlineMs: number, check: () => Promise<boolean>, alive: () => string | undefined): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  let last = '';
-  for (;;) {
-    const dead = alive();
-    if (dead) throw new Error(`${what}: ${dead}`);
-    try {
-      if (await check()) return;
-    } catch (e) {
-      last = (e as Error).message;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not ready within ${deadlineMs} ms (${last})`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const running = new Set<ChildProcess>();
@@ -192,7 +154,7 @@ export async function startControlPlane(binDir: string = locateBinaries(), optio
   mkdirSync(pki);
   const pkiResult = spawnSync(join(binDir, 'dkv-pki'), [pki], { encoding: 'utf8' });
   if (pkiResult.status !== 0) throw new Error(`dkv-pki failed: ${pkiResult.stderr}`);
-  const tls: Tls = { ca: readFileSync(join(pki, 'ca.crt')), cert: readFileSync(join(pki, 'admin.crt')), key: readFileSync(join(pki, 'admin.key')) };
+  const tls = { ca: readFileSync(join(pki, 'ca.crt')), cert: readFileSync(join(pki, 'admin.crt')), key: readFileSync(join(pki, 'admin.key')) };
 
   const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
   const etcdLog = join(dir, 'etcd.log');
@@ -240,7 +202,7 @@ export async function startControlPlane(binDir: string = locateBinaries(), optio
   const startApiServer = async (): Promise<void> => {
     const child = launch(join(binDir, 'kube-apiserver'), apiArgs, apiLog);
     apiserver = child;
-    await waitFor('kube-apiserver', 60_000, async () => (await get(`${server}/readyz`, tls, 2000)).status === 200, () => exitDescription(child, apiLog));
+    await eventually('kube-apiserver to be ready', async () => yes((await httpProbe(`${server}/readyz`, { tls })).status === 200), 60_000, 100, () => exitDescription(child, apiLog));
   };
   const stopApiServer = async (): Promise<void> => terminate(apiserver);
 
@@ -256,11 +218,11 @@ export async function startControlPlane(binDir: string = locateBinaries(), optio
 
   const kubeconfigPath = join(dir, 'kubeconfig');
   try {
-    await waitFor('etcd', 30_000, async () => (await httpGet(`${etcdUrl}/health`, 2000)) === 200, () => exitDescription(etcd, etcdLog));
+    await eventually('etcd to be healthy', async () => yes((await httpProbe(`${etcdUrl}/health`)).status === 200), 30_000, 100, () => exitDescription(etcd, etcdLog));
     await startApiServer();
     writeFileSync(kubeconfigPath, kubeconfig(server, pki), { mode: 0o600 });
     if (options.withNodes) {
-      const tools = { launch, terminate, exitDescription, waitFor, freePort };
+      const tools = { launch, terminate, exitDescription, freePort };
       nodes = await startNodeComponents({ binDir, dir, kubeconfigPath, tools }, options.withNodes === true ? {} : options.withNodes);
     }
   } catch (e) {

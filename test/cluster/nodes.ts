@@ -18,10 +18,12 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { KubeApiError, KubeClient } from '../../kube/client.js';
+import { establishCrd } from '../support/crds.js';
+import { eventually, yes } from '../support/eventually.js';
+import { httpProbe } from '../support/http-probe.js';
 
 export interface NodesOptions {
   /** Fake nodes to create (default 3). */
@@ -49,7 +51,6 @@ export interface ProcessTools {
   launch(binary: string, args: string[], logFile: string, env?: NodeJS.ProcessEnv): ChildProcess;
   terminate(child: ChildProcess | undefined): Promise<void>;
   exitDescription(child: ChildProcess, logFile: string): string | undefined;
-  waitFor(what: string, deadlineMs: number, check: () => Promise<boolean>, alive: () => string | undefined): Promise<void>;
   freePort(): Promise<number>;
 }
 
@@ -80,25 +81,6 @@ async function create(client: KubeClient, path: string, object: unknown): Promis
   await client.request('POST', path, { body: object }).catch((e) => {
     if (!(e instanceof KubeApiError && e.status === 409)) throw e;
   });
-}
-
-/** GET https://127.0.0.1:<port>/healthz of a component serving a self-signed certificate (the path is always allowed). */
-function healthz(url: string): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { rejectUnauthorized: false, timeout: 2000 }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode === 200));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-async function httpHealthz(url: string): Promise<boolean> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-  await res.text();
-  return res.status === 200;
 }
 
 /** kwok's Stage documents (for --config) and the other objects shipped with them (the `kwok-volume` StorageClass). */
@@ -135,23 +117,6 @@ function fakeNode(name: string): Record<string, unknown> {
   };
 }
 
-/** Creates a CRD and waits until it is Established and listed in discovery (what the garbage collector reads). */
-async function installCrd(client: KubeClient, crd: Record<string, any>, tools: ProcessTools): Promise<void> {
-  const name: string = crd.metadata.name;
-  await create(client, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-  const { group, names: { plural }, versions } = crd.spec;
-  const served = (versions as { name: string; served: boolean }[]).filter((v) => v.served).map((v) => v.name);
-  await tools.waitFor(`CRD ${name} Established and discoverable`, 30_000, async () => {
-    const live = await client.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
-    if (!live.status?.conditions?.some((c: any) => c.type === 'Established' && c.status === 'True')) return false;
-    for (const version of served) {
-      const discovery = await client.request('GET', `/apis/${group}/${version}`);
-      if (!discovery.resources?.some((r: any) => r.name === plural)) return false;
-    }
-    return true;
-  }, () => undefined);
-}
-
 const ready = (node: any): boolean => node.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True') ?? false;
 /** kube-controller-manager's node lifecycle controller taints a node until it has seen it Ready. */
 const schedulable = (node: any): boolean => !(node.spec?.taints ?? []).some((t: any) => t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !node.spec?.unschedulable;
@@ -181,7 +146,7 @@ export async function startNodeComponents(ctx: NodeComponentsContext, options: N
       await create(client, '/apis/storage.k8s.io/v1/storageclasses', object);
     }
 
-    for (const crd of options.crds ?? []) await installCrd(client, crd, tools);
+    for (const crd of options.crds ?? []) await establishCrd(client, crd);
 
     const [kcmPort, schedulerPort, kwokPort] = [await tools.freePort(), await tools.freePort(), await tools.freePort()];
 
@@ -248,20 +213,20 @@ export async function startNodeComponents(ctx: NodeComponentsContext, options: N
     children.push(kwok);
 
     await Promise.all([
-      tools.waitFor('kube-controller-manager', 60_000, () => healthz(`https://127.0.0.1:${kcmPort}/healthz`), () => tools.exitDescription(kcm, kcmLog)),
-      tools.waitFor('kube-scheduler', 60_000, () => healthz(`https://127.0.0.1:${schedulerPort}/healthz`), () => tools.exitDescription(scheduler, schedulerLog)),
-      tools.waitFor('kwok', 60_000, () => httpHealthz(`http://127.0.0.1:${kwokPort}/healthz`), () => tools.exitDescription(kwok, kwokLog)),
+      eventually('kube-controller-manager to be healthy', async () => yes((await httpProbe(`https://127.0.0.1:${kcmPort}/healthz`, { tls: 'insecure' })).status === 200), 60_000, 100, () => tools.exitDescription(kcm, kcmLog)),
+      eventually('kube-scheduler to be healthy', async () => yes((await httpProbe(`https://127.0.0.1:${schedulerPort}/healthz`, { tls: 'insecure' })).status === 200), 60_000, 100, () => tools.exitDescription(scheduler, schedulerLog)),
+      eventually('kwok to be healthy', async () => yes((await httpProbe(`http://127.0.0.1:${kwokPort}/healthz`)).status === 200), 60_000, 100, () => tools.exitDescription(kwok, kwokLog)),
     ]);
 
     const nodeNames = Array.from({ length: count }, (_, i) => `kwok-node-${i}`);
     for (const name of nodeNames) await create(client, '/api/v1/nodes', fakeNode(name));
     const anyDead = () => tools.exitDescription(kcm, kcmLog) ?? tools.exitDescription(scheduler, schedulerLog) ?? tools.exitDescription(kwok, kwokLog);
-    await tools.waitFor(`${count} fake nodes Ready and untainted`, 60_000, async () => {
+    await eventually(`${count} fake nodes to be Ready and untainted`, async () => {
       const json = await client.request('GET', '/api/v1/nodes', { query: { labelSelector: 'type=kwok' } });
       const good = (json.items as any[]).filter((n) => nodeNames.includes(n.metadata.name) && ready(n) && schedulable(n));
       if (good.length !== count) throw new Error(`${good.length} of ${count} nodes Ready and untainted`);
       return true;
-    }, anyDead);
+    }, 60_000, 100, anyDead);
     return { nodeNames, startMillis: Date.now() - started, stop };
   } catch (e) {
     await stop();
