@@ -85,7 +85,8 @@ export class WatchIdleError extends Error {
 /** One event of a watch stream. */
 export interface WatchEvent {
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
-  readonly object: any;
+  /** The object (a Status for ERROR); the informer reads it as its kind. */
+  readonly object: unknown;
 }
 
 export interface RequestOptionsExtra {
@@ -140,15 +141,15 @@ export class KubeClient {
    * its reconciles beside the new leader.
    */
   fenced(signal: AbortSignal): KubeClient {
-    const inner = this;
     return Object.create(this, {
       request: {
         value: <T>(method: string, path: string, options: RequestOptionsExtra = {}): Promise<T> =>
-          signal.aborted ? Promise.reject(new FencedError(method, path)) : inner.request<T>(method, path, { ...options, signal }),
+          signal.aborted ? Promise.reject(new FencedError(method, path)) : this.request<T>(method, path, { ...options, signal }),
       },
     }) as KubeClient;
   }
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- callers name T for what they rely on; an unnamed read of any kind stays as loose as its JSON
   async request<T = any>(method: string, path: string, options: RequestOptionsExtra = {}): Promise<T> {
     if (options.signal?.aborted) throw new FencedError(method, path);
     const url = new URL(this.server + path);
@@ -196,7 +197,11 @@ export class KubeClient {
    * Server-side apply of one object as `fieldManager`. `force` takes over
    * fields another manager owns; `dryRun` validates without persisting.
    */
-  apply<T = any>(object: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; [key: string]: unknown } }, options: { fieldManager: string; force?: boolean; dryRun?: boolean; subresource?: string }): Promise<T> {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as for request
+  apply<T = any>(
+    object: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; [key: string]: unknown } },
+    options: { fieldManager: string; force?: boolean; dryRun?: boolean; subresource?: string },
+  ): Promise<T> {
     const path = resourcePath(object.apiVersion, object.kind, object.metadata.namespace, object.metadata.name) + (options.subresource ? `/${options.subresource}` : '');
     return this.request<T>('PATCH', path, {
       query: { fieldManager: options.fieldManager, force: options.force ? true : undefined, dryRun: options.dryRun ? 'All' : undefined, fieldValidation: 'Strict' },

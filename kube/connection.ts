@@ -15,6 +15,7 @@ import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parse } from 'yaml';
+import type { KubeConfig } from '@kubernetes/client-node';
 
 export interface Connection {
   /** `https://host:port`, without a trailing slash. */
@@ -106,25 +107,47 @@ export function credentialSource(environment: CredentialEnvironment): Credential
   throw new Error(`no kubeconfig found (--kubeconfig, $KUBECONFIG, ${home}) and not running in a cluster`);
 }
 
-interface Named<T> { name: string; cluster?: T; user?: T; context?: T }
+/** The fields of a kubeconfig read here, spelled as kubectl writes them; the rest is ignored. */
+interface KubeconfigCluster {
+  readonly server?: string;
+  readonly 'certificate-authority'?: string;
+  readonly 'certificate-authority-data'?: string;
+  readonly 'insecure-skip-tls-verify'?: boolean;
+  readonly 'tls-server-name'?: string;
+}
+interface KubeconfigUser {
+  readonly 'client-certificate'?: string;
+  readonly 'client-certificate-data'?: string;
+  readonly 'client-key'?: string;
+  readonly 'client-key-data'?: string;
+  readonly token?: string;
+  readonly tokenFile?: string;
+  readonly username?: string;
+  readonly password?: string;
+  readonly exec?: unknown;
+  readonly 'auth-provider'?: unknown;
+}
+interface KubeconfigContext { readonly cluster: string; readonly user?: string }
+interface NamedEntry { readonly name: string; readonly cluster?: KubeconfigCluster; readonly user?: KubeconfigUser; readonly context?: KubeconfigContext }
+interface Kubeconfig { 'current-context'?: string; clusters: NamedEntry[]; users: NamedEntry[]; contexts: NamedEntry[] }
 
-function pick<T>(entries: Named<T>[] | undefined, name: string, what: string, key: 'cluster' | 'user' | 'context'): T {
-  const entry = entries?.find((e) => e.name === name)?.[key];
-  if (!entry) throw new Error(`kubeconfig: ${what} ${JSON.stringify(name)} not found`);
-  return entry;
+function pick<K extends 'cluster' | 'user' | 'context'>(entries: NamedEntry[], name: string, key: K): NonNullable<NamedEntry[K]> {
+  const entry = entries.find((e) => e.name === name)?.[key];
+  if (!entry) throw new Error(`kubeconfig: ${key} ${JSON.stringify(name)} not found`);
+  return entry as NonNullable<NamedEntry[K]>;
 }
 
 /** Merges kubeconfig files as kubectl does: the first file to name an entry (or current-context) wins. */
-function readKubeconfigs(paths: readonly string[]): { config: Record<string, any>; dirOf: Map<object, string> } {
-  const config: Record<string, any> = { clusters: [], users: [], contexts: [] };
+function readKubeconfigs(paths: readonly string[]): { config: Kubeconfig; dirOf: Map<object, string> } {
+  const config: Kubeconfig = { clusters: [], users: [], contexts: [] };
   const dirOf = new Map<object, string>();
   for (const path of paths) {
     if (!existsSync(path)) continue;
-    const file = (parse(readFileSync(path, 'utf8')) ?? {}) as Record<string, any>;
+    const file = (parse(readFileSync(path, 'utf8')) ?? {}) as Partial<Kubeconfig>;
     config['current-context'] ??= file['current-context'];
     for (const list of ['clusters', 'users', 'contexts'] as const) {
       for (const entry of file[list] ?? []) {
-        if (config[list].some((e: { name: string }) => e.name === entry.name)) continue;
+        if (config[list].some((e) => e.name === entry.name)) continue;
         config[list].push(entry);
         for (const inner of [entry.cluster, entry.user]) if (inner) dirOf.set(inner, dirname(path));
       }
@@ -144,17 +167,19 @@ export function loadConnection(kubeconfigPath?: string, options: ConnectionOptio
   const { config, dirOf } = readKubeconfigs(paths);
   const contextName = config['current-context'];
   if (!contextName) throw new Error('kubeconfig: no current-context');
-  const context = pick<any>(config.contexts, contextName, 'context', 'context');
-  const cluster = pick<any>(config.clusters, context.cluster, 'cluster', 'cluster');
-  const user = context.user ? pick<any>(config.users, context.user, 'user', 'user') : {};
+  const context = pick(config.contexts, contextName, 'context');
+  const cluster = pick(config.clusters, context.cluster, 'cluster');
+  const user: KubeconfigUser = context.user ? pick(config.users, context.user, 'user') : {};
   if (!cluster.server) throw new Error(`kubeconfig: cluster ${JSON.stringify(context.cluster)} has no server`);
 
   if (user.exec || user['auth-provider']) return clientNodeConnection(cluster.server, paths);
 
   const base = (entry: object) => dirOf.get(entry) ?? process.cwd();
-  const material = (entry: Record<string, any>, field: string): Buffer | undefined => {
-    if (entry[`${field}-data`]) return Buffer.from(entry[`${field}-data`], 'base64');
-    const file = entry[field];
+  const material = (entry: KubeconfigCluster | KubeconfigUser, field: 'certificate-authority' | 'client-certificate' | 'client-key'): Buffer | undefined => {
+    const fields = entry as Record<string, string | undefined>;
+    const data = fields[`${field}-data`];
+    if (data) return Buffer.from(data, 'base64');
+    const file = fields[field];
     return file ? readFileSync(isAbsolute(file) ? file : join(base(entry), file)) : undefined;
   };
   const tls: RequestOptions = {
@@ -164,7 +189,10 @@ export function loadConnection(kubeconfigPath?: string, options: ConnectionOptio
     rejectUnauthorized: cluster['insecure-skip-tls-verify'] !== true,
     servername: cluster['tls-server-name'],
   };
-  const token = user.token ? { read: () => user.token as string } : user.tokenFile ? fileReader(isAbsolute(user.tokenFile) ? user.tokenFile : join(base(user), user.tokenFile), options.tokenRefreshMs ?? TOKEN_REFRESH_MS) : undefined;
+  const { token: literal, tokenFile } = user;
+  const token = literal ? { read: () => literal }
+    : tokenFile ? fileReader(isAbsolute(tokenFile) ? tokenFile : join(base(user), tokenFile), options.tokenRefreshMs ?? TOKEN_REFRESH_MS)
+      : undefined;
   if (!token && user.username && user.password) {
     tls.headers = { Authorization: `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}` };
   }
@@ -173,7 +201,7 @@ export function loadConnection(kubeconfigPath?: string, options: ConnectionOptio
 
 /** Exec plugins and auth providers, through @kubernetes/client-node (imported on first use). */
 function clientNodeConnection(server: string, paths: readonly string[]): Connection {
-  let kubeConfig: Promise<any> | undefined;
+  let kubeConfig: Promise<KubeConfig> | undefined;
   return {
     server: server.replace(/\/$/, ''),
     requestOptions: async () => {

@@ -3,11 +3,20 @@ import { KubeApiError, WatchIdleError, type KubeClient, type WatchEvent } from '
 import { silentLogger, type Logger } from './log.js';
 
 /** The minimum every cached object has. */
+// Cached objects are open-ended Kubernetes JSON of every owned kind; the code of each kind reads its fields.
+/* eslint-disable @typescript-eslint/no-explicit-any */
 export interface CachedObject {
   apiVersion?: string;
   kind?: string;
   metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string; [key: string]: any };
   [key: string]: any;
+}
+/* eslint-enable @typescript-eslint/no-explicit-any */
+
+/** One page of a list. */
+interface ListPage {
+  readonly metadata: { readonly resourceVersion: string; readonly continue?: string };
+  readonly items: CachedObject[];
 }
 
 export type InformerEventType = 'added' | 'updated' | 'deleted';
@@ -235,9 +244,9 @@ export class Informer {
   private async relist(): Promise<void> {
     const fresh = new Map<string, CachedObject>();
     let continueToken: string | undefined;
-    let list: any;
+    let list: ListPage;
     do {
-      list = await this.options.client.request('GET', this.options.path, {
+      list = await this.options.client.request<ListPage>('GET', this.options.path, {
         query: { labelSelector: this.options.labelSelector, limit: 500, continue: continueToken },
       });
       for (const item of list.items as CachedObject[]) {
@@ -287,10 +296,11 @@ export class Informer {
 
   private handle(event: WatchEvent): 'gone' | undefined {
     if (event.type === 'ERROR') {
-      if (event.object?.code === 410) return 'gone';
-      throw new KubeApiError(event.object?.code ?? 500, event.object?.reason ?? 'WatchError', event.object?.message ?? 'watch error', event.object);
+      const status = event.object as { code?: number; reason?: string; message?: string } | undefined;
+      if (status?.code === 410) return 'gone';
+      throw new KubeApiError(status?.code ?? 500, status?.reason ?? 'WatchError', status?.message ?? 'watch error', status);
     }
-    this.resourceVersion = event.object?.metadata?.resourceVersion ?? this.resourceVersion;
+    this.resourceVersion = (event.object as CachedObject | undefined)?.metadata?.resourceVersion ?? this.resourceVersion;
     if (event.type === 'BOOKMARK') return undefined;
     const object = this.prepare(event.object as CachedObject);
     const key = objectKey(object);

@@ -168,7 +168,11 @@ export class LeaderElector {
     const expiresAt = this.observedAt + (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
     if (holder !== '' && holder !== identity && this.clock.monotonic() <= expiresAt) return holder;
     const ours = holder === identity;
-    const spec2 = { ...spec, holderIdentity: identity, leaseDurationSeconds, renewTime: now, acquireTime: ours ? spec.acquireTime ?? now : now, leaseTransitions: (spec.leaseTransitions ?? 0) + (ours ? 0 : 1) };
+    const spec2 = {
+      ...spec, holderIdentity: identity, leaseDurationSeconds, renewTime: now,
+      acquireTime: ours ? spec.acquireTime ?? now : now,
+      leaseTransitions: (spec.leaseTransitions ?? 0) + (ours ? 0 : 1),
+    };
     this.observe(await client.request<Lease>('PUT', this.path, { body: { ...lease, spec: spec2 }, timeoutMs }));
     return identity;
   }

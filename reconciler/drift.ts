@@ -70,12 +70,17 @@ function diff(desired: unknown, live: unknown, path: PathSegment[], out: PathSeg
   if (!sameScalar(desired, live)) out.push(path);
 }
 
+/** A managedFields `fieldsV1` set: `f:name`, `i:index`, `k:{key}` or `v:value` keys, `.` for the node itself. */
+interface FieldsTree {
+  readonly [key: string]: FieldsTree;
+}
+
 interface ManagedFieldsEntry {
   manager?: string;
   operation?: string;
   time?: string;
   subresource?: string;
-  fieldsV1?: Record<string, any>;
+  fieldsV1?: FieldsTree;
 }
 
 /**
@@ -89,7 +94,7 @@ function keyMatches(key: Record<string, unknown>, name: string, item: unknown): 
 }
 
 /** The node of a managedFields `fieldsV1` tree at the path, if the manager owns anything there. */
-function ownedNode(fields: Record<string, any> | undefined, path: readonly PathSegment[], live: unknown): Record<string, any> | undefined {
+function ownedNode(fields: FieldsTree | undefined, path: readonly PathSegment[], live: unknown): FieldsTree | undefined {
   let node = fields;
   let value = live;
   for (const segment of path) {
@@ -116,7 +121,7 @@ function ownedNode(fields: Record<string, any> | undefined, path: readonly PathS
  * A parent with children recorded (`f:spec: {f:minReadySeconds: {}}`) says
  * only that the manager owns something below it, not this field.
  */
-function owns(fields: Record<string, any> | undefined, path: readonly PathSegment[], live: unknown): boolean {
+function owns(fields: FieldsTree | undefined, path: readonly PathSegment[], live: unknown): boolean {
   if (ownedNode(fields, path, live) !== undefined) return true;
   for (let n = path.length - 1; n > 0; n--) {
     const node = ownedNode(fields, path.slice(0, n), live);
@@ -147,7 +152,7 @@ const NOT_COMPARED = new Set(['ownerReferences', 'namespace']);
  * Every field the desired object sets that the live object no longer holds,
  * each with the manager that last wrote it.
  */
-export function findDrift(desired: KubeObject, live: { metadata: Record<string, any>; [key: string]: any }, ourManager: string): DriftedField[] {
+export function findDrift(desired: KubeObject, live: { metadata: Record<string, unknown>; [key: string]: unknown }, ourManager: string): DriftedField[] {
   const paths: PathSegment[][] = [];
   const { metadata, apiVersion: _a, kind: _k, ...body } = desired;
   for (const [key, value] of Object.entries(metadata)) {

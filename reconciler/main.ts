@@ -24,7 +24,10 @@ export async function runController(args: string[]): Promise<number> {
     client, config, log, namespace: flags.namespace, workers: flags.workers, resyncMs: flags.resyncMs,
     backoff: { baseMs: flags.backoffBaseMs, maxMs: flags.backoffMaxMs },
   });
-  const health = await startHealthServer({ host: flags.healthHost, port: flags.healthPort, registry: controller.metrics.registry, ready: () => controller.cachesSynced, live: () => controller.watchLiveness() });
+  const health = await startHealthServer({
+    host: flags.healthHost, port: flags.healthPort, registry: controller.metrics.registry,
+    ready: () => controller.cachesSynced, live: () => controller.watchLiveness(),
+  });
   log.info('serving /healthz, /readyz and /metrics', { healthPort: health.port, server: client.server });
 
   await controller.startCaches();

@@ -7,7 +7,6 @@
 import { ControlPlaneUnavailable, startControlPlane, type ControlPlane } from './control-plane.js';
 
 declare global {
-  // eslint-disable-next-line no-var
   var __DKV_CONTROL_PLANE__: ControlPlane | undefined;
 }
 

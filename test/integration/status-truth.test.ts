@@ -136,7 +136,8 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
     await client.request('PATCH', clusterPath(namespace, 'kv'), { body: { spec: { backup: null } }, contentType: mergePatch });
     await eventually('lastBackupTime to disappear with the CronJob', async () => {
       const current = await client.request('GET', clusterPath(namespace, 'kv'));
-      return current.status.observedGeneration === current.metadata.generation && current.status.lastBackupTime === undefined && current.status.generatedObjects.length === GENERATED - 1 ? true : undefined;
+      const { observedGeneration, lastBackupTime, generatedObjects } = current.status;
+      return observedGeneration === current.metadata.generation && lastBackupTime === undefined && generatedObjects.length === GENERATED - 1 ? true : undefined;
     }, 30_000, 200);
 
     // Three reconciles, each brought about by a metadata change the controller acts on (an annotation), write no status.
