@@ -30,6 +30,12 @@ export interface LeaderElectionOptions {
   readonly onStartedLeading: () => void;
   /** Called, exactly once per term, when this process stops being leader: stop reconciling now. */
   readonly onStoppedLeading: () => void;
+  /**
+   * Free the Lease on stop() (client-go's ReleaseOnCancel). With false, a
+   * stopped leader leaves it to expire, as a crashed process does.
+   * @default true
+   */
+  readonly releaseOnStop?: boolean;
   /** Every line carries the Lease and this identity. @default silentLogger */
   readonly log?: Logger;
 }
@@ -97,27 +103,18 @@ export class LeaderElector {
     return this.leading;
   }
 
-  /** Stops the loop; a leader stops leading, then releases the Lease so a successor need not wait for it to expire. */
-  stop(): Promise<void> {
-    return this.halt(true);
-  }
-
   /**
-   * Stops like a crashed process: the loop ends (and onStoppedLeading is
-   * called, so this process stops reconciling) but the Lease is NOT released,
-   * so others must wait for it to expire. For tests and crash simulation.
+   * Stops the loop; a leader stops leading, then (unless releaseOnStop is
+   * false) releases the Lease so a successor need not wait for it to expire.
+   * Later calls wait for the first.
    */
-  abandon(): Promise<void> {
-    return this.halt(false);
-  }
-
-  /** The first stop() or abandon() decides; later calls wait for it. */
-  private halt(release: boolean): Promise<void> {
+  stop(): Promise<void> {
     return (this.halted ??= (async () => {
       this.state = 'stopped';
       this.loopTimer?.cancel();
       this.stepDown('stopped');
       await this.inflight; // a write in flight may still succeed: release what it wrote
+      const release = this.options.releaseOnStop ?? true;
       if (release && this.lease?.spec?.holderIdentity === this.options.identity) await this.release(this.lease);
     })());
   }

@@ -88,10 +88,12 @@ export function slimOwnedObject(object: CachedObject, fieldManager: string): Cac
 
 export class Controller {
   readonly metrics: ControllerMetrics;
-  readonly queue: WorkQueue;
+  /** The DistributedKV cache. */
   readonly clusters: Informer;
+  /** The owned objects' caches, by `apiVersion/kind`. */
   readonly owned = new Map<string, Informer>();
-  readonly memory: ClusterMemory;
+  private readonly queue: WorkQueue;
+  private readonly memory: ClusterMemory;
   private readonly context: Omit<ReconcileContext, 'client' | 'events'>;
   private workersRunning: Promise<void>[] = [];
   private leading = false;
@@ -174,6 +176,16 @@ export class Controller {
 
   get cachesSynced(): boolean {
     return this.synced;
+  }
+
+  /** Nothing queued, nothing being reconciled: every change seen so far has been acted on. */
+  get idle(): boolean {
+    return this.queue.depth === 0 && this.queue.inFlight === 0;
+  }
+
+  /** Reconciles of `namespace/name` that failed since its last success (each one waits out a longer backoff). */
+  failuresOf(key: string): number {
+    return this.queue.failureCount(key);
   }
 
   /**

@@ -179,7 +179,7 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
     await eventually('the controller to be idle with the last write cached', async () => {
       const live = await client.request('GET', sts);
       const cached = controller.owned.get('apps/v1/StatefulSet')!.get(`${namespace}/kv`);
-      return cached?.metadata.resourceVersion === live.metadata.resourceVersion && controller.queue.depth === 0 && controller.queue.inFlight === 0 ? true : undefined;
+      return cached?.metadata.resourceVersion === live.metadata.resourceVersion && controller.idle ? true : undefined;
     });
     expect((await client.request('GET', sts)).spec.replicas).toBe(5);
     const fights = await events(namespace, 'kv', 'FieldConflict');

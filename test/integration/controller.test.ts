@@ -121,7 +121,7 @@ describeWithCluster('the DistributedKV controller', () => {
         if (cached.length !== live.size || cached.some((o) => live.get(`${o.metadata.namespace}/${o.metadata.name}`) !== o.metadata.resourceVersion)) return undefined;
       }
       // A failed reconcile waits for its retry with a failure count above zero.
-      return c.queue.depth === 0 && c.queue.inFlight === 0 && c.queue.failureCount(`${namespace}/${NAME}`) === 0 ? true : undefined;
+      return c.idle && c.failuresOf(`${namespace}/${NAME}`) === 0 ? true : undefined;
     });
   }
 

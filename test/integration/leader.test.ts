@@ -1,6 +1,6 @@
 /**
  * Leader election against a real kube-apiserver: at most one replica leads,
- * a released Lease is taken over at once, an abandoned one only after it
+ * a released Lease is taken over at once, one left held (a crash) only after it
  * expires, and a leader that cannot renew stops leading before anyone else
  * may start. Durations are scaled down (lease 3 s, renew 2 s, retry 250 ms).
  */
@@ -43,7 +43,7 @@ describeWithCluster('leader election', () => {
     leadingNow = mostLeadingAtOnce = 0;
   });
   afterEach(async () => {
-    await Promise.all(replicas.map((r) => r.elector.abandon()));
+    await Promise.all(replicas.map((r) => r.elector.stop()));
   });
   afterAll(() => client?.close());
 
@@ -127,10 +127,11 @@ describeWithCluster('leader election', () => {
   });
 
   it('takes over from a crashed leader only after the lease duration has passed', async () => {
-    const rs = [replica('a'), replica('b')];
+    // releaseOnStop: false: a stopped leader leaves its Lease as a crashed process does.
+    const rs = [replica('a', { releaseOnStop: false }), replica('b', { releaseOnStop: false })];
     const leader = await leaderOf(rs);
     const successor = rs.find((r) => r !== leader)!;
-    await leader.elector.abandon();
+    await leader.elector.stop();
     const lastRenew = wallMillis((await readLease()).spec.renewTime);
     expect(leader.events).not.toContain('leader.released');
     const takeover = await eventually('the successor to lead', async () => successor.started[0], LEASE * 3);
@@ -194,7 +195,7 @@ describeWithCluster('leader election', () => {
       await leader.elector.stop();
       expect(leader.stopped).toHaveLength(1);
     } finally {
-      await Promise.all(replicas.map((r) => r.elector.abandon()));
+      await Promise.all(replicas.map((r) => r.elector.stop()));
       cut.close();
       await proxy.close();
     }

@@ -143,7 +143,7 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
     // Three reconciles, each brought about by a metadata change the controller acts on (an annotation), write no status.
     const statusWrites = async () => (await requestCounts(client)).get('PATCH distributedkvs/status') ?? 0;
     const reconciles = async () => (await running!.controller.metrics.reconciles.get()).values.reduce((n, v) => n + v.value, 0);
-    await eventually('the controller to be idle', async () => (running!.controller.queue.depth === 0 && running!.controller.queue.inFlight === 0 ? true : undefined));
+    await eventually('the controller to be idle', async () => (running!.controller.idle ? true : undefined));
     const writesBefore = await statusWrites();
     for (let i = 0; i < 3; i++) {
       const before = await reconciles();

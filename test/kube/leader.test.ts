@@ -9,13 +9,14 @@ import { LeaderElector } from '../../kube/leader.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakeLeaseApi } from '../support/fake-lease-api.js';
 
-function elector(api: FakeLeaseApi, clock: FakeClock, identity = 'a') {
+function elector(api: FakeLeaseApi, clock: FakeClock, identity = 'a', releaseOnStop?: boolean) {
   const record = { started: [] as number[], stopped: [] as number[] };
   const e = new LeaderElector({
     client: api, clock, namespace: 'dkv-system', name: 'dkv-controller', identity,
     leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000,
     onStartedLeading: () => record.started.push(clock.monotonic()),
     onStoppedLeading: () => record.stopped.push(clock.monotonic()),
+    releaseOnStop,
   });
   return { e, record };
 }
@@ -98,5 +99,20 @@ describe('leader election on a fake clock', () => {
     expect(api2.holder).toBe('');
     expect(api2.lease.spec.leaseDurationSeconds).toBe(1);
     expect(clock2.pendingTimers).toBe(0);
+  });
+
+  it('with releaseOnStop false, stops leading on stop but leaves the Lease to expire, as a crashed process does', async () => {
+    const api = new FakeLeaseApi();
+    const clock = new FakeClock();
+    const { e, record } = elector(api, clock, 'a', false);
+    e.start();
+    await clock.advance(0);
+    const writes = api.writes.length;
+    await e.stop();
+    expect(record.stopped).toEqual([0]);
+    expect(api.holder).toBe('a');
+    expect(api.lease.spec.leaseDurationSeconds).toBe(15);
+    expect(api.writes).toHaveLength(writes);
+    expect(clock.pendingTimers).toBe(0);
   });
 });
