@@ -8,7 +8,7 @@ import { InputError, yamlProblem, type Problem } from './problem.js';
 import { dottedPath } from '../model/field-path.js';
 import { fieldProblems } from './schema-errors.js';
 
-export type { GeneratorConfig, JsonPatchOperation, PatchableKind } from '../model/generator-config.js';
+export type { EngineName, GeneratorConfig, JsonPatchOperation, PatchableKind } from '../model/generator-config.js';
 
 /** A configuration file as written: every key optional, merged over the default. */
 export type ConfigOverrides = { [K in Exclude<keyof GeneratorConfig, 'file'>]?: Partial<GeneratorConfig[K]> };
@@ -46,6 +46,8 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     selectorLabels: (overrides.selectorLabels as string[] | undefined) ?? base.selectorLabels,
     annotations: { ...base.annotations, ...overrides.annotations } as Record<string, string>,
     hashAnnotation: (overrides.hashAnnotation as string | undefined) ?? base.hashAnnotation,
+    engine: (overrides.engine as GeneratorConfig['engine'] | undefined) ?? base.engine,
+    clusterDomain: (overrides.clusterDomain as string | undefined) ?? base.clusterDomain,
     ports: { ...base.ports, ...overrides.ports },
     dataPath: (overrides.dataPath as string | undefined) ?? base.dataPath,
     patches: { ...base.patches, ...overrides.patches } as GeneratorConfig['patches'],

@@ -109,6 +109,9 @@ export function configProblems(file: string, config: GeneratorConfig): Problem[]
     if (!(key in config.labels)) problems.push({ file, path: `selectorLabels[${i}]`, message: `"${key}" is not one of the configured labels` });
   });
   if (config.ports.client === config.ports.peer) problems.push({ file, path: 'ports.peer', message: 'must differ from ports.client' });
+  if (config.ports.metrics === config.ports.client || config.ports.metrics === config.ports.peer) {
+    problems.push({ file, path: 'ports.metrics', message: 'must differ from ports.client and ports.peer' });
+  }
   if (config.names.headlessService === config.names.clientService) {
     problems.push({ file, path: 'names.clientService', message: `must differ from names.headlessService: both Services would be named ${JSON.stringify(config.names.clientService)}` });
   }

@@ -3,6 +3,7 @@ import { k8s } from 'cdk8s-plus-27';
 import type { DistributedKVSpec } from '../imports/distributedkv.js';
 import type { GeneratorConfig } from '../api/config.js';
 import type { ClusterIdentity } from '../model/cluster-identity.js';
+import { engineFor } from '../engines/index.js';
 import { quantities, restrictedContainerSecurityContext } from './pod-defaults.js';
 
 export interface KVStatefulSetProps {
@@ -10,7 +11,7 @@ export interface KVStatefulSetProps {
   readonly identity: ClusterIdentity;
   /** The validated, defaulted spec. */
   readonly spec: DistributedKVSpec;
-  /** Ports and data path of the server. */
+  /** The engine, ports and data path of the server. */
   readonly config: GeneratorConfig;
 }
 
@@ -34,7 +35,7 @@ export class KVStatefulSet extends Construct {
   constructor(scope: Construct, id: string, props: KVStatefulSetProps) {
     super(scope, id);
     const { identity, spec, config } = props;
-    const { client, peer } = config.ports;
+    const member = engineFor(config.engine).memberContainer({ identity, spec, config });
     this.apiObject = new k8s.KubeStatefulSet(this, 'Resource', {
       metadata: { name: identity.statefulSetName, labels: { ...identity.serverLabels }, annotations: identity.annotations },
       spec: {
@@ -48,7 +49,7 @@ export class KVStatefulSet extends Construct {
           spec: {
             automountServiceAccountToken: false,
             enableServiceLinks: false,
-            terminationGracePeriodSeconds: 60,
+            terminationGracePeriodSeconds: member.terminationGracePeriodSeconds,
             securityContext: {
               runAsNonRoot: true,
               runAsUser: 65532,
@@ -64,20 +65,13 @@ export class KVStatefulSet extends Construct {
               {
                 name: 'kv',
                 image: spec.image,
-                ports: [
-                  { name: 'client', containerPort: client, protocol: 'TCP' },
-                  { name: 'peer', containerPort: peer, protocol: 'TCP' },
-                ],
-                env: [
-                  { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-                  { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-                  { name: 'DKV_CLUSTER_SIZE', value: String(spec.size) },
-                  { name: 'DKV_PEER_SERVICE', value: identity.headlessServiceName },
-                  { name: 'DKV_DATA_DIR', value: config.dataPath },
-                ],
-                startupProbe: { tcpSocket: { port: k8s.IntOrString.fromString('client') }, periodSeconds: 5, failureThreshold: 60 },
-                readinessProbe: { tcpSocket: { port: k8s.IntOrString.fromString('client') }, periodSeconds: 5, failureThreshold: 3 },
-                livenessProbe: { tcpSocket: { port: k8s.IntOrString.fromString('client') }, periodSeconds: 10, failureThreshold: 6 },
+                command: member.command,
+                args: member.args,
+                ports: member.ports,
+                env: member.env,
+                startupProbe: member.startupProbe,
+                readinessProbe: member.readinessProbe,
+                livenessProbe: member.livenessProbe,
                 resources: spec.resources ? { requests: quantities(spec.resources.requests), limits: quantities(spec.resources.limits) } : undefined,
                 securityContext: restrictedContainerSecurityContext(),
                 volumeMounts: [{ name: DATA_VOLUME, mountPath: config.dataPath }],

@@ -50,7 +50,7 @@ export interface DistributedKVSpec {
    */
   size: number;
   /**
-   * Container image of the key-value server, e.g. `registry.example.com/kv/server:1.4.2`. Pin a tag or digest: the image is part of the desired state.
+   * Container image of the key-value server: with the etcd engine (the default), an etcd image, e.g. `registry.k8s.io/etcd:3.6.8-0`. Pin a tag or digest: the image is part of the desired state.
    */
   image: string;
   /**

@@ -11,6 +11,9 @@ export interface JsonPatchOperation {
   readonly value?: unknown;
 }
 
+/** The store the members run; see engines/. */
+export type EngineName = 'etcd' | 'generic';
+
 /** The kinds a configuration can patch. */
 export type PatchableKind = 'StatefulSet' | 'Service' | 'PodDisruptionBudget' | 'CronJob';
 
@@ -33,7 +36,10 @@ export interface GeneratorConfig {
   readonly selectorLabels: readonly string[];
   readonly annotations: Readonly<Record<string, string>>;
   readonly hashAnnotation: string;
-  readonly ports: { readonly client: number; readonly peer: number };
+  readonly engine: EngineName;
+  /** The cluster's DNS domain, in the addresses members advertise to each other. */
+  readonly clusterDomain: string;
+  readonly ports: { readonly client: number; readonly peer: number; readonly metrics: number };
   readonly dataPath: string;
   readonly patches: Readonly<Partial<Record<PatchableKind, readonly JsonPatchOperation[]>>>;
   readonly controller: {

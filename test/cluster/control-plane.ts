@@ -100,7 +100,9 @@ function installExitHook(): void {
   }
 }
 
-function launch(binary: string, args: string[], logFile: string, env?: NodeJS.ProcessEnv): ChildProcess {
+/** Starts a child that is killed with this process, whatever ends it. */
+export function launch(binary: string, args: string[], logFile: string, env?: NodeJS.ProcessEnv): ChildProcess {
+  installExitHook();
   const fd = openSync(logFile, 'a');
   const child = spawn(binary, args, { stdio: ['ignore', fd, fd], env });
   closeSync(fd);
@@ -109,7 +111,7 @@ function launch(binary: string, args: string[], logFile: string, env?: NodeJS.Pr
   return child;
 }
 
-async function terminate(child: ChildProcess | undefined): Promise<void> {
+export async function terminate(child: ChildProcess | undefined): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
@@ -118,7 +120,7 @@ async function terminate(child: ChildProcess | undefined): Promise<void> {
   clearTimeout(timer);
 }
 
-function exitDescription(child: ChildProcess, logFile: string): string | undefined {
+export function exitDescription(child: ChildProcess, logFile: string): string | undefined {
   if (child.exitCode === null && child.signalCode === null) return undefined;
   let tail = '';
   try {

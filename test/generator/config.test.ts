@@ -85,13 +85,31 @@ patches:
   });
 
   it('moves the server ports everywhere they are used', () => {
-    const config = loadCheckedConfig(configFile('ports: { client: 7000, peer: 7001 }\n'));
+    const config = loadCheckedConfig(configFile('ports: { client: 7000, peer: 7001, metrics: 7002 }\n'));
     const { statefulSet, headless, client, cronJob } = byRole(synth({ backup: BACKUP }, config));
-    expect(statefulSet.spec.template.spec.containers[0].ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([7000, 7001]);
+    const member = statefulSet.spec.template.spec.containers[0];
+    expect(member.ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([7000, 7001, 7002]);
+    // etcd listens and advertises on them too.
+    expect(member.args).toEqual(expect.arrayContaining([
+      '--listen-client-urls=http://0.0.0.0:7000', '--listen-peer-urls=http://0.0.0.0:7001', '--listen-metrics-urls=http://0.0.0.0:7002',
+      '--advertise-client-urls=http://$(POD_NAME).orders-peers.$(POD_NAMESPACE).svc.cluster.local:7000',
+    ]));
+    expect(member.args.find((a: string) => a.startsWith('--initial-cluster=')).match(/:7001/g)).toHaveLength(3);
     expect(headless.spec.ports.map((p: { port: number }) => p.port)).toEqual([7000, 7001]);
     expect(client.spec.ports.map((p: { port: number }) => p.port)).toEqual([7000]);
     const env: { value?: string }[] = cronJob!.spec.jobTemplate.spec.template.spec.containers[0].env;
     expect(env.map((e) => e.value)).toContain('orders:7000');
+  });
+
+  it('with engine generic, runs the image with the DKV_* environment contract and probes it by TCP', () => {
+    const config = loadCheckedConfig(configFile('engine: generic\n'));
+    const member = byRole(synth({ size: 5 }, config)).statefulSet.spec.template.spec.containers[0];
+    expect(member.command).toBeUndefined();
+    expect(member.args).toBeUndefined();
+    expect(Object.fromEntries(member.env.filter((e: { value?: string }) => e.value).map((e: { name: string; value: string }) => [e.name, e.value])))
+      .toEqual({ DKV_CLUSTER_SIZE: '5', DKV_PEER_SERVICE: 'orders-peers', DKV_DATA_DIR: '/var/lib/dkv' });
+    expect(member.readinessProbe.tcpSocket).toEqual({ port: 'client' });
+    expect(member.ports.map((p: { name: string }) => p.name)).toEqual(['client', 'peer']);
   });
 
   it('that is invalid is reported as an InputError naming the file and every bad field', () => {
@@ -126,6 +144,11 @@ patches:
 
 describe('a configuration that would generate broken objects is rejected when loaded, naming the field', () => {
   const problemsOf = (text: string) => loadError(configFile(text)).problems.map((p) => `${p.path}: ${p.message}`);
+
+  it('an unknown engine, or a metrics port shared with another, names the field', () => {
+    expect(problemsOf('engine: redis\n')).toEqual(['engine: must be one of "etcd", "generic" (got "redis")']);
+    expect(problemsOf('ports: { metrics: 2379 }\n')).toEqual(['ports.metrics: must differ from ports.client and ports.peer']);
+  });
 
   it('a patch whose test fails names the patch', () => {
     expect(problemsOf('patches: {StatefulSet: [{op: test, path: /spec/replicas, value: 99}]}')).toEqual([

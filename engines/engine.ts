@@ -1,0 +1,41 @@
+/**
+ * An engine is the store's protocol: how a member is started, probed and
+ * stopped. The StatefulSet construct owns everything Kubernetes-shaped
+ * (identity, volumes, security, spreading); the engine fills in the one
+ * container that runs the store. The configuration's `engine` key picks one.
+ */
+import type { k8s } from 'cdk8s-plus-27';
+import type { GeneratorConfig, EngineName } from '../model/generator-config.js';
+import type { ClusterIdentity } from '../model/cluster-identity.js';
+import type { DistributedKVSpec } from '../imports/distributedkv.js';
+
+export interface MemberContainerProps {
+  readonly identity: ClusterIdentity;
+  /** The validated, defaulted spec. */
+  readonly spec: DistributedKVSpec;
+  readonly config: GeneratorConfig;
+}
+
+/** The engine's part of the member container; name, image, resources, security and the data mount are the StatefulSet's. */
+export interface MemberContainer {
+  readonly command?: string[];
+  readonly args?: string[];
+  readonly env: k8s.EnvVar[];
+  readonly ports: k8s.ContainerPort[];
+  readonly startupProbe: k8s.Probe;
+  readonly readinessProbe: k8s.Probe;
+  readonly livenessProbe: k8s.Probe;
+  /** Seconds a member gets to stop after SIGTERM. */
+  readonly terminationGracePeriodSeconds: number;
+}
+
+export interface Engine {
+  readonly name: EngineName;
+  memberContainer(props: MemberContainerProps): MemberContainer;
+}
+
+/** The pod's own name and namespace, for `$(POD_NAME)` expansion in arguments. */
+export const POD_IDENTITY_ENV: k8s.EnvVar[] = [
+  { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+  { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+];

@@ -1,0 +1,55 @@
+/**
+ * The one interface through which the controller changes a store's
+ * membership. Day-2 steps (scale out and in, upgrades) read `status()`, decide
+ * one change, make it, and read again on the next reconcile: every method is
+ * one request, and nothing here remembers anything between calls.
+ */
+
+/** One member as the store sees it, with what the controller needs to decide. */
+export interface MemberStatus {
+  /** The store's own id for the member. */
+  readonly id: string;
+  /** The pod it runs as; empty for a member added but never started. */
+  readonly name: string;
+  readonly peerUrls: readonly string[];
+  /** A learner receives the log but does not vote. */
+  readonly learner: boolean;
+  /** It answered its own status request without errors and knows a leader. */
+  readonly healthy: boolean;
+  readonly leader: boolean;
+  /** The server version it reports, when it answered. */
+  readonly version?: string;
+  /** Why it is not healthy. */
+  readonly problem?: string;
+}
+
+export interface MembershipStatus {
+  /** Every member of the membership, learners included, by ordinal order of their names. */
+  readonly members: readonly MemberStatus[];
+  /** Voting members that answered and know a leader; a change needs a majority of voters. */
+  readonly healthyVoters: number;
+  readonly voters: number;
+  readonly leaderId?: string;
+}
+
+export interface Membership {
+  /** Reads the membership from any member that answers, and each member's health from itself. Throws when none answers. */
+  status(): Promise<MembershipStatus>;
+  /** Adds a non-voting member that will run as `name` (its pod) with this peer URL; returns its id. */
+  addLearner(peerUrl: string): Promise<string>;
+  /**
+   * Makes a learner that has caught up a voting member. Like remove, refused
+   * (and to be retried on a later reconcile) while the store judges the
+   * change unsafe: a learner not yet in sync, or a leader that has not yet
+   * heard from enough members since it was elected.
+   */
+  promote(id: string): Promise<void>;
+  remove(id: string): Promise<void>;
+  /** Hands leadership to `toId`, asking the current leader. */
+  moveLeader(toId: string): Promise<void>;
+}
+
+/** Whether a majority of voters is healthy: below it, nothing may be changed. */
+export function hasQuorum(status: Pick<MembershipStatus, 'healthyVoters' | 'voters'>): boolean {
+  return status.voters > 0 && status.healthyVoters > status.voters / 2;
+}

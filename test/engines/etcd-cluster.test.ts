@@ -1,0 +1,129 @@
+/**
+ * The etcd engine against real etcd: for every size 1-9, one etcd process per
+ * member, started with exactly the arguments the generated StatefulSet gives
+ * each pod (test/support/etcd-members.ts substitutes only addresses, ports
+ * and the volume's path), forms one cluster with a quorum, and a key written
+ * through one member is read, linearizably, through another. The membership
+ * interface the controller will use is checked on the same processes.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EtcdMembership } from '../../engines/etcd/membership.js';
+import { hasQuorum } from '../../engines/membership.js';
+import { locateBinaries } from '../cluster/control-plane.js';
+import { byRole, synth, SIZES } from '../generator/support.js';
+import { LocalEtcdCluster } from '../support/etcd-members.js';
+import { eventually, yes } from '../support/eventually.js';
+import { httpProbe } from '../support/http-probe.js';
+
+const describeWithEtcd = process.env.DKV_SKIP_CLUSTER ? describe.skip : describe;
+const NAMESPACE = 'shop';
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+async function etcdPost<T = any>(clientUrl: string, path: string, body: unknown): Promise<T> {
+  const response = await fetch(clientUrl + path, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(5000) });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+async function startCluster(size: number, binDir: string, dir: string): Promise<{ cluster: LocalEtcdCluster; pods: string[]; membership: EtcdMembership }> {
+  const { statefulSet } = byRole(synth({ name: 'kv', namespace: NAMESPACE, size }));
+  const cluster = new LocalEtcdCluster(statefulSet, NAMESPACE, binDir, dir);
+  const pods = Array.from({ length: size }, (_, i) => `kv-${i}`);
+  for (let i = 0; i < size; i++) await cluster.start(i);
+  const someoneExited = () => pods.map((p) => cluster.exited(p)).find(Boolean);
+  // What the readiness probe asks: every member's /readyz on its metrics listener.
+  await eventually(`${size} member(s) ready`, async () => {
+    for (const pod of pods) if ((await httpProbe(`${(await cluster.address(pod)).metricsUrl}/readyz`)).status !== 200) return undefined;
+    return true;
+  }, 60_000, 100, someoneExited);
+  const addresses = new Map(await Promise.all(pods.map(async (p) => [p, (await cluster.address(p)).clientUrl] as const)));
+  const membership = new EtcdMembership(() => [...addresses.keys()], (pod) => addresses.get(pod)!);
+  return { cluster, pods, membership };
+}
+
+describeWithEtcd('the etcd engine runs a real etcd cluster', () => {
+  let binDir: string;
+  let dir: string;
+  beforeAll(() => {
+    binDir = locateBinaries();
+  });
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'dkv-etcd-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it.each(SIZES)('of %i member(s): one quorum, and a key written through one member is read through another', async (size) => {
+    const { cluster, pods, membership } = await startCluster(size, binDir, dir);
+    try {
+      // The generated bootstrap arguments reached etcd unchanged.
+      const first = cluster.members.get('kv-0')!;
+      expect(first.args).toEqual(expect.arrayContaining(['--name=kv-0', '--initial-cluster-state=new', `--initial-cluster-token=kv.${NAMESPACE}`]));
+      expect(first.args.find((a) => a.startsWith('--initial-cluster='))!.split(',')).toHaveLength(size);
+
+      const status = await membership.status();
+      expect(status.members.map((m) => m.name)).toEqual(pods);
+      expect(status.members.every((m) => m.healthy && !m.learner)).toBe(true);
+      expect(status.members.filter((m) => m.leader)).toHaveLength(1);
+      expect(hasQuorum(status)).toBe(true);
+
+      const writer = (await cluster.address(pods[0])).clientUrl;
+      const reader = (await cluster.address(pods[size - 1])).clientUrl;
+      await etcdPost(writer, '/v3/kv/put', { key: b64('orders/1'), value: b64(`written through kv-0 of ${size}`) });
+      const read = await etcdPost(reader, '/v3/kv/range', { key: b64('orders/1') });
+      expect(Buffer.from(read.kvs[0].value, 'base64').toString()).toBe(`written through kv-0 of ${size}`);
+    } finally {
+      await cluster.stopAll();
+    }
+  }, 90_000);
+
+  it('moves leadership and removes a member through the membership interface, keeping a quorum of the rest', async () => {
+    const { cluster, membership } = await startCluster(3, binDir, dir);
+    try {
+      const before = await membership.status();
+      const target = before.members.find((m) => !m.leader)!;
+      await membership.moveLeader(target.id);
+      await eventually('leadership to move', async () => yes((await membership.status()).leaderId === target.id), 10_000, 100);
+
+      // As scale-in does: the highest ordinal that does not lead leaves the membership, then its process stops.
+      const follower = (await membership.status()).members.filter((m) => !m.leader).at(-1)!;
+      // etcd refuses a removal until the new leader has heard from enough members ("unhealthy cluster"): the controller retries on a later reconcile.
+      await eventually('the removal to be accepted', () => membership.remove(follower.id).then(() => true), 10_000, 200);
+      await cluster.stop(follower.name);
+      const after = await eventually('a two-member cluster', async () => {
+        const s = await membership.status();
+        return s.voters === 2 && s.healthyVoters === 2 ? s : undefined;
+      }, 10_000, 100);
+      expect(after.members.map((m) => m.name)).not.toContain(follower.name);
+      expect(hasQuorum(after)).toBe(true);
+    } finally {
+      await cluster.stopAll();
+    }
+  }, 90_000);
+
+  it('reports a member that does not answer as unhealthy, and a lost quorum as such', async () => {
+    const { cluster, pods, membership } = await startCluster(3, binDir, dir);
+    try {
+      await cluster.stop(pods[2]);
+      const oneDown = await eventually('kv-2 unhealthy', async () => {
+        const s = await membership.status();
+        return s.members.find((m) => m.name === 'kv-2')?.healthy === false ? s : undefined;
+      }, 10_000, 100);
+      expect(oneDown.healthyVoters).toBe(2);
+      expect(hasQuorum(oneDown)).toBe(true);
+      expect(oneDown.members.find((m) => m.name === 'kv-2')!.problem).toMatch(/kv-2|127\.0\.0\.1|ECONNREFUSED|fetch failed/);
+
+      await cluster.stop(pods[1]);
+      const lost = await eventually('quorum lost', async () => {
+        const s = await membership.status().catch(() => undefined);
+        return s && !hasQuorum(s) ? s : undefined;
+      }, 20_000, 200);
+      expect(lost.healthyVoters).toBeLessThan(2);
+    } finally {
+      await cluster.stopAll();
+    }
+  }, 90_000);
+});

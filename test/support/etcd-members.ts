@@ -1,0 +1,126 @@
+/**
+ * Runs the members of a generated StatefulSet as real etcd processes on
+ * loopback, playing the parts Kubernetes plays for a pod and nothing more:
+ *
+ * - the kubelet's: the container's environment from its fieldRefs
+ *   (POD_NAME, POD_NAMESPACE) and `$(VAR)` expansion in its arguments;
+ *   the member's volume, a directory of its own mounted at the mount path;
+ * - cluster DNS and the network's: every member's per-pod DNS name becomes
+ *   127.0.0.1, and since all members share one address, each gets its own
+ *   client, peer and metrics ports. Listen addresses (0.0.0.0) become
+ *   127.0.0.1: tests stay on loopback.
+ *
+ * Every other argument reaches etcd exactly as the generator wrote it.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { exitDescription, freePort, launch, terminate } from '../cluster/control-plane.js';
+
+interface ContainerSpec {
+  command?: string[];
+  args?: string[];
+  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  ports?: { name: string; containerPort: number }[];
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+
+export interface StatefulSetLike {
+  metadata: { name: string };
+  spec: { template: { spec: { containers: ContainerSpec[] } } };
+}
+
+/** Where one member listens, on loopback. */
+export interface MemberAddress {
+  readonly name: string;
+  readonly clientUrl: string;
+  readonly peerUrl: string;
+  readonly metricsUrl: string;
+}
+
+export interface LocalMember extends MemberAddress {
+  /** The arguments etcd was started with, after the substitutions above. */
+  readonly args: readonly string[];
+  readonly log: string;
+  readonly process: ChildProcess;
+}
+
+export class LocalEtcdCluster {
+  readonly members = new Map<string, LocalMember>();
+  private readonly addresses = new Map<string, MemberAddress>();
+
+  constructor(
+    private readonly statefulSet: StatefulSetLike,
+    private readonly namespace: string,
+    private readonly binDir: string,
+    private readonly dir: string,
+  ) {}
+
+  /** The loopback address of a member, by pod name (allocated on first use). */
+  async address(pod: string): Promise<MemberAddress> {
+    let address = this.addresses.get(pod);
+    if (!address) {
+      const [client, peer, metrics] = [await freePort(), await freePort(), await freePort()];
+      address = { name: pod, clientUrl: `http://127.0.0.1:${client}`, peerUrl: `http://127.0.0.1:${peer}`, metricsUrl: `http://127.0.0.1:${metrics}` };
+      this.addresses.set(pod, address);
+    }
+    return address;
+  }
+
+  /** Starts the pod of this ordinal as the StatefulSet's template describes it. */
+  async start(ordinal: number): Promise<LocalMember> {
+    const pod = `${this.statefulSet.metadata.name}-${ordinal}`;
+    const container = this.statefulSet.spec.template.spec.containers[0];
+    const env: Record<string, string> = {};
+    for (const e of container.env ?? []) {
+      const field = e.valueFrom?.fieldRef?.fieldPath;
+      env[e.name] = field === 'metadata.name' ? pod : field === 'metadata.namespace' ? this.namespace : (e.value ?? '');
+    }
+    const expanded = [...(container.command ?? []), ...(container.args ?? [])].map((a) => a.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, name) => env[name] ?? m));
+    const [binary, ...generated] = expanded;
+    const port = (name: string) => container.ports?.find((p) => p.name === name)?.containerPort;
+    const own = await this.address(pod);
+    const volume = join(this.dir, pod);
+    const mountPath = container.volumeMounts?.[0]?.mountPath;
+    const args: string[] = [];
+    for (const arg of generated) {
+      let out = arg;
+      // Per-pod DNS names (<pod>.<service>.<namespace>.svc.<domain>:<port>) → that member's loopback port.
+      const urls = [...out.matchAll(/http:\/\/([a-z0-9-]+)\.[a-z0-9-]+\.[a-z0-9-]+\.svc\.[a-z0-9.-]+:(\d+)/g)];
+      for (const [url, host, p] of urls) {
+        const member = await this.address(host);
+        const target = Number(p) === port('peer') ? member.peerUrl : Number(p) === port('client') ? member.clientUrl : undefined;
+        if (!target) throw new Error(`${pod}: ${url} in ${arg} names no port of the member`);
+        out = out.replace(url, target);
+      }
+      out = out
+        .replace(`0.0.0.0:${port('client')}`, own.clientUrl.slice('http://'.length))
+        .replace(`0.0.0.0:${port('peer')}`, own.peerUrl.slice('http://'.length))
+        .replace(`0.0.0.0:${port('metrics')}`, own.metricsUrl.slice('http://'.length));
+      if (mountPath && out.includes(`=${mountPath}`)) out = out.replace(`=${mountPath}`, `=${volume}`);
+      args.push(out);
+    }
+    mkdirSync(volume, { recursive: true });
+    const log = join(this.dir, `${pod}.log`);
+    const bin = binary.includes('/') ? binary : join(this.binDir, binary);
+    const child = launch(bin, args, log, { ...env, PATH: process.env.PATH });
+    const member: LocalMember = { ...own, args, log, process: child };
+    this.members.set(pod, member);
+    return member;
+  }
+
+  /** Why a member's process is gone, if it is. */
+  exited(pod: string): string | undefined {
+    const member = this.members.get(pod);
+    return member ? exitDescription(member.process, member.log) : undefined;
+  }
+
+  async stop(pod: string): Promise<void> {
+    await terminate(this.members.get(pod)?.process);
+    this.members.delete(pod);
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.members.keys()].map((pod) => this.stop(pod)));
+  }
+}
