@@ -2,7 +2,9 @@ import { Construct } from 'constructs';
 import { ApiObject, JsonPatch } from 'cdk8s';
 import type { GeneratorConfig, JsonPatchOperation } from '../api/config.js';
 import type { DistributedKVSpec } from '../imports/distributedkv.js';
+import { engineFor, type MembershipPlan } from '../engines/index.js';
 import { KVBackupCronJob } from './backup-cron-job.js';
+import { KVMemberConfig } from './member-config.js';
 import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity.js';
 import { KVDisruptionBudget } from './disruption-budget.js';
 import { KVServices } from './services.js';
@@ -15,6 +17,11 @@ export interface DistributedKVProps {
   readonly spec: DistributedKVSpec;
   /** Names, labels, ports and patches. */
   readonly config: GeneratorConfig;
+  /**
+   * The step of a membership change to render (the controller's); by
+   * default a new cluster of `spec.size` members, what `dkv synth` writes.
+   */
+  readonly membership?: MembershipPlan;
 }
 
 function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
@@ -40,9 +47,12 @@ export class DistributedKVCluster extends Construct {
   constructor(scope: Construct, id: string, props: DistributedKVProps) {
     super(scope, id);
     const { name, spec, config } = props;
+    const membership = props.membership ?? { replicas: spec.size, state: 'new' };
     this.identity = clusterIdentity(name, config);
     const identity = this.identity;
-    new KVStatefulSet(this, 'StatefulSet', { identity, spec, config });
+    const engine = engineFor(config.engine);
+    if (engine.memberConfig) new KVMemberConfig(this, 'MemberConfig', { identity, data: engine.memberConfig({ identity, spec, config, membership }) });
+    new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership });
     new KVServices(this, 'Services', { identity, config });
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity, size: spec.size });
     if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config });

@@ -1,5 +1,6 @@
 import type { GeneratorConfig, PatchableKind } from '../api/config.js';
 import type { ValidResource } from '../api/validate.js';
+import { engineFor } from '../engines/index.js';
 import { clusterIdentity, namesByTemplate, OBJECT_ROLES } from '../model/cluster-identity.js';
 
 type NameTemplate = keyof GeneratorConfig['names'];
@@ -11,6 +12,7 @@ const KIND_OF_TEMPLATE: Readonly<Record<NameTemplate, PatchableKind>> = {
   clientService: 'Service',
   podDisruptionBudget: 'PodDisruptionBudget',
   backupCronJob: 'CronJob',
+  memberConfig: 'ConfigMap',
 };
 
 /** One object a cluster generates, as Kubernetes addresses it. */
@@ -26,12 +28,13 @@ export interface GeneratedName {
  * The kind and name of every object a DistributedKV generates, from the
  * configured name templates alone, without rendering it: cheap enough to
  * compare every cluster with every other. The backup CronJob exists only
- * with a backup section. A test holds this equal to what synthesizeCluster
+ * with a backup section, the member ConfigMap only with an engine that has one. A test holds this equal to what synthesizeCluster
  * renders.
  */
 export function generatedNames(resource: ValidResource, config: GeneratorConfig): GeneratedName[] {
   const names = namesByTemplate(clusterIdentity(resource.metadata.name, config));
-  const templates = (Object.keys(names) as NameTemplate[]).filter((t) => t !== 'backupCronJob' || resource.spec.backup !== undefined);
+  const generated = (t: NameTemplate) => (t === 'backupCronJob' ? resource.spec.backup !== undefined : t === 'memberConfig' ? engineFor(config.engine).memberConfig !== undefined : true);
+  const templates = (Object.keys(names) as NameTemplate[]).filter(generated);
   return templates.map((template) => ({ kind: KIND_OF_TEMPLATE[template], namespace: resource.metadata.namespace, name: names[template], template }));
 }
 

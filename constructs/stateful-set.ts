@@ -3,7 +3,7 @@ import { k8s } from 'cdk8s-plus-27';
 import type { DistributedKVSpec } from '../imports/distributedkv.js';
 import type { GeneratorConfig } from '../api/config.js';
 import type { ClusterIdentity } from '../model/cluster-identity.js';
-import { engineFor } from '../engines/index.js';
+import { engineFor, type MembershipPlan } from '../engines/index.js';
 import { quantities, restrictedContainerSecurityContext } from './pod-defaults.js';
 
 export interface KVStatefulSetProps {
@@ -13,6 +13,8 @@ export interface KVStatefulSetProps {
   readonly spec: DistributedKVSpec;
   /** The engine, ports and data path of the server. */
   readonly config: GeneratorConfig;
+  /** How many members run now, and how they start. */
+  readonly membership: MembershipPlan;
 }
 
 /** Name of the volume claim template; part of every member's PVC name, so it never changes. */
@@ -34,15 +36,17 @@ export class KVStatefulSet extends Construct {
 
   constructor(scope: Construct, id: string, props: KVStatefulSetProps) {
     super(scope, id);
-    const { identity, spec, config } = props;
-    const member = engineFor(config.engine).memberContainer({ identity, spec, config });
+    const { identity, spec, config, membership } = props;
+    const engine = engineFor(config.engine);
+    const member = engine.memberContainer({ identity, spec, config, membership });
     this.apiObject = new k8s.KubeStatefulSet(this, 'Resource', {
       metadata: { name: identity.statefulSetName, labels: { ...identity.serverLabels }, annotations: identity.annotations },
       spec: {
-        replicas: spec.size,
+        replicas: membership.replicas,
         serviceName: identity.headlessServiceName,
         podManagementPolicy: 'Parallel',
         updateStrategy: { type: 'RollingUpdate' },
+        persistentVolumeClaimRetentionPolicy: engine.volumesWhenScaled ? { whenScaled: engine.volumesWhenScaled, whenDeleted: 'Retain' } : undefined,
         selector: { matchLabels: { ...identity.selector } },
         template: {
           metadata: { labels: { ...identity.serverLabels }, annotations: identity.annotations },
@@ -69,6 +73,7 @@ export class KVStatefulSet extends Construct {
                 args: member.args,
                 ports: member.ports,
                 env: member.env,
+                envFrom: member.envFrom,
                 startupProbe: member.startupProbe,
                 readinessProbe: member.readinessProbe,
                 livenessProbe: member.livenessProbe,

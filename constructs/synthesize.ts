@@ -5,6 +5,7 @@ import type { ValidResource } from '../api/validate.js';
 import { DistributedKVCluster } from './distributed-kv.js';
 import { withDesiredHash } from '../model/desired-hash.js';
 import type { KubeObject } from '../model/kube-object.js';
+import type { MembershipPlan } from '../engines/index.js';
 
 /**
  * A cdk8s Chart for one DistributedKV whose objects carry their desired-hash
@@ -12,9 +13,9 @@ import type { KubeObject } from '../model/kube-object.js';
  * through it, so there is one place that knows what a DistributedKV turns into.
  */
 export class DistributedKVChart extends Chart {
-  constructor(scope: App, id: string, readonly resource: ValidResource, readonly config: GeneratorConfig) {
+  constructor(scope: App, id: string, readonly resource: ValidResource, readonly config: GeneratorConfig, membership?: MembershipPlan) {
     super(scope, id, { namespace: resource.metadata.namespace, disableResourceNameHashes: true });
-    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config });
+    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership });
   }
 
   override toJson(): any[] {
@@ -22,9 +23,9 @@ export class DistributedKVChart extends Chart {
   }
 }
 
-function render(resource: ValidResource, config: GeneratorConfig): KubeObject[] {
+function render(resource: ValidResource, config: GeneratorConfig, membership?: MembershipPlan): KubeObject[] {
   const app = new App({ outdir: '.' });
-  return new DistributedKVChart(app, resource.metadata.name, resource, config).toJson();
+  return new DistributedKVChart(app, resource.metadata.name, resource, config, membership).toJson();
 }
 
 /** A configured patch that cannot be applied to one cluster's objects. */
@@ -71,9 +72,9 @@ export function failingPatch(resource: ValidResource, config: GeneratorConfig): 
  * check's probe specs did not catch): the configuration must change, so
  * callers must not retry.
  */
-export function synthesizeCluster(resource: ValidResource, config: GeneratorConfig): KubeObject[] {
+export function synthesizeCluster(resource: ValidResource, config: GeneratorConfig, membership?: MembershipPlan): KubeObject[] {
   try {
-    return render(resource, config);
+    return render(resource, config, membership);
   } catch (e) {
     const failure = failingPatch(resource, config);
     if (!failure) throw e;

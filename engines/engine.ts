@@ -9,11 +9,22 @@ import type { GeneratorConfig, EngineName } from '../model/generator-config.js';
 import type { ClusterIdentity } from '../model/cluster-identity.js';
 import type { DistributedKVSpec } from '../imports/distributedkv.js';
 
+/**
+ * How many members the StatefulSet runs now, and whether they bootstrap a
+ * new cluster or join an existing one. `dkv synth` renders a new cluster of
+ * `size`; the controller renders each step of a membership change.
+ */
+export interface MembershipPlan {
+  readonly replicas: number;
+  readonly state: 'new' | 'existing';
+}
+
 export interface MemberContainerProps {
   readonly identity: ClusterIdentity;
   /** The validated, defaulted spec. */
   readonly spec: DistributedKVSpec;
   readonly config: GeneratorConfig;
+  readonly membership: MembershipPlan;
 }
 
 /** The engine's part of the member container; name, image, resources, security and the data mount are the StatefulSet's. */
@@ -21,6 +32,7 @@ export interface MemberContainer {
   readonly command?: string[];
   readonly args?: string[];
   readonly env: k8s.EnvVar[];
+  readonly envFrom?: k8s.EnvFromSource[];
   readonly ports: k8s.ContainerPort[];
   readonly startupProbe: k8s.Probe;
   readonly readinessProbe: k8s.Probe;
@@ -32,6 +44,19 @@ export interface MemberContainer {
 export interface Engine {
   readonly name: EngineName;
   memberContainer(props: MemberContainerProps): MemberContainer;
+  /**
+   * The data of the member ConfigMap (`names.memberConfig`), for engines
+   * whose members read how to join at start: it changes with the membership
+   * while the pod template stays the same, so a membership change restarts
+   * no running member. Undefined: no ConfigMap.
+   */
+  readonly memberConfig?: (props: MemberContainerProps) => Record<string, string>;
+  /**
+   * What happens to a member's volume when the StatefulSet scales in.
+   * `Delete`: a member removed from the membership must never come back
+   * with its old data and identity. @default Retain (the StatefulSet's own default)
+   */
+  readonly volumesWhenScaled?: 'Delete' | 'Retain';
 }
 
 /** The pod's own name and namespace, for `$(POD_NAME)` expansion in arguments. */

@@ -3,7 +3,7 @@ import type { Engine } from './engine.js';
 import { etcdEngine } from './etcd/member-container.js';
 import { genericEngine } from './generic/member-container.js';
 
-export type { Engine, MemberContainer, MemberContainerProps } from './engine.js';
+export type { Engine, MemberContainer, MemberContainerProps, MembershipPlan } from './engine.js';
 
 const ENGINES: Readonly<Record<EngineName, Engine>> = { etcd: etcdEngine, generic: genericEngine };
 

@@ -139,6 +139,20 @@ export interface DistributedKVStatus {
    * The objects generated for this cluster, with the hash of what was applied.
    */
   generatedObjects?: GeneratedObject[];
+  /**
+   * The store's members as they last answered the controller (engines with a membership): learners are being added and do not vote.
+   */
+  members?: {
+    /**
+     * The member's pod (or its id, before it first started).
+     */
+    name: string;
+    role: 'leader' | 'follower' | 'learner';
+    /**
+     * It answered its status request without errors and knows a leader.
+     */
+    healthy: boolean;
+  }[];
 }
 /**
  * A standard Kubernetes condition (metav1.Condition).

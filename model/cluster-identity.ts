@@ -16,6 +16,7 @@ export interface ClusterIdentity {
   readonly clientServiceName: string;
   readonly podDisruptionBudgetName: string;
   readonly backupCronJobName: string;
+  readonly memberConfigName: string;
   /** Labels of the server pods and of every object except the backup CronJob. */
   readonly serverLabels: Readonly<Record<string, string>>;
   /** Labels of the backup CronJob and its Jobs' pods. */
@@ -43,6 +44,7 @@ export function clusterIdentity(name: string, config: GeneratorConfig): ClusterI
     clientServiceName: expand(config.names.clientService, name, 'server'),
     podDisruptionBudgetName: expand(config.names.podDisruptionBudget, name, 'server'),
     backupCronJobName: expand(config.names.backupCronJob, name, 'backup'),
+    memberConfigName: expand(config.names.memberConfig, name, 'server'),
     serverLabels,
     backupLabels: labelsFor(config, name, 'backup'),
     selector: Object.fromEntries(config.selectorLabels.map((k) => [k, serverLabels[k]])),
@@ -58,6 +60,7 @@ export function namesByTemplate(identity: ClusterIdentity): Record<keyof Generat
     clientService: identity.clientServiceName,
     podDisruptionBudget: identity.podDisruptionBudgetName,
     backupCronJob: identity.backupCronJobName,
+    memberConfig: identity.memberConfigName,
   };
 }
 
@@ -75,6 +78,7 @@ export const NAME_LIMITS = {
   clientService: 63,
   podDisruptionBudget: 253,
   backupCronJob: 52,
+  memberConfig: 253,
 } as const satisfies Record<keyof GeneratorConfig['names'], number>;
 
 /** What each named object is to its cluster, for messages ("the headless Service"). */
@@ -84,6 +88,7 @@ export const OBJECT_ROLES: Readonly<Record<keyof GeneratorConfig['names'], strin
   clientService: 'client Service',
   podDisruptionBudget: 'PodDisruptionBudget',
   backupCronJob: 'backup CronJob',
+  memberConfig: 'member ConfigMap',
 };
 
 /** DNS-1035 label: Services need it, and every other derived name is satisfied by it. */

@@ -15,7 +15,7 @@ export interface JsonPatchOperation {
 export type EngineName = 'etcd' | 'generic';
 
 /** The kinds a configuration can patch. */
-export type PatchableKind = 'StatefulSet' | 'Service' | 'PodDisruptionBudget' | 'CronJob';
+export type PatchableKind = 'StatefulSet' | 'Service' | 'PodDisruptionBudget' | 'CronJob' | 'ConfigMap';
 
 /**
  * Everything about generated objects that a platform team may want to change
@@ -31,6 +31,8 @@ export interface GeneratorConfig {
     readonly clientService: string;
     readonly podDisruptionBudget: string;
     readonly backupCronJob: string;
+    /** The ConfigMap from which an engine's members read how to join (etcd only). */
+    readonly memberConfig: string;
   };
   readonly labels: Readonly<Record<string, string>>;
   readonly selectorLabels: readonly string[];

@@ -47,7 +47,7 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
   const detected: string[] = [];
   const failures: string[] = [];
 
-  await Promise.all(plan.writes.map(async (write) => {
+  const apply = async (write: WritePlan['writes'][number]): Promise<void> => {
     const name = objectName(write.desired);
     for (const field of write.drift) ctx.metrics.recordDrift(write.desired.kind, field.path, field.manager, detectOnly ? 'reported' : 'corrected');
     if (detectOnly) {
@@ -83,7 +83,11 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
       failures.push(`${name}: ${(e as Error).message}`);
       ctx.log.error('apply failed', { key, object: name, error: (e as Error).message });
     }
-  }));
+  };
+  // Members read their ConfigMap when they start: it is written before the StatefulSet that starts them.
+  const first = plan.writes.filter((w) => w.desired.kind === 'ConfigMap');
+  await Promise.all(first.map(apply));
+  await Promise.all(plan.writes.filter((w) => w.desired.kind !== 'ConfigMap').map(apply));
 
   let pruned: string[] = [];
   if (detectOnly) {

@@ -3,7 +3,8 @@
  * keep apart: read (the cluster, its desired objects from the one synthesis
  * function, the live objects from the cache, or from the API server on a
  * miss), refuse what cannot be acted on, plan (plan-writes.ts, pure), execute
- * (execute-writes.ts), report (report.ts). Day-2 steps plug in as planners.
+ * (execute-writes.ts), report (report.ts). Day-2 steps plug in before the
+ * plan: membership-step.ts decides what the engine renders this time.
  *
  * Contract (controller-runtime's, see reconcile-context.ts): reconcile is
  * handed a key, never an event. It reads the current state, acts, and returns
@@ -22,6 +23,7 @@ import type { CachedObject } from '../kube/informer.js';
 import { KubeApiError, resourcePath, type KubeClient } from '../kube/client.js';
 import { claimedNames, precedes } from './name-claims.js';
 import { controllingOwner, ownershipOf } from './ownership.js';
+import { membershipStep } from './membership-step.js';
 import { planWrites } from './plan-writes.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 import { refuse, reportOutcome } from './report.js';
@@ -62,9 +64,11 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const clash = nameClash(ctx, cr);
   if (clash) return refuse(ctx, cr, key, owned, 'NameClash', clash);
   const resource: ValidResource = { ...validation.resource, metadata: { ...validation.resource.metadata, namespace: cr.metadata.namespace } };
+  // Day-2: one membership step (engines with a membership), whose objects this reconcile writes.
+  const membership = await membershipStep(ctx, cr, resource, detectOnly);
   let desired: KubeObject[];
   try {
-    desired = synthesizeCluster(resource, config);
+    desired = synthesizeCluster(resource, config, membership?.plan);
   } catch (e) {
     if (!(e instanceof InvalidConfigError)) throw e;
     return refuse(ctx, cr, key, owned, 'InvalidConfig', e.problems.map(formatProblem).join('; '));
@@ -99,13 +103,14 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   }
 
   const outcome = await executeWrites(ctx, cr, key, plan, detectOnly);
-  await reportOutcome(ctx, { cr, key, size: resource.spec.size, desired, live, plan, outcome });
+  await reportOutcome(ctx, { cr, key, size: resource.spec.size, desired, live, plan, outcome, membership });
 
   if (outcome.failures.length > 0) throw new Error(`${outcome.failures.length} write(s) failed: ${outcome.failures.join('; ')}`);
   const holds = [...plan.held, ...outcome.fights].map((f) => f.until);
   const waits = [
     plan.conflicts.length > 0 ? ctx.objectConflictRecheckMs : undefined,
     holds.length > 0 ? Math.max(1000, Math.min(...holds) - ctx.now()) : undefined,
+    membership?.requeueAfterMs,
   ].filter((w): w is number => w !== undefined);
   return waits.length > 0 ? { requeueAfterMs: Math.min(...waits) } : {};
 }

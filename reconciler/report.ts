@@ -10,6 +10,7 @@ import { API_VERSION, KIND } from '../api/validate.js';
 import type { WriteOutcome } from './execute-writes.js';
 import type { CachedObject } from '../kube/informer.js';
 import { resourcePath } from '../kube/client.js';
+import type { MembershipStepResult } from './membership-step.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
 import { objectName, TerminalError, type ReconcileContext } from './reconcile-context.js';
 import { desiredStatus, statusChanged, statusPatch, type DegradedReason, type ObservedState } from './status.js';
@@ -22,6 +23,8 @@ export interface ReconcileReport {
   readonly live: ReadonlyMap<string, CachedObject | undefined>;
   readonly plan: WritePlan;
   readonly outcome: WriteOutcome;
+  /** The membership step of this reconcile, for engines with a membership. */
+  readonly membership?: MembershipStepResult;
 }
 
 function timestamp(ms: number): string {
@@ -37,9 +40,9 @@ export function describeHeld(field: HeldField): string {
  * cluster's status nor this process has reported the same message for the
  * same reason. A problem that persists is reported once.
  */
-function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: DegradedReason, message: string): boolean {
+function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: DegradedReason | 'QuorumLost', message: string): boolean {
   const news = ctx.memory.isNews(key, reason, message);
-  const inStatus = (cr.status as DistributedKVStatus | undefined)?.conditions?.some((c) => c.type === 'Degraded' && c.reason === reason && c.message === message);
+  const inStatus = (cr.status as DistributedKVStatus | undefined)?.conditions?.some((c) => c.reason === reason && c.message === message);
   return news && !inStatus;
 }
 
@@ -62,7 +65,10 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   if (conflictMessage && isNews(ctx, cr, key, 'ObjectConflict', conflictMessage)) events.push(record('Warning', 'ObjectConflict', conflictMessage));
   if (outcome.failures.length > 0) events.push(record('Warning', 'ApplyFailed', outcome.failures.join('; ')));
   if (detected && isNews(ctx, cr, key, 'DriftDetected', detected)) events.push(record('Warning', 'DriftDetected', detected));
-  ctx.memory.resolvedExcept(key, [conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : ''].filter(Boolean));
+  const membership = report.membership;
+  if (membership?.changed) events.push(record('Normal', 'MembershipChanged', `${membership.changed} (${membership.message})`));
+  if (membership?.phase === 'QuorumLost' && isNews(ctx, cr, key, 'QuorumLost', membership.message)) events.push(record('Warning', 'QuorumLost', membership.message));
+  ctx.memory.resolvedExcept(key, [conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : '', membership?.phase === 'QuorumLost' ? 'QuorumLost' : ''].filter(Boolean));
   await Promise.all(events);
 
   const blocked = new Set(plan.conflicts.map((c) => c.object));
@@ -85,6 +91,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     cronJob: cronJob && !blocked.has(objectName(cronJob)) ? (report.live.get(objectName(cronJob)) as ObservedState['cronJob']) : undefined,
     generatedObjects,
     degraded,
+    membership: membership && { phase: membership.phase, message: membership.message, members: membership.members },
   });
   return degraded?.reason;
 }

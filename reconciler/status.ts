@@ -7,6 +7,8 @@
 import type { Condition, DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
 import { quorum } from '../model/quorum.js';
 import { canonicalJson } from '../model/desired-hash.js';
+import type { ScalingPhase } from '../engines/etcd/scaling.js';
+import { hasQuorum, type MemberStatus } from '../engines/membership.js';
 
 export interface ObservedState {
   readonly generation: number;
@@ -18,6 +20,8 @@ export interface ObservedState {
   readonly generatedObjects: readonly GeneratedObject[];
   /** Why the cluster is degraded, if it is. */
   readonly degraded?: { readonly reason: DegradedReason; readonly message: string };
+  /** For engines with a membership: where the membership step stands, and the members as they answered. */
+  readonly membership?: { readonly phase: ScalingPhase; readonly message: string; readonly members?: readonly MemberStatus[] };
 }
 
 /**
@@ -46,7 +50,17 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
   const notCreatedReason = observed.size === undefined ? observed.degraded?.reason ?? 'InvalidSpec' : 'NotCreated';
   const conditions: ConditionInput[] = [];
 
-  if (size === undefined || !observed.statefulSet) {
+  const members = observed.membership?.members;
+  const voters = members?.filter((m) => !m.learner);
+  if (observed.membership?.phase === 'QuorumLost') {
+    conditions.push({ type: 'Available', status: 'False', reason: 'QuorumLost', message: observed.membership.message });
+  } else if (voters && voters.length > 0) {
+    // The members' own word: healthy and knowing a leader, which a ready pod alone does not prove.
+    const healthy = voters.filter((m) => m.healthy).length;
+    conditions.push(hasQuorum({ voters: voters.length, healthyVoters: healthy })
+      ? { type: 'Available', status: 'True', reason: 'QuorumAvailable', message: `${healthy} of ${voters.length} voting members healthy; a majority (${quorum(voters.length)}) accepts writes` }
+      : { type: 'Available', status: 'False', reason: 'QuorumUnavailable', message: `${healthy} of ${voters.length} voting members healthy; ${quorum(voters.length)} are needed for a majority` });
+  } else if (size === undefined || !observed.statefulSet) {
     conditions.push({ type: 'Available', status: 'False', reason: notCreatedReason, message: observed.size === undefined ? 'the spec cannot be acted on and no StatefulSet runs; see the Degraded condition' : 'the StatefulSet does not exist yet' });
   } else {
     const needed = quorum(size);
@@ -65,6 +79,13 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
     conditions.push({ type: 'Progressing', status: 'False', reason: notCreatedReason, message: 'nothing to roll out' });
   }
 
+  if (observed.membership) {
+    const { phase, message } = observed.membership;
+    conditions.push(phase === 'Stable'
+      ? { type: 'Scaling', status: 'False', reason: 'Stable', message }
+      : { type: 'Scaling', status: 'True', reason: phase, message });
+  }
+
   conditions.push(observed.degraded
     ? { type: 'Degraded', status: 'True', reason: observed.degraded.reason, message: observed.degraded.message }
     : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'every generated object matches the spec' });
@@ -75,6 +96,9 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
     conditions: conditions.map((c) => condition(c, previous?.conditions, observed.generation, timestamp)),
     generatedObjects: [...observed.generatedObjects],
   };
+  if (members) {
+    status.members = members.map((m) => ({ name: m.name || m.id, role: m.learner ? 'learner' : m.leader ? 'leader' : 'follower', healthy: m.healthy }));
+  }
   const lastBackup = observed.cronJob?.status?.lastSuccessfulTime;
   if (lastBackup) status.lastBackupTime = lastBackup;
   return status;

@@ -12,11 +12,14 @@ const NAMESPACE = '$(POD_NAMESPACE)';
  *
  * - named after its pod, advertising its per-pod DNS name, so a rescheduled
  *   pod is the same member with the same volume;
- * - bootstrapping with exactly `size` members: every pod of a new cluster
- *   starts at once (podManagementPolicy Parallel) and the headless Service
+ * - told how to start by the member ConfigMap (memberConfig below), read
+ *   once at start: a new cluster bootstraps with exactly `size` members,
+ *   every pod at once (podManagementPolicy Parallel; the headless Service
  *   publishes not-ready addresses, so they find each other before any is
- *   ready. Once a member's data directory exists, etcd ignores the
- *   `--initial-*` flags: a restarted member rejoins with what it stored;
+ *   ready); a member added later joins the existing cluster. Once a member's
+ *   data directory exists etcd ignores all of it: a restarted member rejoins
+ *   with what it stored, and a membership change never touches the pod
+ *   template, so it restarts no running member;
  * - data in a directory of its own on the member's volume (etcd wants 0700,
  *   which it sets on a directory it creates, not on the volume's root);
  * - probed on the metrics listener, apart from client traffic: /livez (the
@@ -30,11 +33,8 @@ const NAMESPACE = '$(POD_NAMESPACE)';
  */
 export const etcdEngine: Engine = {
   name: 'etcd',
-  memberContainer({ identity, spec, config }: MemberContainerProps): MemberContainer {
+  memberContainer({ identity, config }: MemberContainerProps): MemberContainer {
     const { client, peer, metrics } = config.ports;
-    const initialCluster = Array.from({ length: spec.size }, (_, i) => memberName(identity, i))
-      .map((member) => `${member}=${peerUrl(identity, member, NAMESPACE, config)}`)
-      .join(',');
     const probe = (path: string) => ({ httpGet: { path, port: k8s.IntOrString.fromString('metrics'), scheme: 'HTTP' } });
     return {
       command: ['etcd'],
@@ -45,12 +45,11 @@ export const etcdEngine: Engine = {
         `--listen-client-urls=http://0.0.0.0:${client}`,
         `--listen-metrics-urls=http://0.0.0.0:${metrics}`,
         `--advertise-client-urls=${clientUrl(identity, POD, NAMESPACE, config)}`,
-        `--initial-advertise-peer-urls=${peerUrl(identity, POD, NAMESPACE, config)}`,
-        `--initial-cluster=${initialCluster}`,
-        '--initial-cluster-state=new',
+        `--initial-advertise-peer-urls=${peerUrl(identity, POD, config)}`,
         `--initial-cluster-token=${identity.statefulSetName}.${NAMESPACE}`,
       ],
       env: [...POD_IDENTITY_ENV],
+      envFrom: [{ configMapRef: { name: identity.memberConfigName } }],
       ports: [
         { name: 'client', containerPort: client, protocol: 'TCP' },
         { name: 'peer', containerPort: peer, protocol: 'TCP' },
@@ -63,4 +62,15 @@ export const etcdEngine: Engine = {
       terminationGracePeriodSeconds: 60,
     };
   },
+
+  /** etcd's own environment variables: the members 0..replicas-1, and whether they form a new cluster or join one. */
+  memberConfig({ identity, config, membership }: MemberContainerProps): Record<string, string> {
+    const members = Array.from({ length: membership.replicas }, (_, i) => memberName(identity, i));
+    return {
+      ETCD_INITIAL_CLUSTER: members.map((member) => `${member}=${peerUrl(identity, member, config)}`).join(','),
+      ETCD_INITIAL_CLUSTER_STATE: membership.state,
+    };
+  },
+
+  volumesWhenScaled: 'Delete',
 };

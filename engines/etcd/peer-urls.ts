@@ -17,8 +17,14 @@ export function memberHost(identity: Pick<ClusterIdentity, 'headlessServiceName'
   return `${pod}.${identity.headlessServiceName}.${namespace}.svc.${config.clusterDomain}`;
 }
 
-export function peerUrl(identity: Pick<ClusterIdentity, 'headlessServiceName'>, pod: string, namespace: string, config: Pick<GeneratorConfig, 'clusterDomain' | 'ports'>): string {
-  return `http://${memberHost(identity, pod, namespace, config)}:${config.ports.peer}`;
+/**
+ * `http://<pod>.<headless Service>:<peer port>`: relative to the members' own
+ * namespace (the pod's DNS search path resolves it), so the member
+ * ConfigMap can list the cluster without knowing the namespace it is
+ * applied to, and a member's advertised URL equals the one it was added with.
+ */
+export function peerUrl(identity: Pick<ClusterIdentity, 'headlessServiceName'>, pod: string, config: Pick<GeneratorConfig, 'ports'>): string {
+  return `http://${pod}.${identity.headlessServiceName}:${config.ports.peer}`;
 }
 
 export function clientUrl(identity: Pick<ClusterIdentity, 'headlessServiceName'>, pod: string, namespace: string, config: Pick<GeneratorConfig, 'clusterDomain' | 'ports'>): string {

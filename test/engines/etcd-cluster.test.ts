@@ -30,8 +30,10 @@ async function etcdPost<T = any>(clientUrl: string, path: string, body: unknown)
 }
 
 async function startCluster(size: number, binDir: string, dir: string): Promise<{ cluster: LocalEtcdCluster; pods: string[]; membership: EtcdMembership }> {
-  const { statefulSet } = byRole(synth({ name: 'kv', namespace: NAMESPACE, size }));
-  const cluster = new LocalEtcdCluster(statefulSet, NAMESPACE, binDir, dir);
+  const objects = synth({ name: 'kv', namespace: NAMESPACE, size });
+  const { statefulSet } = byRole(objects);
+  const configMaps = async (name: string) => objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === name)!.data as Record<string, string>;
+  const cluster = new LocalEtcdCluster(statefulSet, NAMESPACE, binDir, dir, configMaps);
   const pods = Array.from({ length: size }, (_, i) => `kv-${i}`);
   for (let i = 0; i < size; i++) await cluster.start(i);
   const someoneExited = () => pods.map((p) => cluster.exited(p)).find(Boolean);
@@ -59,10 +61,11 @@ describeWithEtcd('the etcd engine runs a real etcd cluster', () => {
   it.each(SIZES)('of %i member(s): one quorum, and a key written through one member is read through another', async (size) => {
     const { cluster, pods, membership } = await startCluster(size, binDir, dir);
     try {
-      // The generated bootstrap arguments reached etcd unchanged.
+      // The generated bootstrap reached etcd unchanged: from the arguments, and from the member ConfigMap.
       const first = cluster.members.get('kv-0')!;
-      expect(first.args).toEqual(expect.arrayContaining(['--name=kv-0', '--initial-cluster-state=new', `--initial-cluster-token=kv.${NAMESPACE}`]));
-      expect(first.args.find((a) => a.startsWith('--initial-cluster='))!.split(',')).toHaveLength(size);
+      expect(first.args).toEqual(expect.arrayContaining(['--name=kv-0', `--initial-cluster-token=kv.${NAMESPACE}`]));
+      expect(first.environment.ETCD_INITIAL_CLUSTER_STATE).toBe('new');
+      expect(first.environment.ETCD_INITIAL_CLUSTER.split(',').map((m) => m.split('=')[0])).toEqual(pods);
 
       const status = await membership.status();
       expect(status.members.map((m) => m.name)).toEqual(pods);

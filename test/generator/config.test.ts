@@ -86,7 +86,7 @@ patches:
 
   it('moves the server ports everywhere they are used', () => {
     const config = loadCheckedConfig(configFile('ports: { client: 7000, peer: 7001, metrics: 7002 }\n'));
-    const { statefulSet, headless, client, cronJob } = byRole(synth({ backup: BACKUP }, config));
+    const { statefulSet, headless, client, cronJob, memberConfig } = byRole(synth({ backup: BACKUP }, config));
     const member = statefulSet.spec.template.spec.containers[0];
     expect(member.ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([7000, 7001, 7002]);
     // etcd listens and advertises on them too.
@@ -94,7 +94,7 @@ patches:
       '--listen-client-urls=http://0.0.0.0:7000', '--listen-peer-urls=http://0.0.0.0:7001', '--listen-metrics-urls=http://0.0.0.0:7002',
       '--advertise-client-urls=http://$(POD_NAME).orders-peers.$(POD_NAMESPACE).svc.cluster.local:7000',
     ]));
-    expect(member.args.find((a: string) => a.startsWith('--initial-cluster=')).match(/:7001/g)).toHaveLength(3);
+    expect(memberConfig!.data.ETCD_INITIAL_CLUSTER.match(/:7001/g)).toHaveLength(3);
     expect(headless.spec.ports.map((p: { port: number }) => p.port)).toEqual([7000, 7001]);
     expect(client.spec.ports.map((p: { port: number }) => p.port)).toEqual([7000]);
     const env: { value?: string }[] = cronJob!.spec.jobTemplate.spec.template.spec.containers[0].env;

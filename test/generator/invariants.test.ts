@@ -16,8 +16,20 @@ describe.each(SIZES)('a cluster of %i member(s)', (size) => {
     ['with backup', withBackup],
   ];
 
-  it('runs one pod per member', () => {
-    for (const [, objects] of variants) expect(byRole(objects).statefulSet.spec.replicas).toBe(size);
+  it('runs one pod per member, bootstrapping a new etcd cluster of exactly those members', () => {
+    for (const [, objects] of variants) {
+      const { statefulSet, memberConfig } = byRole(objects);
+      expect(statefulSet.spec.replicas).toBe(size);
+      expect(memberConfig!.data).toEqual({
+        ETCD_INITIAL_CLUSTER: Array.from({ length: size }, (_, i) => `orders-${i}=http://orders-${i}.orders-peers:2380`).join(','),
+        ETCD_INITIAL_CLUSTER_STATE: 'new',
+      });
+      expect(statefulSet.spec.template.spec.containers[0].envFrom).toEqual([{ configMapRef: { name: memberConfig!.metadata.name } }]);
+    }
+  });
+
+  it('deletes a removed member\'s volume when it scales in (a re-grown ordinal joins fresh) and keeps volumes when the cluster is deleted', () => {
+    for (const [, objects] of variants) expect(byRole(objects).statefulSet.spec.persistentVolumeClaimRetentionPolicy).toEqual({ whenScaled: 'Delete', whenDeleted: 'Retain' });
   });
 
   it('selects its members with a subset of the labels their pod template carries', () => {
@@ -74,7 +86,7 @@ describe.each(SIZES)('a cluster of %i member(s)', (size) => {
 
   it('runs a backup CronJob only when backups are configured', () => {
     expect(byRole(withoutBackup).cronJob).toBeUndefined();
-    expect(withoutBackup.map((o) => o.kind).sort()).toEqual(['PodDisruptionBudget', 'Service', 'Service', 'StatefulSet']);
+    expect(withoutBackup.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'PodDisruptionBudget', 'Service', 'Service', 'StatefulSet']);
     expect(byRole(withBackup).cronJob).toBeDefined();
   });
 
@@ -142,12 +154,17 @@ describe('what a change to the spec touches', () => {
     }
   });
 
-  it.each(SIZES.slice(0, -1))('resizing from %i members changes the StatefulSet, and the PDB only when its maxUnavailable changes', (size) => {
+  it.each(SIZES.slice(0, -1))('resizing from %i members changes the member ConfigMap and the StatefulSet\'s replicas, never its pod template, and the PDB only when its maxUnavailable changes', (size) => {
     for (const backup of [undefined, BACKUP]) {
       const before = synth({ size, backup });
       const after = synth({ size: size + 1, backup });
       const pdbChanged = byRole(before).pdb.spec.maxUnavailable !== byRole(after).pdb.spec.maxUnavailable;
-      expect(changedObjects(hashes(before), hashes(after))).toEqual(pdbChanged ? ['PodDisruptionBudget/orders', 'StatefulSet/orders'] : ['StatefulSet/orders']);
+      expect(changedObjects(hashes(before), hashes(after))).toEqual(
+        ['ConfigMap/orders-members', ...(pdbChanged ? ['PodDisruptionBudget/orders'] : []), 'StatefulSet/orders'],
+      );
+      // A membership change restarts no running member: the template the pods run is the same.
+      expect(byRole(after).statefulSet.spec.template).toEqual(byRole(before).statefulSet.spec.template);
+      expect(byRole(after).memberConfig!.data.ETCD_INITIAL_CLUSTER.split(',')).toHaveLength(size + 1);
     }
   });
 

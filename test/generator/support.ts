@@ -63,6 +63,8 @@ export function byRole(objects: readonly Manifest[]): {
   client: Manifest;
   pdb: Manifest;
   cronJob: Manifest | undefined;
+  /** The etcd engine's member ConfigMap. */
+  memberConfig: Manifest | undefined;
 } {
   const one = (matches: Manifest[], what: string): Manifest => {
     if (matches.length !== 1) throw new Error(`expected exactly one ${what}, found ${matches.length}`);
@@ -77,6 +79,7 @@ export function byRole(objects: readonly Manifest[]): {
     client: one(services.filter((s) => s.spec.clusterIP !== 'None'), 'client Service'),
     pdb: one(objects.filter((o) => o.kind === 'PodDisruptionBudget'), 'PodDisruptionBudget'),
     cronJob: cronJobs[0],
+    memberConfig: objects.find((o) => o.kind === 'ConfigMap'),
   };
 }
 

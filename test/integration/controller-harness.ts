@@ -10,7 +10,13 @@ import { resourcePath, type KubeClient } from '../../kube/client.js';
 import { MUTATING_VERBS, requestCounts, splitKey } from '../cluster/apiserver-metrics.js';
 import { eventually } from '../cluster/kube.js';
 
-export const config: GeneratorConfig = loadDefaultConfig();
+/**
+ * The drift-correcting core's tests run the generic engine: under kwok no
+ * store runs, and the etcd engine's membership steps need one. Those are
+ * tested with real etcd members in etcd-membership.test.ts; rbac.test.ts and
+ * controller-resilience.test.ts run `dkv controller` with the default (etcd).
+ */
+export const config: GeneratorConfig = { ...loadDefaultConfig(), engine: 'generic' };
 
 export interface RunningController {
   readonly controller: Controller;

@@ -14,6 +14,7 @@ import { KubeClient, resourcePath } from '../../kube/client.js';
 import { LeaderElector } from '../../kube/leader.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
 import { withToken } from '../support/connections.js';
+import { loadDefaultConfig } from '../../api/config.js';
 import { clusterPath, converged, createCluster, startController } from './controller-harness.js';
 
 describeWithCluster('the controller with only the permissions of deploy/rbac.yaml', () => {
@@ -52,10 +53,11 @@ describeWithCluster('the controller with only the permissions of deploy/rbac.yam
 
   it('converges a cluster (owner references with blockOwnerDeletion), corrects drift, and lets a deleted cluster go', async () => {
     const namespace = await createNamespace(admin, 'rbac');
-    const running = await startController(controllerClient, namespace);
+    // The default configuration (etcd engine): its member ConfigMap needs its own rule.
+    const running = await startController(controllerClient, namespace, { config: loadDefaultConfig() });
     try {
       await createCluster(admin, namespace, 'kv', { size: 3, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '@daily' } });
-      await converged(admin, namespace, 'kv', 5);
+      await converged(admin, namespace, 'kv', 6); // with the etcd engine's member ConfigMap
       const sts = resourcePath('apps/v1', 'StatefulSet', namespace, 'kv');
       await admin.request('PATCH', `${sts}/scale`, { query: { fieldManager: 'kubectl' }, body: { spec: { replicas: 7 } }, contentType: 'application/merge-patch+json' });
       await eventually('the scale to be reverted', async () => ((await admin.request('GET', sts)).spec.replicas === 3 ? true : undefined));

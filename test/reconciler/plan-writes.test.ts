@@ -91,13 +91,14 @@ describe('planWrites', () => {
     const desired = desiredFor(SPEC);
     const memory = new ClusterMemory({ threshold: 1, windowMs: 1000, holdMs: 60_000, maxHoldMs: 60_000 });
     memory.object('shop/kv', 'StatefulSet/kv').fights.corrected('spec.replicas', 0);
-    const scaled = liveCopy(desired[0], (c) => (c.spec.replicas = 5));
+    const statefulSet = desired.find((o) => o.kind === 'StatefulSet')!;
+    const scaled = liveCopy(statefulSet, (c) => (c.spec.replicas = 5));
     const base = input(desired, new Map(desired.map((o) => [name(o), o.kind === 'StatefulSet' ? scaled : liveCopy(o)])), { memoryOf: (o) => memory.object('shop/kv', o), now: 10 });
     const onlyHeld = planWrites(base);
     expect(onlyHeld.writes).toEqual([]);
     expect(onlyHeld.held).toEqual([{ object: 'StatefulSet/kv', path: 'spec.replicas', manager: undefined, until: 60_000 }]);
 
-    const alsoImage = liveCopy(desired[0], (c) => {
+    const alsoImage = liveCopy(statefulSet, (c) => {
       c.spec.replicas = 5;
       c.spec.template.spec.containers[0].image = 'kv:evil';
     });

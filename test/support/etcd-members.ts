@@ -3,7 +3,8 @@
  * loopback, playing the parts Kubernetes plays for a pod and nothing more:
  *
  * - the kubelet's: the container's environment from its fieldRefs
- *   (POD_NAME, POD_NAMESPACE) and `$(VAR)` expansion in its arguments;
+ *   (POD_NAME, POD_NAMESPACE) and its ConfigMaps (envFrom, read when the
+ *   member starts), and `$(VAR)` expansion in its arguments;
  *   the member's volume, a directory of its own mounted at the mount path;
  * - cluster DNS and the network's: every member's per-pod DNS name becomes
  *   127.0.0.1, and since all members share one address, each gets its own
@@ -21,6 +22,7 @@ interface ContainerSpec {
   command?: string[];
   args?: string[];
   env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  envFrom?: { configMapRef?: { name: string } }[];
   ports?: { name: string; containerPort: number }[];
   volumeMounts?: { name: string; mountPath: string }[];
 }
@@ -39,11 +41,15 @@ export interface MemberAddress {
 }
 
 export interface LocalMember extends MemberAddress {
-  /** The arguments etcd was started with, after the substitutions above. */
+  /** The arguments and environment etcd was started with, after the substitutions above. */
   readonly args: readonly string[];
+  readonly environment: Readonly<Record<string, string>>;
   readonly log: string;
   readonly process: ChildProcess;
 }
+
+/** The data of a ConfigMap by name, as the kubelet reads it when a container starts. */
+export type ConfigMapReader = (name: string) => Promise<Record<string, string>>;
 
 export class LocalEtcdCluster {
   readonly members = new Map<string, LocalMember>();
@@ -54,6 +60,7 @@ export class LocalEtcdCluster {
     private readonly namespace: string,
     private readonly binDir: string,
     private readonly dir: string,
+    private readonly configMaps: ConfigMapReader,
   ) {}
 
   /** The loopback address of a member, by pod name (allocated on first use). */
@@ -72,6 +79,7 @@ export class LocalEtcdCluster {
     const pod = `${this.statefulSet.metadata.name}-${ordinal}`;
     const container = this.statefulSet.spec.template.spec.containers[0];
     const env: Record<string, string> = {};
+    for (const from of container.envFrom ?? []) if (from.configMapRef) Object.assign(env, await this.configMaps(from.configMapRef.name));
     for (const e of container.env ?? []) {
       const field = e.valueFrom?.fieldRef?.fieldPath;
       env[e.name] = field === 'metadata.name' ? pod : field === 'metadata.namespace' ? this.namespace : (e.value ?? '');
@@ -82,11 +90,14 @@ export class LocalEtcdCluster {
     const own = await this.address(pod);
     const volume = join(this.dir, pod);
     const mountPath = container.volumeMounts?.[0]?.mountPath;
+    // etcd reads its ETCD_* variables as it reads flags: addresses in them are substituted the same way.
+    const fromEnvironment = Object.entries(env).filter(([name]) => name.startsWith('ETCD_')).map(([name, value]) => `${name}=${value}`);
     const args: string[] = [];
-    for (const arg of generated) {
+    const environment: Record<string, string> = { ...env };
+    for (const arg of [...generated, ...fromEnvironment]) {
       let out = arg;
       // Per-pod DNS names (<pod>.<service>.<namespace>.svc.<domain>:<port>) → that member's loopback port.
-      const urls = [...out.matchAll(/http:\/\/([a-z0-9-]+)\.[a-z0-9-]+\.[a-z0-9-]+\.svc\.[a-z0-9.-]+:(\d+)/g)];
+      const urls = [...out.matchAll(/http:\/\/([a-z][a-z0-9-]*)\.[a-z0-9.-]+:(\d+)/g)];
       for (const [url, host, p] of urls) {
         const member = await this.address(host);
         const target = Number(p) === port('peer') ? member.peerUrl : Number(p) === port('client') ? member.clientUrl : undefined;
@@ -98,13 +109,18 @@ export class LocalEtcdCluster {
         .replace(`0.0.0.0:${port('peer')}`, own.peerUrl.slice('http://'.length))
         .replace(`0.0.0.0:${port('metrics')}`, own.metricsUrl.slice('http://'.length));
       if (mountPath && out.includes(`=${mountPath}`)) out = out.replace(`=${mountPath}`, `=${volume}`);
-      args.push(out);
+      if (out.startsWith('ETCD_')) {
+        const at = out.indexOf('=');
+        environment[out.slice(0, at)] = out.slice(at + 1);
+      } else {
+        args.push(out);
+      }
     }
     mkdirSync(volume, { recursive: true });
     const log = join(this.dir, `${pod}.log`);
     const bin = binary.includes('/') ? binary : join(this.binDir, binary);
-    const child = launch(bin, args, log, { ...env, PATH: process.env.PATH });
-    const member: LocalMember = { ...own, args, log, process: child };
+    const child = launch(bin, args, log, { ...environment, PATH: process.env.PATH });
+    const member: LocalMember = { ...own, args, environment, log, process: child };
     this.members.set(pod, member);
     return member;
   }

@@ -1,0 +1,154 @@
+/**
+ * Membership-safe scaling, one step per reconcile (after coreos and
+ * etcd-io/etcd-operator, see ../shared/notes/day2-operations.md §5):
+ *
+ *   scale out: add the next ordinal as a learner, then raise replicas (its
+ *              pod joins the existing cluster), then promote it once it runs;
+ *   scale in:  move leadership off the highest ordinal if it leads, remove it
+ *              from the membership, then lower replicas (its volume is
+ *              deleted: a re-grown ordinal joins fresh).
+ *
+ * Nothing is remembered between steps: the membership itself (what etcd
+ * lists) and the StatefulSet's replicas are the record, so a controller that
+ * crashes between the membership call and the StatefulSet write finds the
+ * half-done step on the next reconcile and finishes it. Every change waits
+ * for every voting member to be healthy, so two members are never down at
+ * once by the controller's doing, and there is never more than one learner.
+ * Without a quorum, nothing changes.
+ */
+import type { MembershipPlan } from '../engine.js';
+import { hasQuorum, type MemberStatus, type MembershipStatus } from '../membership.js';
+
+export type ScalingPhase = 'Stable' | 'ScalingOut' | 'ScalingIn' | 'Waiting' | 'Unreachable' | 'QuorumLost';
+
+/** The one membership change of this step. */
+export type MembershipAction =
+  | { readonly type: 'addLearner'; readonly pod: string }
+  | { readonly type: 'promote'; readonly id: string; readonly pod: string }
+  | { readonly type: 'moveLeader'; readonly fromPod: string; readonly toId: string; readonly toPod: string }
+  | { readonly type: 'remove'; readonly id: string; readonly pod: string };
+
+export interface ScalingStep {
+  /** What to render when the action (if any) succeeded, or when there is none. */
+  readonly plan: MembershipPlan;
+  /** What to render when the action failed: nothing moves. */
+  readonly planIfActionFails: MembershipPlan;
+  readonly action?: MembershipAction;
+  readonly phase: ScalingPhase;
+  /** In words, naming the gate that holds a change. */
+  readonly message: string;
+  /** Look again soon: a step is under way, or waiting. */
+  readonly requeueAfterMs?: number;
+}
+
+export interface ScalingInput {
+  /** spec.size */
+  readonly size: number;
+  /** The live StatefulSet's replicas; undefined when it does not exist yet. */
+  readonly replicas?: number;
+  /** The live member ConfigMap: the membership the controller last rendered, and whether the cluster had bootstrapped. */
+  readonly recorded?: MembershipPlan;
+  /** The membership as the store reports it, or why it could not be read. */
+  readonly membership: MembershipStatus | { readonly unreachable: string };
+  /** The pod name of an ordinal. */
+  readonly pod: (ordinal: number) => string;
+}
+
+const SOON_MS = 2_000;
+const WAIT_MS = 5_000;
+const BLOCKED_MS = 30_000;
+
+function ordinalOf(member: MemberStatus): number | undefined {
+  const match = /-(\d+)$/.exec(member.name);
+  return match ? Number(match[1]) : undefined;
+}
+
+function names(members: readonly MemberStatus[]): string {
+  return members.map((m) => m.name || `${m.id} (not started)`).join(', ');
+}
+
+export function decideScalingStep(input: ScalingInput): ScalingStep {
+  const { size, replicas, membership } = input;
+  if (replicas === undefined) {
+    const plan: MembershipPlan = { replicas: size, state: 'new' };
+    return { plan, planIfActionFails: plan, phase: 'Stable', message: `bootstrapping a new cluster of ${size}` };
+  }
+  if ('unreachable' in membership) {
+    // A cluster still starting, or a network the controller cannot cross: keep the membership as last rendered.
+    const plan: MembershipPlan = input.recorded ?? { replicas, state: 'new' };
+    const waiting = plan.replicas === size ? '' : `; the change to ${size} members waits`;
+    return { plan, planIfActionFails: plan, phase: 'Unreachable', message: `no member answered (${membership.unreachable})${waiting}`, requeueAfterMs: WAIT_MS };
+  }
+
+  const members = membership.members;
+  const voters = members.filter((m) => !m.learner);
+  const hold = (phase: ScalingPhase, message: string, requeueAfterMs: number, count = members.length): ScalingStep => {
+    const plan: MembershipPlan = { replicas: count, state: 'existing' };
+    return { plan, planIfActionFails: plan, phase, message, requeueAfterMs };
+  };
+
+  if (!hasQuorum(membership)) {
+    const down = voters.filter((m) => !m.healthy);
+    return hold('QuorumLost', `${membership.healthyVoters} of ${membership.voters} voting members healthy, a majority is needed; not reachable or unhealthy: ${down.map((m) => `${m.name || m.id} (${m.problem ?? 'unhealthy'})`).join(', ')}; nothing is changed`, BLOCKED_MS);
+  }
+
+  // A learner first: the step that added it is finished before anything else.
+  const learner = members.find((m) => m.learner);
+  if (learner) {
+    const ordinal = ordinalOf(learner) ?? voters.length;
+    // Its pod runs (the step that added it may have crashed before raising replicas).
+    const running = Math.max(ordinal + 1, members.length);
+    if (!learner.name || !learner.healthy) {
+      return hold('ScalingOut', `${input.pod(ordinal)} was added as a learner and is starting; it is promoted once it runs`, SOON_MS, running);
+    }
+    const plan: MembershipPlan = { replicas: running, state: 'existing' };
+    return { plan, planIfActionFails: plan, action: { type: 'promote', id: learner.id, pod: learner.name }, phase: 'ScalingOut', message: `promoting ${learner.name} to a voting member`, requeueAfterMs: SOON_MS };
+  }
+
+  const count = voters.length;
+  const unhealthy = voters.filter((m) => !m.healthy);
+  // One pod per member before anything else: finishes a removal whose replicas were not lowered yet
+  // (a crash between the two), and brings back a member's pod that someone scaled away.
+  if (replicas !== count) return hold(replicas > count ? 'ScalingIn' : 'ScalingOut', `${count} voting members; the StatefulSet follows with ${count} pods`, SOON_MS, count);
+  if (count === size) {
+    const plan: MembershipPlan = { replicas: count, state: 'existing' };
+    return { plan, planIfActionFails: plan, phase: 'Stable', message: `${count} voting members: ${names(voters)}` };
+  }
+  if (unhealthy.length > 0) {
+    return hold('Waiting', `the change from ${count} to ${size} members waits for every member to be healthy; unhealthy: ${unhealthy.map((m) => `${m.name || m.id} (${m.problem ?? 'unhealthy'})`).join(', ')}`, WAIT_MS, count);
+  }
+
+  if (size > count) {
+    const pod = input.pod(count);
+    return {
+      plan: { replicas: count + 1, state: 'existing' },
+      planIfActionFails: { replicas: count, state: 'existing' },
+      action: { type: 'addLearner', pod },
+      phase: 'ScalingOut',
+      message: `scaling out from ${count} to ${size}: adding ${pod} as a learner`,
+      requeueAfterMs: SOON_MS,
+    };
+  }
+
+  // Scale in: the highest ordinal leaves, never while it leads.
+  const top = [...voters].sort((a, b) => (ordinalOf(b) ?? -1) - (ordinalOf(a) ?? -1))[0];
+  const same: MembershipPlan = { replicas: count, state: 'existing' };
+  if (top.leader) {
+    const successor = voters.filter((m) => m !== top).sort((a, b) => (ordinalOf(a) ?? 0) - (ordinalOf(b) ?? 0))[0];
+    return {
+      plan: same, planIfActionFails: same,
+      action: { type: 'moveLeader', fromPod: top.name, toId: successor.id, toPod: successor.name },
+      phase: 'ScalingIn',
+      message: `scaling in from ${count} to ${size}: moving leadership from ${top.name} to ${successor.name} before ${top.name} leaves`,
+      requeueAfterMs: SOON_MS,
+    };
+  }
+  return {
+    plan: { replicas: count - 1, state: 'existing' },
+    planIfActionFails: same,
+    action: { type: 'remove', id: top.id, pod: top.name },
+    phase: 'ScalingIn',
+    message: `scaling in from ${count} to ${size}: removing ${top.name} from the membership`,
+    requeueAfterMs: SOON_MS,
+  };
+}

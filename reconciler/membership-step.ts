@@ -1,0 +1,91 @@
+/**
+ * The Day-2 membership step of a reconcile, for engines with a membership
+ * (etcd): read the live StatefulSet and member ConfigMap from the cache and
+ * the membership from the members, let the engine decide one step
+ * (engines/etcd/scaling.ts, pure), make its one membership change, and hand
+ * back what to render. Runs before the writes are planned, so the objects
+ * written in this reconcile are the step's.
+ */
+import type { ValidResource } from '../api/validate.js';
+import { engineFor, type MembershipPlan } from '../engines/index.js';
+import { EtcdMembership } from '../engines/etcd/membership.js';
+import { clientUrl, memberName, peerUrl } from '../engines/etcd/peer-urls.js';
+import { decideScalingStep, type MembershipAction, type ScalingPhase } from '../engines/etcd/scaling.js';
+import type { Membership, MemberStatus } from '../engines/membership.js';
+import type { CachedObject } from '../kube/informer.js';
+import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity.js';
+import { controllingOwner } from './ownership.js';
+import type { ReconcileContext } from './reconcile-context.js';
+
+/** Where the controller reaches a member's client API: by default its per-pod DNS name. */
+export type MemberEndpoint = (namespace: string, pod: string, identity: ClusterIdentity) => string;
+
+export interface MembershipStepResult {
+  readonly plan: MembershipPlan;
+  readonly phase: ScalingPhase;
+  readonly message: string;
+  /** The members as last read, when they answered. */
+  readonly members?: readonly MemberStatus[];
+  /** The change made in this step, in words (for an Event). */
+  readonly changed?: string;
+  readonly requeueAfterMs?: number;
+}
+
+function describe(action: MembershipAction): string {
+  switch (action.type) {
+    case 'addLearner': return `added ${action.pod} to the membership as a learner`;
+    case 'promote': return `promoted ${action.pod} to a voting member`;
+    case 'moveLeader': return `moved leadership from ${action.fromPod} to ${action.toPod}`;
+    case 'remove': return `removed ${action.pod} from the membership`;
+  }
+}
+
+async function perform(membership: Membership, action: MembershipAction, peer: (pod: string) => string): Promise<void> {
+  switch (action.type) {
+    case 'addLearner': await membership.addLearner(peer(action.pod)); return;
+    case 'promote': await membership.promote(action.id); return;
+    case 'moveLeader': await membership.moveLeader(action.toId); return;
+    case 'remove': await membership.remove(action.id); return;
+  }
+}
+
+/** The membership the live member ConfigMap records: how many members it lists, and their state. */
+function recordedPlan(configMap: CachedObject | undefined): MembershipPlan | undefined {
+  const data = configMap?.data as Record<string, string> | undefined;
+  if (!data?.ETCD_INITIAL_CLUSTER) return undefined;
+  return { replicas: data.ETCD_INITIAL_CLUSTER.split(',').length, state: data.ETCD_INITIAL_CLUSTER_STATE === 'existing' ? 'existing' : 'new' };
+}
+
+/**
+ * Undefined for engines without a membership: they render `size` members.
+ * In detect-only mode the membership is read and reported, never changed.
+ */
+export async function membershipStep(ctx: ReconcileContext, cr: CachedObject, resource: ValidResource, detectOnly: boolean): Promise<MembershipStepResult | undefined> {
+  const { config } = ctx;
+  if (!engineFor(config.engine).memberConfig) return undefined;
+  const namespace = cr.metadata.namespace!;
+  const identity = clusterIdentity(resource.metadata.name, config);
+  const ours = (o: CachedObject | undefined) => (o && controllingOwner(o)?.uid === cr.metadata.uid ? o : undefined);
+  const statefulSet = ours(ctx.owned.get('apps/v1/StatefulSet')?.get(`${namespace}/${identity.statefulSetName}`));
+  const configMap = ours(ctx.owned.get('v1/ConfigMap')?.get(`${namespace}/${identity.memberConfigName}`));
+  const replicas = statefulSet ? (statefulSet.spec?.replicas as number | undefined) ?? 1 : undefined;
+
+  const endpoint = (pod: string) => (ctx.memberEndpoint ?? ((ns, p, id) => clientUrl(id, p, ns, config)))(namespace, pod, identity);
+  const pods = () => Array.from({ length: Math.max(replicas ?? 0, 1) }, (_, i) => memberName(identity, i));
+  const membership = new EtcdMembership(pods, endpoint, ctx.memberTimeoutMs);
+  const status = replicas === undefined ? { unreachable: 'not created' } : await membership.status().catch((e: Error) => ({ unreachable: e.message }));
+  const step = decideScalingStep({ size: resource.spec.size, replicas, recorded: recordedPlan(configMap), membership: status, pod: (i) => memberName(identity, i) });
+  const members = 'members' in status ? status.members : undefined;
+  if (!step.action || detectOnly) {
+    return { plan: detectOnly ? recordedPlan(configMap) ?? step.planIfActionFails : step.plan, phase: step.phase, message: step.message, members, requeueAfterMs: step.requeueAfterMs };
+  }
+  try {
+    await perform(membership, step.action, (pod) => peerUrl(identity, pod, config));
+  } catch (e) {
+    // etcd refuses a change it judges unsafe now (a learner not caught up, a leader that has not heard from enough members): look again soon.
+    ctx.log.warn('membership change refused or failed', { key: `${namespace}/${cr.metadata.name}`, action: step.action.type, error: (e as Error).message });
+    return { plan: step.planIfActionFails, phase: step.phase, message: `${step.message}: not yet (${(e as Error).message})`, members, requeueAfterMs: step.requeueAfterMs };
+  }
+  ctx.log.info('membership changed', { key: `${namespace}/${cr.metadata.name}`, change: describe(step.action) });
+  return { plan: step.plan, phase: step.phase, message: step.message, members, changed: describe(step.action), requeueAfterMs: step.requeueAfterMs };
+}

@@ -1,0 +1,107 @@
+/**
+ * The scaling decision, one step per reconcile, from the live membership and
+ * the StatefulSet's replicas alone: each case is a state the controller can
+ * find, including the half-done steps a crash leaves behind.
+ */
+import { decideScalingStep, type ScalingInput } from '../../engines/etcd/scaling.js';
+import type { MemberStatus, MembershipStatus } from '../../engines/membership.js';
+
+const pod = (i: number) => `kv-${i}`;
+
+function member(i: number, over: Partial<MemberStatus> = {}): MemberStatus {
+  return { id: `${1000 + i}`, name: pod(i), peerUrls: [`http://kv-${i}.kv-peers:2380`], learner: false, healthy: true, leader: i === 0, ...over };
+}
+
+function membership(members: MemberStatus[]): MembershipStatus {
+  const voters = members.filter((m) => !m.learner);
+  return { members, voters: voters.length, healthyVoters: voters.filter((m) => m.healthy).length, leaderId: members.find((m) => m.leader)?.id };
+}
+
+function step(over: Partial<ScalingInput> & Pick<ScalingInput, 'size'>) {
+  return decideScalingStep({ pod, membership: { unreachable: 'not asked' }, ...over });
+}
+
+describe('membership-safe scaling, one step at a time', () => {
+  it('bootstraps a new cluster of size members when no StatefulSet exists', () => {
+    expect(step({ size: 3 })).toMatchObject({ plan: { replicas: 3, state: 'new' }, phase: 'Stable' });
+  });
+
+  it('is stable when the members, the pods and the spec agree', () => {
+    const s = step({ size: 3, replicas: 3, membership: membership([member(0), member(1), member(2)]) });
+    expect(s).toMatchObject({ plan: { replicas: 3, state: 'existing' }, phase: 'Stable' });
+    expect(s.action).toBeUndefined();
+    expect(s.requeueAfterMs).toBeUndefined();
+  });
+
+  it('scales out by adding the next ordinal as a learner, and raises replicas only if that succeeded', () => {
+    const s = step({ size: 5, replicas: 3, membership: membership([member(0), member(1), member(2)]) });
+    expect(s.action).toEqual({ type: 'addLearner', pod: 'kv-3' });
+    expect(s.plan).toEqual({ replicas: 4, state: 'existing' });
+    expect(s.planIfActionFails).toEqual({ replicas: 3, state: 'existing' });
+  });
+
+  it('after a crash between adding the learner and raising replicas, raises them and adds nothing', () => {
+    const s = step({ size: 5, replicas: 3, membership: membership([member(0), member(1), member(2), { ...member(3), name: '', learner: true, healthy: false, leader: false }]) });
+    expect(s.action).toBeUndefined();
+    expect(s.plan).toEqual({ replicas: 4, state: 'existing' });
+    expect(s.phase).toBe('ScalingOut');
+  });
+
+  it('waits for a learner that is starting, then promotes it, before adding the next', () => {
+    const starting = step({ size: 5, replicas: 4, membership: membership([member(0), member(1), member(2), member(3, { learner: true, healthy: false, leader: false })]) });
+    expect(starting.action).toBeUndefined();
+    expect(starting.message).toMatch(/kv-3 was added as a learner/);
+    const running = step({ size: 5, replicas: 4, membership: membership([member(0), member(1), member(2), member(3, { learner: true, leader: false })]) });
+    expect(running.action).toEqual({ type: 'promote', id: '1003', pod: 'kv-3' });
+    expect(running.plan.replicas).toBe(4);
+  });
+
+  it('scales in by moving leadership off the highest ordinal first, then removing it, then lowering replicas', () => {
+    const leaderOnTop = step({ size: 3, replicas: 5, membership: membership([member(0, { leader: false }), member(1), member(2), member(3), member(4, { leader: true })]) });
+    expect(leaderOnTop.action).toEqual({ type: 'moveLeader', fromPod: 'kv-4', toId: '1000', toPod: 'kv-0' });
+    expect(leaderOnTop.plan.replicas).toBe(5);
+
+    const follower = step({ size: 3, replicas: 5, membership: membership([member(0), member(1, { leader: false }), member(2, { leader: false }), member(3, { leader: false }), member(4, { leader: false })]) });
+    expect(follower.action).toEqual({ type: 'remove', id: '1004', pod: 'kv-4' });
+    expect(follower.plan).toEqual({ replicas: 4, state: 'existing' });
+    expect(follower.planIfActionFails).toEqual({ replicas: 5, state: 'existing' });
+  });
+
+  it('after a crash between removing a member and lowering replicas, lowers them before removing another', () => {
+    const s = step({ size: 3, replicas: 5, membership: membership([member(0), member(1), member(2), member(3)]) });
+    expect(s.action).toBeUndefined();
+    expect(s.plan).toEqual({ replicas: 4, state: 'existing' });
+  });
+
+  it('changes nothing while a voting member is unhealthy, naming it', () => {
+    const s = step({ size: 5, replicas: 3, membership: membership([member(0), member(1), member(2, { healthy: false, problem: 'connection refused' })]) });
+    expect(s.action).toBeUndefined();
+    expect(s.plan.replicas).toBe(3);
+    expect(s.phase).toBe('Waiting');
+    expect(s.message).toMatch(/kv-2 \(connection refused\)/);
+  });
+
+  it('changes nothing without a quorum, and names the members it cannot reach', () => {
+    const s = step({ size: 5, replicas: 3, membership: membership([member(0), member(1, { healthy: false, problem: 'timeout' }), member(2, { healthy: false, problem: 'refused' })]) });
+    expect(s).toMatchObject({ phase: 'QuorumLost', plan: { replicas: 3 } });
+    expect(s.action).toBeUndefined();
+    expect(s.message).toMatch(/1 of 3 voting members healthy.*kv-1 \(timeout\), kv-2 \(refused\)/);
+  });
+
+  it('keeps the membership as last rendered while no member answers, whatever the spec says', () => {
+    const s = step({ size: 5, replicas: 3, recorded: { replicas: 3, state: 'existing' }, membership: { unreachable: 'ECONNREFUSED' } });
+    expect(s).toMatchObject({ phase: 'Unreachable', plan: { replicas: 3, state: 'existing' } });
+    expect(s.message).toMatch(/change to 5 members waits/);
+  });
+
+  it('restores a member pod that someone scaled away before any other step', () => {
+    const s = step({ size: 5, replicas: 2, membership: membership([member(0), member(1), member(2)]) });
+    expect(s.action).toBeUndefined();
+    expect(s.plan.replicas).toBe(3);
+  });
+
+  it('goes from 2 to 1 and from 1 to 2 like any other size', () => {
+    expect(step({ size: 1, replicas: 2, membership: membership([member(0), member(1, { leader: false })]) }).action).toEqual({ type: 'remove', id: '1001', pod: 'kv-1' });
+    expect(step({ size: 2, replicas: 1, membership: membership([member(0)]) }).action).toEqual({ type: 'addLearner', pod: 'kv-1' });
+  });
+});
