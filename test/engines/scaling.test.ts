@@ -57,7 +57,8 @@ describe('membership-safe scaling, one step at a time', () => {
   });
 
   it('scales in by moving leadership off the highest ordinal first, then removing it, then lowering replicas', () => {
-    const leaderOnTop = step({ size: 3, replicas: 5, membership: membership([member(0, { leader: false }), member(1), member(2), member(3), member(4, { leader: true })]) });
+    const five = [member(0, { leader: false }), member(1), member(2), member(3), member(4, { leader: true })];
+    const leaderOnTop = step({ size: 3, replicas: 5, membership: membership(five) });
     expect(leaderOnTop.action).toEqual({ type: 'moveLeader', fromPod: 'kv-4', toId: '1000', toPod: 'kv-0' });
     expect(leaderOnTop.plan.replicas).toBe(5);
 

@@ -50,7 +50,7 @@ export function validResource(document: unknown, config: GeneratorConfig = DEFAU
 }
 
 /** Kubernetes objects as JSON; tests read fields Kubernetes-style (`spec.clusterIP`). */
-export type Manifest = KubeObject & { spec: any };
+export type Manifest = KubeObject & { spec: any; data?: any };
 
 export function synth(options: ClusterOptions = {}, config: GeneratorConfig = DEFAULT_CONFIG): Manifest[] {
   return synthesizeCluster(validResource(kvDocument(options), config), config) as Manifest[];
