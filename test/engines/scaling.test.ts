@@ -62,7 +62,8 @@ describe('membership-safe scaling, one step at a time', () => {
     expect(leaderOnTop.action).toEqual({ type: 'moveLeader', fromPod: 'kv-4', toId: '1000', toPod: 'kv-0' });
     expect(leaderOnTop.plan.replicas).toBe(5);
 
-    const follower = step({ size: 3, replicas: 5, membership: membership([member(0), member(1, { leader: false }), member(2, { leader: false }), member(3, { leader: false }), member(4, { leader: false })]) });
+    const leaderBelow = [member(0), ...[1, 2, 3, 4].map((i) => member(i, { leader: false }))];
+    const follower = step({ size: 3, replicas: 5, membership: membership(leaderBelow) });
     expect(follower.action).toEqual({ type: 'remove', id: '1004', pod: 'kv-4' });
     expect(follower.plan).toEqual({ replicas: 4, state: 'existing' });
     expect(follower.planIfActionFails).toEqual({ replicas: 5, state: 'existing' });
