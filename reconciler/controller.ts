@@ -15,7 +15,7 @@ import { resourcePath, type KubeClient } from '../kube/client.js';
 import type { Logger } from '../kube/log.js';
 import { ControllerMetrics } from './metrics.js';
 import { claimedNames } from './name-claims.js';
-import type { MemberEndpoint } from './membership-step.js';
+import type { MemberAddresses } from './membership-step.js';
 import { controllingOwner } from './ownership.js';
 import { WorkQueue, type BackoffPolicy } from '../kube/queue.js';
 import { reconcileDistributedKV, TerminalError, type ReconcileContext } from './reconcile.js';
@@ -50,8 +50,8 @@ export interface ControllerOptions {
   readonly objectConflictRecheckMs?: number;
   /** Watch tuning of every informer (see InformerOptions). @default idle timeout a little above the watch timeout, backoff 1 s to 30 s */
   readonly watch?: Pick<InformerOptions, 'watchIdleTimeoutMs' | 'initialBackoffMs' | 'maxBackoffMs'>;
-  /** Where members' client APIs are (engines with a membership). @default their per-pod DNS names */
-  readonly memberEndpoint?: MemberEndpoint;
+  /** Where members are (engines with a membership). @default their per-pod DNS names */
+  readonly memberAddresses?: MemberAddresses;
   /** @default 3000 */
   readonly memberTimeoutMs?: number;
 }
@@ -150,7 +150,7 @@ export class Controller {
       config, clusters: this.clusters, owned: this.owned, metrics: this.metrics, memory: this.memory,
       now: () => clock.now(),
       objectConflictRecheckMs: options.objectConflictRecheckMs ?? 60_000,
-      memberEndpoint: options.memberEndpoint,
+      memberAddresses: options.memberAddresses,
       memberTimeoutMs: options.memberTimeoutMs,
       log,
     };

@@ -17,8 +17,16 @@ import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity
 import { controllingOwner } from './ownership.js';
 import type { ReconcileContext } from './reconcile-context.js';
 
-/** Where the controller reaches a member's client API: by default its per-pod DNS name. */
-export type MemberEndpoint = (namespace: string, pod: string, identity: ClusterIdentity) => string;
+/**
+ * Where the controller reaches a member: its client API, and the peer URL it
+ * registers for a member it adds (which must be the one that member
+ * advertises). By default per-pod DNS names through the headless Service;
+ * tests map pods to loopback addresses.
+ */
+export interface MemberAddresses {
+  client(namespace: string, pod: string, identity: ClusterIdentity): string;
+  peer(namespace: string, pod: string, identity: ClusterIdentity): string;
+}
 
 export interface MembershipStepResult {
   readonly plan: MembershipPlan;
@@ -70,7 +78,8 @@ export async function membershipStep(ctx: ReconcileContext, cr: CachedObject, re
   const configMap = ours(ctx.owned.get('v1/ConfigMap')?.get(`${namespace}/${identity.memberConfigName}`));
   const replicas = statefulSet ? (statefulSet.spec?.replicas as number | undefined) ?? 1 : undefined;
 
-  const endpoint = (pod: string) => (ctx.memberEndpoint ?? ((ns, p, id) => clientUrl(id, p, ns, config)))(namespace, pod, identity);
+  const addresses: MemberAddresses = ctx.memberAddresses ?? { client: (ns, p, id) => clientUrl(id, p, ns, config), peer: (_ns, p, id) => peerUrl(id, p, config) };
+  const endpoint = (pod: string) => addresses.client(namespace, pod, identity);
   const pods = () => Array.from({ length: Math.max(replicas ?? 0, 1) }, (_, i) => memberName(identity, i));
   const membership = new EtcdMembership(pods, endpoint, ctx.memberTimeoutMs);
   const status = replicas === undefined ? { unreachable: 'not created' } : await membership.status().catch((e: Error) => ({ unreachable: e.message }));
@@ -80,7 +89,7 @@ export async function membershipStep(ctx: ReconcileContext, cr: CachedObject, re
     return { plan: detectOnly ? recordedPlan(configMap) ?? step.planIfActionFails : step.plan, phase: step.phase, message: step.message, members, requeueAfterMs: step.requeueAfterMs };
   }
   try {
-    await perform(membership, step.action, (pod) => peerUrl(identity, pod, config));
+    await perform(membership, step.action, (pod) => addresses.peer(namespace, pod, identity));
   } catch (e) {
     // etcd refuses a change it judges unsafe now (a learner not caught up, a leader that has not heard from enough members): look again soon.
     ctx.log.warn('membership change refused or failed', { key: `${namespace}/${cr.metadata.name}`, action: step.action.type, error: (e as Error).message });

@@ -11,7 +11,7 @@ import type { Informer } from '../kube/informer.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../kube/log.js';
 import type { ControllerMetrics } from './metrics.js';
-import type { MemberEndpoint } from './membership-step.js';
+import type { MemberAddresses } from './membership-step.js';
 
 export interface ReconcileResult {
   /** Look again after this long even if nothing changes. */
@@ -38,8 +38,8 @@ export interface ReconcileContext {
   /** How often a cluster blocked by an object that is not its own looks again (that object is not watched). */
   readonly objectConflictRecheckMs: number;
   readonly log: Logger;
-  /** Where a member's client API is (membership engines); by default its per-pod DNS name. Tests map pods to loopback. */
-  readonly memberEndpoint?: MemberEndpoint;
+  /** Where members are (membership engines); by default their per-pod DNS names. Tests map pods to loopback. */
+  readonly memberAddresses?: MemberAddresses;
   /** How long a member may take to answer before it counts as unhealthy. */
   readonly memberTimeoutMs?: number;
 }

@@ -18,7 +18,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { exitDescription, freePort, launch, terminate } from '../cluster/control-plane.js';
 
-interface ContainerSpec {
+export interface ContainerSpec {
   command?: string[];
   args?: string[];
   env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
@@ -74,10 +74,23 @@ export class LocalEtcdCluster {
     return address;
   }
 
+  /** An address allocated before (see address), for callers that cannot wait. */
+  addressOf(pod: string): MemberAddress {
+    const address = this.addresses.get(pod);
+    if (!address) throw new Error(`no address allocated for ${pod}`);
+    return address;
+  }
+
   /** Starts the pod of this ordinal as the StatefulSet's template describes it. */
-  async start(ordinal: number): Promise<LocalMember> {
-    const pod = `${this.statefulSet.metadata.name}-${ordinal}`;
-    const container = this.statefulSet.spec.template.spec.containers[0];
+  start(ordinal: number): Promise<LocalMember> {
+    return this.startPod(`${this.statefulSet.metadata.name}-${ordinal}`, this.statefulSet.spec.template.spec.containers[0]);
+  }
+
+  /**
+   * Starts a pod's member container. `volume` names the member's volume (a
+   * PVC's uid, say): a new volume is a new, empty directory.
+   */
+  async startPod(pod: string, container: ContainerSpec, volumeId = 'volume'): Promise<LocalMember> {
     const env: Record<string, string> = {};
     for (const from of container.envFrom ?? []) if (from.configMapRef) Object.assign(env, await this.configMaps(from.configMapRef.name));
     for (const e of container.env ?? []) {
@@ -88,7 +101,7 @@ export class LocalEtcdCluster {
     const [binary, ...generated] = expanded;
     const port = (name: string) => container.ports?.find((p) => p.name === name)?.containerPort;
     const own = await this.address(pod);
-    const volume = join(this.dir, pod);
+    const volume = join(this.dir, `${pod}-${volumeId}`);
     const mountPath = container.volumeMounts?.[0]?.mountPath;
     // etcd reads its ETCD_* variables as it reads flags: addresses in them are substituted the same way.
     const fromEnvironment = Object.entries(env).filter(([name]) => name.startsWith('ETCD_')).map(([name, value]) => `${name}=${value}`);

@@ -1,0 +1,65 @@
+/**
+ * Plays the kubelet's part for the members of one StatefulSet, which no
+ * component here can: kwok plays each pod's phases (scheduled, Running,
+ * Ready) but runs no container, so this loop runs the member container of
+ * every scheduled pod as a real etcd process (test/support/etcd-members.ts)
+ * and stops it when its pod goes. As a kubelet does, it reads the pod's
+ * ConfigMaps when the container starts, and gives it the volume of the pod's
+ * claim: a claim with a new uid (the old one was deleted on scale-in) is a
+ * new, empty volume. Polls every 100 ms until stopped.
+ */
+import type { KubeClient } from '../../kube/client.js';
+import { KubeApiError } from '../../kube/client.js';
+import type { ContainerSpec, LocalEtcdCluster } from './etcd-members.js';
+
+export class EtcdKubelet {
+  /** Running members: pod name → the pod's uid. */
+  private readonly running = new Map<string, string>();
+  private stopped = false;
+  private loop?: Promise<void>;
+  readonly errors: string[] = [];
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly namespace: string,
+    private readonly statefulSet: string,
+    private readonly cluster: LocalEtcdCluster,
+  ) {}
+
+  start(): void {
+    this.loop = (async () => {
+      while (!this.stopped) {
+        await this.sync().catch((e: Error) => this.errors.push(e.message));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+    await this.cluster.stopAll();
+  }
+
+  private async sync(): Promise<void> {
+    const pods = ((await this.client.request('GET', `/api/v1/namespaces/${this.namespace}/pods`)).items as any[])
+      .filter((p) => new RegExp(`^${this.statefulSet}-\\d+$`).test(p.metadata.name));
+    const live = new Map(pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => [p.metadata.name as string, p]));
+    for (const [name, uid] of this.running) {
+      if (live.get(name)?.metadata.uid !== uid) {
+        this.running.delete(name);
+        await this.cluster.stop(name);
+      }
+    }
+    for (const [name, pod] of live) {
+      if (this.running.has(name) || !pod.spec.nodeName) continue;
+      const claim = await this.client.request('GET', `/api/v1/namespaces/${this.namespace}/persistentvolumeclaims/data-${name}`).catch((e) => {
+        if (e instanceof KubeApiError && e.status === 404) return undefined;
+        throw e;
+      });
+      if (!claim || claim.metadata.deletionTimestamp) continue; // the StatefulSet controller creates it first
+      this.running.set(name, pod.metadata.uid);
+      await this.cluster.startPod(name, pod.spec.containers[0] as ContainerSpec, claim.metadata.uid);
+    }
+  }
+}
