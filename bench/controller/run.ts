@@ -9,10 +9,11 @@
  *   drift      latency from an out-of-band `kubectl scale` to its correction, p50/p99 over 100 edits.
  *   rss        controller peak resident memory.
  *
- * Prints figures; never fails on a timing. `npm run bench:controller [-- --clusters N --steady-seconds S]`.
+ * Runs the generic engine (see `config` below). Prints figures; never fails on a timing. `npm run bench:controller [-- --clusters N --steady-seconds S]`.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
@@ -35,7 +36,15 @@ const CLUSTERS = Number(values.clusters ?? 1000);
 const STEADY_SECONDS = Number(values['steady-seconds'] ?? 60);
 const DRIFT_EDITS = Number(values['drift-edits'] ?? 100);
 const WORKERS = values.workers ?? '8';
-const config = loadDefaultConfig();
+/**
+ * The generic engine: no members run here (no kubelet), so the etcd engine's
+ * membership step would only measure members that never answer. This bench
+ * measures the drift-correcting core; test/integration/etcd-membership.test.ts
+ * measures scaling with real members.
+ */
+const config = { ...loadDefaultConfig(), engine: 'generic' as const };
+const configFile = join(mkdtempSync(join(tmpdir(), 'dkv-bench-')), 'dkv.config.yaml');
+writeFileSync(configFile, 'engine: generic\n');
 
 async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
@@ -110,7 +119,7 @@ try {
   const sequentialMs = performance.now() - started;
 
   // The controller, as its own process so its memory is its own.
-  const child = spawn(process.execPath, [...(process.env.DKV_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), join(packageRoot(), 'bin', 'dkv.js'), 'controller', '--kubeconfig', plane.kubeconfigPath, '--namespace', 'ctrl', '--leader-elect', 'false', '--health-addr', '127.0.0.1:0', '--workers', WORKERS], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...(process.env.DKV_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), join(packageRoot(), 'bin', 'dkv.js'), 'controller', '--kubeconfig', plane.kubeconfigPath, '--config', configFile, '--namespace', 'ctrl', '--leader-elect', 'false', '--health-addr', '127.0.0.1:0', '--workers', WORKERS], { stdio: ['ignore', 'pipe', 'inherit'] });
   // Logs at info, as in production; the bench reads them only for the health port.
   const healthPort = await new Promise<number>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {

@@ -57,6 +57,7 @@ export interface ScalingInput {
 const SOON_MS = 2_000;
 const WAIT_MS = 5_000;
 const BLOCKED_MS = 30_000;
+const UNREACHABLE_MS = 15_000;
 
 function ordinalOf(member: MemberStatus): number | undefined {
   const match = /-(\d+)$/.exec(member.name);
@@ -77,7 +78,8 @@ export function decideScalingStep(input: ScalingInput): ScalingStep {
     // A cluster still starting, or a network the controller cannot cross: keep the membership as last rendered.
     const plan: MembershipPlan = input.recorded ?? { replicas, state: 'new' };
     const waiting = plan.replicas === size ? '' : `; the change to ${size} members waits`;
-    return { plan, planIfActionFails: plan, phase: 'Unreachable', message: `no member answered (${membership.unreachable})${waiting}`, requeueAfterMs: WAIT_MS };
+    // Looked at again after a while, not hot: a member's pod starting or becoming ready wakes the controller anyway.
+    return { plan, planIfActionFails: plan, phase: 'Unreachable', message: `no member answered (${membership.unreachable})${waiting}`, requeueAfterMs: UNREACHABLE_MS };
   }
 
   const members = membership.members;

@@ -96,6 +96,8 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
     await controller.startWorkers();
   };
   const status = () => client.request('GET', clusterPath(namespace, NAME));
+  const eventNames = async (reason = 'MembershipChanged'): Promise<string[]> =>
+    (await client.request('GET', `/api/v1/namespaces/${namespace}/events`)).items.filter((e: any) => e.reason === reason).map((e: any) => e.message);
   const scaling = (cr: any) => cr.status?.conditions?.find((c: any) => c.type === 'Scaling');
   /** Waits until the cluster reports `size` healthy voting members and a finished scaling, and the StatefulSet agrees. */
   const settledAt = (size: number, deadlineMs = 120_000) => eventually(`${size} healthy voting members`, async () => {
@@ -168,5 +170,65 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
     expect(kubelet.errors).toEqual([]);
     // Figures for the closing note (printed, never asserted on time).
     console.log(`etcd scaling: 3 -> 5 in ${(outMs / 1000).toFixed(1)} s, 5 -> 3 in ${(inMs / 1000).toFixed(1)} s; ${monitor.readings.length} readings, at most ${monitor.maxDown()} voting member(s) down`);
+  }, 400_000);
+
+  it('finishes a step a crashed controller left half done: a learner added but replicas not raised, a member removed but replicas not lowered', async () => {
+    await settledAt(3);
+    await controller!.stop();
+    const membership = new EtcdMembership(() => pods.slice(0, 3), (pod) => cluster.addressOf(pod).clientUrl, 1000);
+    // As if the controller died right after adding kv-3, before raising replicas.
+    await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { size: 4 } }, contentType: mergePatch });
+    await membership.addLearner(cluster.addressOf('kv-3').peerUrl);
+    monitor.start();
+    await startTheController();
+    await settledAt(4);
+    const afterAdd = await eventNames();
+    expect(afterAdd.filter((m) => /added kv-3/.test(m))).toHaveLength(1); // the first test's add only: nobody added it twice
+    expect(afterAdd.filter((m) => /promoted kv-3/.test(m))).toHaveLength(2);
+
+    // As if the controller died right after removing kv-3, before lowering replicas.
+    await controller!.stop();
+    await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { size: 3 } }, contentType: mergePatch });
+    const four = await membership.status();
+    const top = four.members.find((m) => m.name === 'kv-3')!;
+    if (top.leader) await membership.moveLeader(four.members.find((m) => m.name === 'kv-0')!.id);
+    await eventually('kv-3 to leave', () => membership.remove(top.id).then(() => true), 10_000, 200);
+    await startTheController();
+    await settledAt(3);
+    await monitor.stop();
+    const afterRemove = await eventNames();
+    expect(afterRemove.filter((m) => /removed kv-2/.test(m))).toEqual([]);
+    expect(monitor.violations).toEqual([]);
+  }, 300_000);
+
+  it('changes nothing without a quorum, says which members it cannot reach, and goes on when they return', async () => {
+    await settledAt(3);
+    await kubelet.crash('kv-1');
+    await kubelet.crash('kv-2');
+    const lost = await eventually('Available=False with reason QuorumLost', async () => {
+      const cr = await status();
+      const available = cr.status?.conditions?.find((c: any) => c.type === 'Available');
+      return available?.reason === 'QuorumLost' ? cr : undefined;
+    }, 60_000, 200);
+    const available = lost.status.conditions.find((c: any) => c.type === 'Available');
+    expect(available.status).toBe('False');
+    expect(available.message).toMatch(/kv-1 \(.+\), kv-2 \(.+\); nothing is changed/);
+    expect((await eventNames('QuorumLost')).length).toBeGreaterThanOrEqual(1);
+
+    // A size change while the quorum is lost is not acted on: no learner, no new pod.
+    await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { size: 5 } }, contentType: mergePatch });
+    const seen = await eventually('the size change to be seen', async () => {
+      const cr = await status();
+      return cr.status?.observedGeneration === cr.metadata.generation ? cr : undefined;
+    }, 60_000, 200);
+    expect(seen.status.conditions.find((c: any) => c.type === 'Scaling')).toMatchObject({ status: 'True', reason: 'QuorumLost' });
+    const sts = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, NAME));
+    expect(sts.spec.replicas).toBe(3);
+    const membership = new EtcdMembership(() => ['kv-0'], (pod) => cluster.addressOf(pod).clientUrl, 1000);
+    expect((await membership.status()).members).toHaveLength(3);
+
+    kubelet.revive('kv-1');
+    kubelet.revive('kv-2');
+    await settledAt(5, 180_000);
   }, 400_000);
 });

@@ -35,6 +35,16 @@ export class EtcdKubelet {
     })();
   }
 
+  /** The member's process dies and stays dead (its pod still exists): a node or process failure. */
+  async crash(pod: string): Promise<void> {
+    await this.cluster.stop(pod);
+  }
+
+  /** Starts a crashed member again, with the volume it had. */
+  revive(pod: string): void {
+    this.running.delete(pod);
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     await this.loop;
