@@ -36,6 +36,8 @@ export interface MembershipStepResult {
   readonly members?: readonly MemberStatus[];
   /** The change made in this step, in words (for an Event). */
   readonly changed?: string;
+  /** Sizes that work but deserve a warning (an Event, once). */
+  readonly warning?: string;
   readonly requeueAfterMs?: number;
 }
 
@@ -85,16 +87,24 @@ export async function membershipStep(ctx: ReconcileContext, cr: CachedObject, re
   const status = replicas === undefined ? { unreachable: 'not created' } : await membership.status().catch((e: Error) => ({ unreachable: e.message }));
   const step = decideScalingStep({ size: resource.spec.size, replicas, recorded: recordedPlan(configMap), membership: status, pod: (i) => memberName(identity, i) });
   const members = 'members' in status ? status.members : undefined;
+  const warning = sizeWarning(resource.spec.size, members?.filter((m) => !m.learner).length);
   if (!step.action || detectOnly) {
-    return { plan: detectOnly ? recordedPlan(configMap) ?? step.planIfActionFails : step.plan, phase: step.phase, message: step.message, members, requeueAfterMs: step.requeueAfterMs };
+    return { plan: detectOnly ? recordedPlan(configMap) ?? step.planIfActionFails : step.plan, phase: step.phase, message: step.message, members, warning, requeueAfterMs: step.requeueAfterMs };
   }
   try {
     await perform(membership, step.action, (pod) => addresses.peer(namespace, pod, identity));
   } catch (e) {
     // etcd refuses a change it judges unsafe now (a learner not caught up, a leader that has not heard from enough members): look again soon.
     ctx.log.warn('membership change refused or failed', { key: `${namespace}/${cr.metadata.name}`, action: step.action.type, error: (e as Error).message });
-    return { plan: step.planIfActionFails, phase: step.phase, message: `${step.message}: not yet (${(e as Error).message})`, members, requeueAfterMs: step.requeueAfterMs };
+    return { plan: step.planIfActionFails, phase: step.phase, message: `${step.message}: not yet (${(e as Error).message})`, members, warning, requeueAfterMs: step.requeueAfterMs };
   }
   ctx.log.info('membership changed', { key: `${namespace}/${cr.metadata.name}`, change: describe(step.action) });
-  return { plan: step.plan, phase: step.phase, message: step.message, members, changed: describe(step.action), requeueAfterMs: step.requeueAfterMs };
+  return { plan: step.plan, phase: step.phase, message: step.message, members, changed: describe(step.action), warning, requeueAfterMs: step.requeueAfterMs };
+}
+
+/** Sizes that work but buy nothing, or lose everything to one failure. */
+export function sizeWarning(size: number, voters: number | undefined): string | undefined {
+  if (size === 1 && voters !== undefined && voters > 1) return `scaling in to a single member: from then on one failure loses the cluster's availability, and its data if the volume goes with it`;
+  if (size % 2 === 0) return `size ${size} is even: it tolerates ${size / 2 - 1} failure(s), as ${size - 1} members would, and needs more members for every write`;
+  return undefined;
 }
