@@ -45,7 +45,7 @@ export class KVStatefulSet extends Construct {
         replicas: membership.replicas,
         serviceName: identity.headlessServiceName,
         podManagementPolicy: 'Parallel',
-        updateStrategy: { type: 'RollingUpdate' },
+        updateStrategy: { type: engine.updateStrategy ?? 'RollingUpdate' },
         persistentVolumeClaimRetentionPolicy: engine.volumesWhenScaled ? { whenScaled: engine.volumesWhenScaled, whenDeleted: 'Retain' } : undefined,
         selector: { matchLabels: { ...identity.selector } },
         template: {

@@ -57,6 +57,12 @@ export interface Engine {
    * with its old data and identity. @default Retain (the StatefulSet's own default)
    */
   readonly volumesWhenScaled?: 'Delete' | 'Retain';
+  /**
+   * `OnDelete`: a new pod template restarts no pod by itself; the controller
+   * restarts members one at a time when the store is healthy (upgrade.ts).
+   * @default RollingUpdate (the StatefulSet controller's ordinal order)
+   */
+  readonly updateStrategy?: 'OnDelete' | 'RollingUpdate';
 }
 
 /** The pod's own name and namespace, for `$(POD_NAME)` expansion in arguments. */

@@ -153,6 +153,18 @@ export interface DistributedKVStatus {
      */
     healthy: boolean;
   }[];
+  /**
+   * The image of the oldest revision members still run: the lowest version serving (engines the controller upgrades member by member).
+   */
+  currentVersion?: string;
+  /**
+   * The image the spec asks for.
+   */
+  targetVersion?: string;
+  /**
+   * Members whose pod runs the latest template.
+   */
+  updatedMembers?: number;
 }
 /**
  * A standard Kubernetes condition (metav1.Condition).

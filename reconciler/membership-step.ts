@@ -11,7 +11,9 @@ import { engineFor, type MembershipPlan } from '../engines/index.js';
 import { EtcdMembership } from '../engines/etcd/membership.js';
 import { clientUrl, memberName, peerUrl } from '../engines/etcd/peer-urls.js';
 import { decideScalingStep, type MembershipAction, type ScalingPhase } from '../engines/etcd/scaling.js';
-import type { Membership, MemberStatus } from '../engines/membership.js';
+import { decideUpgradeStep, type MemberPod, type UpgradeStep } from '../engines/etcd/upgrade.js';
+import { resourcePath } from '../kube/client.js';
+import type { Membership, MembershipStatus, MemberStatus } from '../engines/membership.js';
 import type { CachedObject } from '../kube/informer.js';
 import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity.js';
 import { controllingOwner } from './ownership.js';
@@ -38,6 +40,10 @@ export interface MembershipStepResult {
   readonly changed?: string;
   /** Sizes that work but deserve a warning (an Event, once). */
   readonly warning?: string;
+  /** A member restarted in this step for an upgrade, in words (for an Event). */
+  readonly restarted?: string;
+  /** Where a rolling upgrade stands, once membership is stable. */
+  readonly upgrade?: Omit<UpgradeStep, 'action' | 'requeueAfterMs'>;
   readonly requeueAfterMs?: number;
 }
 
@@ -85,11 +91,17 @@ export async function membershipStep(ctx: ReconcileContext, cr: CachedObject, re
   const pods = () => Array.from({ length: Math.max(replicas ?? 0, 1) }, (_, i) => memberName(identity, i));
   const membership = new EtcdMembership(pods, endpoint, ctx.memberTimeoutMs);
   const status = replicas === undefined ? { unreachable: 'not created' } : await membership.status().catch((e: Error) => ({ unreachable: e.message }));
-  const step = decideScalingStep({ size: resource.spec.size, replicas, recorded: recordedPlan(configMap), membership: status, pod: (i) => memberName(identity, i) });
+  const stsStatus = statefulSet?.status as { observedGeneration?: number; replicas?: number } | undefined;
+  const podsSettled = statefulSet !== undefined && (stsStatus?.observedGeneration ?? 0) >= (statefulSet.metadata.generation ?? 0) && stsStatus?.replicas === replicas;
+  const step = decideScalingStep({ size: resource.spec.size, replicas, recorded: recordedPlan(configMap), membership: status, pod: (i) => memberName(identity, i), podsSettled });
   const members = 'members' in status ? status.members : undefined;
   const warning = sizeWarning(resource.spec.size, members?.filter((m) => !m.learner).length);
   if (!step.action || detectOnly) {
-    return { plan: detectOnly ? recordedPlan(configMap) ?? step.planIfActionFails : step.plan, phase: step.phase, message: step.message, members, warning, requeueAfterMs: step.requeueAfterMs };
+    const plan = detectOnly ? recordedPlan(configMap) ?? step.planIfActionFails : step.plan;
+    const result: MembershipStepResult = { plan, phase: step.phase, message: step.message, members, warning, requeueAfterMs: step.requeueAfterMs };
+    // One change at a time: members are restarted for an upgrade only while the membership is stable.
+    if (step.phase !== 'Stable' || !statefulSet || !('members' in status)) return result;
+    return upgradeStep(ctx, cr, resource, identity, statefulSet, status, membership, detectOnly, result);
   }
   try {
     await perform(membership, step.action, (pod) => addresses.peer(namespace, pod, identity));
@@ -107,4 +119,60 @@ export function sizeWarning(size: number, voters: number | undefined): string | 
   if (size === 1 && voters !== undefined && voters > 1) return `scaling in to a single member: from then on one failure loses the cluster's availability, and its data if the volume goes with it`;
   if (size % 2 === 0) return `size ${size} is even: it tolerates ${size / 2 - 1} failure(s), as ${size - 1} members would, and needs more members for every write`;
   return undefined;
+}
+
+/** The pods of the StatefulSet, read from the API server (fresh), only while some may be outdated. */
+async function memberPods(ctx: ReconcileContext, namespace: string, identity: ClusterIdentity): Promise<MemberPod[]> {
+  const selector = Object.entries(identity.selector).map(([k, v]) => `${k}=${v}`).join(',');
+  const list = await ctx.client.request<{ items: CachedObject[] }>('GET', resourcePath('v1', 'Pod', namespace), { query: { labelSelector: selector } });
+  return list.items
+    .filter((p) => new RegExp(`^${identity.statefulSetName}-\\d+$`).test(p.metadata.name))
+    .map((p) => ({
+      name: p.metadata.name,
+      uid: p.metadata.uid!,
+      resourceVersion: p.metadata.resourceVersion!,
+      revision: p.metadata.labels?.['controller-revision-hash'] ?? '',
+      image: p.spec?.containers?.[0]?.image ?? '',
+      deleting: Boolean(p.metadata.deletionTimestamp),
+    }));
+}
+
+async function upgradeStep(
+  ctx: ReconcileContext, cr: CachedObject, resource: ValidResource, identity: ClusterIdentity, statefulSet: CachedObject,
+  status: MembershipStatus, membership: Membership, detectOnly: boolean, result: MembershipStepResult,
+): Promise<MembershipStepResult> {
+  const namespace = cr.metadata.namespace!;
+  const sts = statefulSet as CachedObject & { spec?: { replicas?: number }; status?: { observedGeneration?: number; updateRevision?: string; currentRevision?: string; updatedReplicas?: number } };
+  const replicas = sts.spec?.replicas ?? 1;
+  const statefulSetCurrent = (sts.status?.observedGeneration ?? 0) >= (sts.metadata.generation ?? 0);
+  const settled = statefulSetCurrent && sts.status?.updateRevision === sts.status?.currentRevision && (sts.status?.updatedReplicas ?? 0) >= replicas;
+  if (settled) {
+    const upgrade = { upgrading: false, message: `all ${replicas} members run ${resource.spec.image}`, currentVersion: resource.spec.image, targetVersion: resource.spec.image, updatedMembers: replicas };
+    return { ...result, upgrade };
+  }
+  const step = decideUpgradeStep({
+    targetImage: resource.spec.image, replicas, statefulSetCurrent, updateRevision: sts.status?.updateRevision,
+    pods: await memberPods(ctx, namespace, identity), membership: status,
+  });
+  const { action, requeueAfterMs, ...upgrade } = step;
+  const next: MembershipStepResult = { ...result, upgrade, requeueAfterMs: Math.min(result.requeueAfterMs ?? Infinity, requeueAfterMs ?? Infinity) };
+  if (next.requeueAfterMs === Infinity) delete (next as { requeueAfterMs?: number }).requeueAfterMs;
+  if (!action || detectOnly) return next;
+  const key = `${namespace}/${cr.metadata.name}`;
+  try {
+    if (action.type === 'moveLeader') {
+      await membership.moveLeader(action.toId);
+      ctx.log.info('membership changed', { key, change: `moved leadership from ${action.fromPod} to ${action.toPod}` });
+      return { ...next, changed: `moved leadership from ${action.fromPod} to ${action.toPod} before restarting it` };
+    }
+    // Preconditions: the pod that was judged, not a successor of the same name.
+    await ctx.client.request('DELETE', resourcePath('v1', 'Pod', namespace, action.pod.name), {
+      body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: action.pod.uid, resourceVersion: action.pod.resourceVersion } },
+    });
+    ctx.log.info('member restarted for an upgrade', { key, pod: action.pod.name, reason: action.reason, image: resource.spec.image });
+    return { ...next, restarted: `restarted ${action.pod.name} (${action.reason}) to run ${resource.spec.image}` };
+  } catch (e) {
+    ctx.log.warn('upgrade step refused or failed', { key, action: action.type, error: (e as Error).message });
+    return { ...next, upgrade: { ...upgrade, message: `${upgrade.message}: not yet (${(e as Error).message})` } };
+  }
 }

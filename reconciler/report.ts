@@ -67,6 +67,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   if (detected && isNews(ctx, cr, key, 'DriftDetected', detected)) events.push(record('Warning', 'DriftDetected', detected));
   const membership = report.membership;
   if (membership?.changed) events.push(record('Normal', 'MembershipChanged', `${membership.changed} (${membership.message})`));
+  if (membership?.restarted) events.push(record('Normal', 'MemberRestarted', membership.restarted));
   if (membership?.phase === 'QuorumLost' && isNews(ctx, cr, key, 'QuorumLost', membership.message)) events.push(record('Warning', 'QuorumLost', membership.message));
   if (membership?.warning && isNews(ctx, cr, key, 'SizeWarning', membership.warning)) events.push(record('Warning', 'SizeWarning', membership.warning));
   ctx.memory.resolvedExcept(key, [conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : '', membership?.phase === 'QuorumLost' ? 'QuorumLost' : '', membership?.warning ? 'SizeWarning' : ''].filter(Boolean));
@@ -92,7 +93,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     cronJob: cronJob && !blocked.has(objectName(cronJob)) ? (report.live.get(objectName(cronJob)) as ObservedState['cronJob']) : undefined,
     generatedObjects,
     degraded,
-    membership: membership && { phase: membership.phase, message: membership.message, members: membership.members },
+    membership: membership && { phase: membership.phase, message: membership.message, members: membership.members, upgrade: membership.upgrade },
   });
   return degraded?.reason;
 }

@@ -21,7 +21,12 @@ export interface ObservedState {
   /** Why the cluster is degraded, if it is. */
   readonly degraded?: { readonly reason: DegradedReason; readonly message: string };
   /** For engines with a membership: where the membership step stands, and the members as they answered. */
-  readonly membership?: { readonly phase: ScalingPhase; readonly message: string; readonly members?: readonly MemberStatus[] };
+  readonly membership?: {
+    readonly phase: ScalingPhase;
+    readonly message: string;
+    readonly members?: readonly MemberStatus[];
+    readonly upgrade?: { readonly upgrading: boolean; readonly message: string; readonly currentVersion: string; readonly targetVersion: string; readonly updatedMembers: number };
+  };
 }
 
 /**
@@ -80,10 +85,15 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
   }
 
   if (observed.membership) {
-    const { phase, message } = observed.membership;
+    const { phase, message, upgrade } = observed.membership;
     conditions.push(phase === 'Stable'
       ? { type: 'Scaling', status: 'False', reason: 'Stable', message }
       : { type: 'Scaling', status: 'True', reason: phase, message });
+    if (upgrade) {
+      conditions.push(upgrade.upgrading
+        ? { type: 'Upgrading', status: 'True', reason: 'RollingMembers', message: upgrade.message }
+        : { type: 'Upgrading', status: 'False', reason: 'UpToDate', message: upgrade.message });
+    }
   }
 
   conditions.push(observed.degraded
@@ -96,6 +106,12 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
     conditions: conditions.map((c) => condition(c, previous?.conditions, observed.generation, timestamp)),
     generatedObjects: [...observed.generatedObjects],
   };
+  const upgrade = observed.membership?.upgrade;
+  if (upgrade) {
+    status.currentVersion = upgrade.currentVersion;
+    status.targetVersion = upgrade.targetVersion;
+    status.updatedMembers = upgrade.updatedMembers;
+  }
   if (members) {
     status.members = members.map((m) => ({ name: m.name || m.id, role: m.learner ? 'learner' : m.leader ? 'leader' : 'follower', healthy: m.healthy }));
   }

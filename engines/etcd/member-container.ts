@@ -73,4 +73,5 @@ export const etcdEngine: Engine = {
   },
 
   volumesWhenScaled: 'Delete',
+  updateStrategy: 'OnDelete',
 };

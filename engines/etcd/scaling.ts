@@ -52,6 +52,13 @@ export interface ScalingInput {
   readonly membership: MembershipStatus | { readonly unreachable: string };
   /** The pod name of an ordinal. */
   readonly pod: (ordinal: number) => string;
+  /**
+   * The StatefulSet controller has caught up: it observed the latest spec and
+   * runs exactly `replicas` pods. The next membership change waits for it, so
+   * a removed member's pod is gone (and an added one exists) first.
+   * @default true
+   */
+  readonly podsSettled?: boolean;
 }
 
 const SOON_MS = 2_000;
@@ -115,6 +122,9 @@ export function decideScalingStep(input: ScalingInput): ScalingStep {
   if (count === size) {
     const plan: MembershipPlan = { replicas: count, state: 'existing' };
     return { plan, planIfActionFails: plan, phase: 'Stable', message: `${count} voting members: ${names(voters)}` };
+  }
+  if (input.podsSettled === false) {
+    return hold(size > count ? 'ScalingOut' : 'ScalingIn', `the change from ${count} to ${size} members waits for the StatefulSet to run exactly ${count} pods`, SOON_MS, count);
   }
   if (unhealthy.length > 0) {
     return hold('Waiting', `the change from ${count} to ${size} members waits for every member to be healthy; unhealthy: ${unhealthy.map((m) => `${m.name || m.id} (${m.problem ?? 'unhealthy'})`).join(', ')}`, WAIT_MS, count);

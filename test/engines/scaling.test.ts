@@ -106,4 +106,10 @@ describe('membership-safe scaling, one step at a time', () => {
     expect(step({ size: 1, replicas: 2, membership: membership([member(0), member(1, { leader: false })]) }).action).toEqual({ type: 'remove', id: '1001', pod: 'kv-1' });
     expect(step({ size: 2, replicas: 1, membership: membership([member(0)]) }).action).toEqual({ type: 'addLearner', pod: 'kv-1' });
   });
+
+  it('makes the next membership change only once the StatefulSet runs exactly the pods it should', () => {
+    const s = step({ size: 3, replicas: 4, podsSettled: false, membership: membership([member(0), member(1, { leader: false }), member(2, { leader: false }), member(3, { leader: false })]) });
+    expect(s.action).toBeUndefined();
+    expect(s.message).toMatch(/waits for the StatefulSet to run exactly 4 pods/);
+  });
 });

@@ -110,6 +110,10 @@ patches:
       .toEqual({ DKV_CLUSTER_SIZE: '5', DKV_PEER_SERVICE: 'orders-peers', DKV_DATA_DIR: '/var/lib/dkv' });
     expect(member.readinessProbe.tcpSocket).toEqual({ port: 'client' });
     expect(member.ports.map((p: { name: string }) => p.name)).toEqual(['client', 'peer']);
+    const { statefulSet, memberConfig } = byRole(synth({ size: 5 }, config));
+    expect(statefulSet.spec.updateStrategy).toEqual({ type: 'RollingUpdate' });
+    expect(statefulSet.spec.persistentVolumeClaimRetentionPolicy).toBeUndefined();
+    expect(memberConfig).toBeUndefined();
   });
 
   it('that is invalid is reported as an InputError naming the file and every bad field', () => {

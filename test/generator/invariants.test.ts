@@ -32,6 +32,10 @@ describe.each(SIZES)('a cluster of %i member(s)', (size) => {
     for (const [, objects] of variants) expect(byRole(objects).statefulSet.spec.persistentVolumeClaimRetentionPolicy).toEqual({ whenScaled: 'Delete', whenDeleted: 'Retain' });
   });
 
+  it('restarts no member for a new template by itself: the controller restarts them one at a time (OnDelete)', () => {
+    for (const [, objects] of variants) expect(byRole(objects).statefulSet.spec.updateStrategy).toEqual({ type: 'OnDelete' });
+  });
+
   it('selects its members with a subset of the labels their pod template carries', () => {
     for (const [, objects] of variants) {
       const { statefulSet } = byRole(objects);

@@ -7,10 +7,17 @@
  * ConfigMaps when the container starts, and gives it the volume of the pod's
  * claim: a claim with a new uid (the old one was deleted on scale-in) is a
  * new, empty volume. Polls every 100 ms until stopped.
+ *
+ * No container engine runs here: every image runs the one etcd binary the
+ * test control plane builds, except images `unrunnable` names, which never
+ * start (as an image that cannot be pulled).
  */
 import type { KubeClient } from '../../kube/client.js';
 import { KubeApiError } from '../../kube/client.js';
 import type { ContainerSpec, LocalEtcdCluster } from './etcd-members.js';
+
+/** Holds a pod's object while its member process still runs. */
+const CONTAINER_FINALIZER = 'test.dkv.example.com/container';
 
 export class EtcdKubelet {
   /** Running members: pod name → the pod's uid. */
@@ -24,6 +31,7 @@ export class EtcdKubelet {
     private readonly namespace: string,
     private readonly statefulSet: string,
     private readonly cluster: LocalEtcdCluster,
+    private readonly unrunnable: (image: string) => boolean = () => false,
   ) {}
 
   start(): void {
@@ -54,6 +62,19 @@ export class EtcdKubelet {
   private async sync(): Promise<void> {
     const pods = ((await this.client.request('GET', `/api/v1/namespaces/${this.namespace}/pods`)).items as any[])
       .filter((p) => new RegExp(`^${this.statefulSet}-\\d+$`).test(p.metadata.name));
+    const podPath = (name: string) => `/api/v1/namespaces/${this.namespace}/pods/${name}`;
+    // A pod being deleted keeps its object until its container has exited, as with a kubelet
+    // (kwok alone would delete it at once, while the member still runs): our finalizer holds it.
+    for (const pod of pods.filter((p) => p.metadata.deletionTimestamp)) {
+      const name = pod.metadata.name as string;
+      if (this.running.get(name) === pod.metadata.uid) {
+        this.running.delete(name);
+        await this.cluster.stop(name);
+      }
+      if (pod.metadata.finalizers?.includes(CONTAINER_FINALIZER)) {
+        await this.client.request('PATCH', podPath(name), { body: { metadata: { finalizers: pod.metadata.finalizers.filter((f: string) => f !== CONTAINER_FINALIZER) } }, contentType: 'application/merge-patch+json' });
+      }
+    }
     const live = new Map(pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => [p.metadata.name as string, p]));
     for (const [name, uid] of this.running) {
       if (live.get(name)?.metadata.uid !== uid) {
@@ -68,7 +89,11 @@ export class EtcdKubelet {
         throw e;
       });
       if (!claim || claim.metadata.deletionTimestamp) continue; // the StatefulSet controller creates it first
+      if (!pod.metadata.finalizers?.includes(CONTAINER_FINALIZER)) {
+        await this.client.request('PATCH', podPath(name), { body: { metadata: { finalizers: [...(pod.metadata.finalizers ?? []), CONTAINER_FINALIZER] } }, contentType: 'application/merge-patch+json' });
+      }
       this.running.set(name, pod.metadata.uid);
+      if (this.unrunnable(pod.spec.containers[0].image)) continue;
       await this.cluster.startPod(name, pod.spec.containers[0] as ContainerSpec, claim.metadata.uid);
     }
   }

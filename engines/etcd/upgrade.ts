@@ -1,0 +1,102 @@
+/**
+ * Quorum-aware rolling upgrades (after ECK's driver/stateful/upgrade.go and
+ * the recommendation in ../shared/notes/day2-operations.md §1): the
+ * StatefulSet is `OnDelete`, so a new pod template (a new image) changes no
+ * pod by itself; each reconcile deletes at most one outdated pod, and only
+ *
+ *   - when the StatefulSet controller has seen the latest template (its
+ *     updateRevision is current) and every ordinal has its pod;
+ *   - when every voting member is healthy and a leader is known, so taking
+ *     one member down never costs the quorum;
+ *   - and the leader last, after leadership was moved to an updated member.
+ *
+ * An outdated member that is unhealthy goes first and needs only a quorum of
+ * the others: that is how reverting a bad image heals the member it broke,
+ * without anyone deleting pods by hand. An updated member that never becomes
+ * healthy stops the rollout there (the gate names it).
+ */
+import { hasQuorum, type MemberStatus, type MembershipStatus } from '../membership.js';
+
+/** One pod of the StatefulSet, as the upgrade reads it. */
+export interface MemberPod {
+  readonly name: string;
+  readonly uid: string;
+  readonly resourceVersion: string;
+  /** Its `controller-revision-hash` label: the template revision it runs. */
+  readonly revision: string;
+  readonly image: string;
+  readonly deleting: boolean;
+}
+
+export type UpgradeAction =
+  | { readonly type: 'deletePod'; readonly pod: MemberPod; readonly reason: string }
+  | { readonly type: 'moveLeader'; readonly fromPod: string; readonly toId: string; readonly toPod: string };
+
+export interface UpgradeStep {
+  readonly action?: UpgradeAction;
+  /** Outdated pods remain. */
+  readonly upgrading: boolean;
+  /** In words; when nothing moves, the gate that holds it. */
+  readonly message: string;
+  /** The image the oldest running revision runs (the lowest version still serving). */
+  readonly currentVersion: string;
+  readonly targetVersion: string;
+  readonly updatedMembers: number;
+  readonly requeueAfterMs?: number;
+}
+
+export interface UpgradeInput {
+  readonly targetImage: string;
+  readonly replicas: number;
+  /** The StatefulSet controller has observed the latest template. */
+  readonly statefulSetCurrent: boolean;
+  readonly updateRevision: string | undefined;
+  readonly pods: readonly MemberPod[];
+  readonly membership: MembershipStatus;
+}
+
+const SOON_MS = 2_000;
+
+export function decideUpgradeStep(input: UpgradeInput): UpgradeStep {
+  const { pods, membership, updateRevision, targetImage } = input;
+  const outdated = pods.filter((p) => p.revision !== updateRevision);
+  const updated = pods.length - outdated.length;
+  const currentVersion = outdated.find((p) => p.image !== targetImage)?.image ?? targetImage;
+  const base = { currentVersion, targetVersion: targetImage, updatedMembers: updated };
+  const hold = (message: string): UpgradeStep => ({ ...base, upgrading: outdated.length > 0, message, requeueAfterMs: SOON_MS });
+
+  if (!input.statefulSetCurrent || updateRevision === undefined) return hold('waiting for the StatefulSet controller to observe the new template');
+  if (outdated.length === 0) return { ...base, upgrading: false, message: `all ${pods.length} members run ${targetImage}` };
+  const restarting = pods.filter((p) => p.deleting);
+  if (restarting.length > 0 || pods.length < input.replicas) {
+    return hold(`waiting for ${restarting.map((p) => p.name).join(', ') || 'a deleted pod'} to be recreated`);
+  }
+
+  const memberOf = (pod: MemberPod): MemberStatus | undefined => membership.members.find((m) => m.name === pod.name);
+  const voters = membership.members.filter((m) => !m.learner);
+  // An outdated member that is down costs nothing more to replace: first, with a quorum of the others.
+  const brokenOutdated = outdated.find((p) => !memberOf(p)?.healthy);
+  if (brokenOutdated) {
+    if (!hasQuorum(membership)) return hold(`no quorum: ${membership.healthyVoters} of ${membership.voters} voting members healthy`);
+    return { ...base, upgrading: true, message: `replacing ${brokenOutdated.name}, which is outdated and unhealthy`, action: { type: 'deletePod', pod: brokenOutdated, reason: 'outdated and unhealthy' }, requeueAfterMs: SOON_MS };
+  }
+  const unhealthy = voters.filter((m) => !m.healthy);
+  if (unhealthy.length > 0) return hold(`waiting for every member to be healthy before the next restart; unhealthy: ${unhealthy.map((m) => `${m.name || m.id} (${m.problem ?? 'unhealthy'})`).join(', ')}`);
+  if (membership.members.some((m) => m.learner)) return hold('waiting for the learner to be promoted');
+  const leader = voters.find((m) => m.leader);
+  if (!leader) return hold('waiting for a leader');
+
+  const ordinal = (p: MemberPod) => Number(/-(\d+)$/.exec(p.name)?.[1] ?? 0);
+  const followers = outdated.filter((p) => p.name !== leader.name).sort((a, b) => ordinal(b) - ordinal(a));
+  if (followers.length > 0) {
+    const pod = followers[0];
+    return { ...base, upgrading: true, message: `restarting ${pod.name} with ${targetImage} (${updated} of ${pods.length} updated)`, action: { type: 'deletePod', pod, reason: 'outdated' }, requeueAfterMs: SOON_MS };
+  }
+  // Only the leader is left: hand leadership to an updated member first (a single member just restarts).
+  const successor = voters.find((m) => m.name !== leader.name);
+  const leaderPod = outdated[0];
+  if (!successor) {
+    return { ...base, upgrading: true, message: `restarting the only member ${leaderPod.name} with ${targetImage}: a single member is unavailable while it restarts`, action: { type: 'deletePod', pod: leaderPod, reason: 'outdated (single member)' }, requeueAfterMs: SOON_MS };
+  }
+  return { ...base, upgrading: true, message: `moving leadership from ${leader.name} to ${successor.name} before restarting it`, action: { type: 'moveLeader', fromPod: leader.name, toId: successor.id, toPod: successor.name }, requeueAfterMs: SOON_MS };
+}

@@ -1,0 +1,79 @@
+/**
+ * The upgrade decision, one pod restart per reconcile, from the pods, the
+ * StatefulSet's revisions and the membership alone.
+ */
+import { decideUpgradeStep, type MemberPod, type UpgradeInput } from '../../engines/etcd/upgrade.js';
+import type { MemberStatus, MembershipStatus } from '../../engines/membership.js';
+
+const OLD = 'registry.k8s.io/etcd:3.6.8-0';
+const NEW = 'registry.k8s.io/etcd:3.6.9-0';
+
+function pod(i: number, revision: 'old' | 'new', over: Partial<MemberPod> = {}): MemberPod {
+  return { name: `kv-${i}`, uid: `uid-${i}`, resourceVersion: `${100 + i}`, revision, image: revision === 'old' ? OLD : NEW, deleting: false, ...over };
+}
+function member(i: number, over: Partial<MemberStatus> = {}): MemberStatus {
+  return { id: `${1000 + i}`, name: `kv-${i}`, peerUrls: [], learner: false, healthy: true, leader: false, ...over };
+}
+function membership(members: MemberStatus[]): MembershipStatus {
+  const voters = members.filter((m) => !m.learner);
+  return { members, voters: voters.length, healthyVoters: voters.filter((m) => m.healthy).length, leaderId: members.find((m) => m.leader)?.id };
+}
+function step(pods: MemberPod[], members: MemberStatus[], over: Partial<UpgradeInput> = {}) {
+  return decideUpgradeStep({ targetImage: NEW, replicas: pods.length, statefulSetCurrent: true, updateRevision: 'new', pods, membership: membership(members), ...over });
+}
+
+describe('quorum-aware upgrades, one member at a time', () => {
+  it('restarts the highest outdated follower first, reporting the lowest running version', () => {
+    const s = step([pod(0, 'old'), pod(1, 'old'), pod(2, 'old')], [member(0, { leader: true }), member(1), member(2)]);
+    expect(s.action).toMatchObject({ type: 'deletePod', pod: { name: 'kv-2', uid: 'uid-2', resourceVersion: '102' } });
+    expect(s).toMatchObject({ upgrading: true, currentVersion: OLD, targetVersion: NEW, updatedMembers: 0 });
+  });
+
+  it('moves leadership off the leader before restarting it last', () => {
+    const s = step([pod(0, 'old'), pod(1, 'new'), pod(2, 'new')], [member(0, { leader: true }), member(1), member(2)]);
+    expect(s.action).toEqual({ type: 'moveLeader', fromPod: 'kv-0', toId: '1001', toPod: 'kv-1' });
+    const after = step([pod(0, 'old'), pod(1, 'new'), pod(2, 'new')], [member(0), member(1, { leader: true }), member(2)]);
+    expect(after.action).toMatchObject({ type: 'deletePod', pod: { name: 'kv-0' } });
+  });
+
+  it('waits while a restarted pod is being recreated or its member is not healthy yet, naming it', () => {
+    const gone = step([pod(0, 'old'), pod(1, 'old')], [member(0, { leader: true }), member(1), member(2, { healthy: false })], { replicas: 3 });
+    expect(gone.action).toBeUndefined();
+    expect(gone.message).toMatch(/waiting for a deleted pod to be recreated/);
+    const starting = step([pod(0, 'old'), pod(1, 'old'), pod(2, 'new')], [member(0, { leader: true }), member(1), member(2, { healthy: false, problem: 'connection refused' })]);
+    expect(starting.action).toBeUndefined();
+    expect(starting.message).toMatch(/unhealthy: kv-2 \(connection refused\)/);
+  });
+
+  it('stops at the one member a bad image broke; reverting the spec replaces that member first', () => {
+    const broken = [member(0, { leader: true }), member(1), member(2, { healthy: false, problem: 'no leader' })];
+    const stuck = step([pod(0, 'old'), pod(1, 'old'), pod(2, 'new', { image: 'registry.k8s.io/etcd:9.9.9-bad' })], broken, { targetImage: 'registry.k8s.io/etcd:9.9.9-bad' });
+    expect(stuck.action).toBeUndefined();
+    expect(stuck.upgrading).toBe(true);
+    // The spec is reverted: the old template is the update revision again, and the broken pod is the outdated one.
+    const reverted = decideUpgradeStep({
+      targetImage: OLD, replicas: 3, statefulSetCurrent: true, updateRevision: 'old',
+      pods: [pod(0, 'old'), pod(1, 'old'), pod(2, 'new', { image: 'registry.k8s.io/etcd:9.9.9-bad' })], membership: membership(broken),
+    });
+    expect(reverted.action).toMatchObject({ type: 'deletePod', pod: { name: 'kv-2' }, reason: 'outdated and unhealthy' });
+  });
+
+  it('does nothing before the StatefulSet controller has seen the new template, and nothing without a quorum', () => {
+    expect(step([pod(0, 'old')], [member(0, { leader: true })], { statefulSetCurrent: false }).action).toBeUndefined();
+    const noQuorum = step([pod(0, 'old'), pod(1, 'old'), pod(2, 'old')], [member(0, { leader: true }), member(1, { healthy: false }), member(2, { healthy: false })]);
+    expect(noQuorum.action).toBeUndefined();
+    expect(noQuorum.message).toMatch(/no quorum: 1 of 3/);
+  });
+
+  it('restarts a single member in place, saying it is unavailable meanwhile', () => {
+    const s = step([pod(0, 'old')], [member(0, { leader: true })]);
+    expect(s.action).toMatchObject({ type: 'deletePod', pod: { name: 'kv-0' } });
+    expect(s.message).toMatch(/single member is unavailable while it restarts/);
+  });
+
+  it('is done when every pod runs the update revision', () => {
+    const s = step([pod(0, 'new'), pod(1, 'new'), pod(2, 'new')], [member(0, { leader: true }), member(1), member(2)]);
+    expect(s).toMatchObject({ upgrading: false, currentVersion: NEW, updatedMembers: 3 });
+    expect(s.action).toBeUndefined();
+  });
+});
