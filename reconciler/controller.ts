@@ -213,7 +213,7 @@ export class Controller {
       const { log, config } = this.options;
       const clock = this.options.clock ?? realClock;
       const context: ReconcileContext = {
-        ...this.context, client,
+        ...this.context, client, term: term.signal,
         events: new EventRecorder(client, config.controller.fieldManager, log, clock),
       };
       this.queue.reopen();

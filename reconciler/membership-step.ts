@@ -89,7 +89,7 @@ export async function membershipStep(ctx: ReconcileContext, cr: CachedObject, re
   const addresses: MemberAddresses = ctx.memberAddresses ?? { client: (ns, p, id) => clientUrl(id, p, ns, config), peer: (_ns, p, id) => peerUrl(id, p, config) };
   const endpoint = (pod: string) => addresses.client(namespace, pod, identity);
   const pods = () => Array.from({ length: Math.max(replicas ?? 0, 1) }, (_, i) => memberName(identity, i));
-  const membership = new EtcdMembership(pods, endpoint, ctx.memberTimeoutMs);
+  const membership = new EtcdMembership(pods, endpoint, ctx.memberTimeoutMs, ctx.term);
   const status = replicas === undefined ? { unreachable: 'not created' } : await membership.status().catch((e: Error) => ({ unreachable: e.message }));
   const stsStatus = statefulSet?.status as { observedGeneration?: number; replicas?: number } | undefined;
   const podsSettled = statefulSet !== undefined && (stsStatus?.observedGeneration ?? 0) >= (statefulSet.metadata.generation ?? 0) && stsStatus?.replicas === replicas;

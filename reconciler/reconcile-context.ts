@@ -42,6 +42,8 @@ export interface ReconcileContext {
   readonly memberAddresses?: MemberAddresses;
   /** How long a member may take to answer before it counts as unhealthy. */
   readonly memberTimeoutMs?: number;
+  /** The leadership term, as `client` is fenced by it: calls to the store's members are fenced the same way. */
+  readonly term?: AbortSignal;
 }
 
 /** `Kind/name`: how objects are named in Events, status messages and the controller's memory. */

@@ -24,11 +24,13 @@ export class EtcdMembership implements Membership {
    * @param pods the pods that may be members (the StatefulSet's ordinals, and one more while scaling): asked in turn until one answers
    * @param endpoint where each pod's client API is
    * @param timeoutMs per request; a member that does not answer within it counts as unhealthy
+   * @param fence when aborted (the controller lost its leadership term), no request is sent and those in flight are cut off
    */
   constructor(
     private readonly pods: () => readonly string[],
     private readonly endpoint: MemberEndpoints,
     private readonly timeoutMs = 3000,
+    private readonly fence?: AbortSignal,
   ) {}
 
   async status(): Promise<MembershipStatus> {
@@ -101,9 +103,14 @@ export class EtcdMembership implements Membership {
   }
 
   private async post<T>(endpoint: string, path: string, body: unknown): Promise<T> {
+    if (this.fence?.aborted) throw new EtcdError(endpoint, path, 'fenced: this controller no longer holds its leadership term');
+    const timeout = AbortSignal.timeout(this.timeoutMs);
     let response: Response;
     try {
-      response = await fetch(endpoint + path, { method: 'POST', body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' }, signal: AbortSignal.timeout(this.timeoutMs) });
+      response = await fetch(endpoint + path, {
+        method: 'POST', body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' },
+        signal: this.fence ? AbortSignal.any([timeout, this.fence]) : timeout,
+      });
     } catch (e) {
       throw new EtcdError(endpoint, path, (e as Error).cause ? String((e as Error).cause) : (e as Error).message);
     }
