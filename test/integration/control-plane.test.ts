@@ -63,7 +63,8 @@ describeWithCluster('the control plane', () => {
         const result = validateDistributedKV({ apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name: `kv-${size}`, namespace }, spec: { size, image: 'kv:1', backup } }, config);
         if (!result.valid) throw new Error(JSON.stringify(result.problems));
         const objects = synthesizeCluster(result.resource, config);
-        expect(objects.map((o) => o.kind).sort()).toEqual(backup ? ['CronJob', 'PodDisruptionBudget', 'Service', 'Service', 'StatefulSet'] : ['PodDisruptionBudget', 'Service', 'Service', 'StatefulSet']);
+        // The etcd engine's member ConfigMap, and the backup CronJob when there is a backup.
+        expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', ...(backup ? ['CronJob'] : []), 'PodDisruptionBudget', 'Service', 'Service', 'StatefulSet']);
         for (const object of objects) await client.apply(object, { fieldManager: 'dkv-test', dryRun: true });
       }
     }

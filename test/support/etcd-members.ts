@@ -54,6 +54,7 @@ export type ConfigMapReader = (name: string) => Promise<Record<string, string>>;
 export class LocalEtcdCluster {
   readonly members = new Map<string, LocalMember>();
   private readonly addresses = new Map<string, MemberAddress>();
+  private readonly ports = new Set<number>();
 
   constructor(
     private readonly statefulSet: StatefulSetLike,
@@ -67,11 +68,22 @@ export class LocalEtcdCluster {
   async address(pod: string): Promise<MemberAddress> {
     let address = this.addresses.get(pod);
     if (!address) {
-      const [client, peer, metrics] = [await freePort(), await freePort(), await freePort()];
+      const [client, peer, metrics] = [await this.unusedPort(), await this.unusedPort(), await this.unusedPort()];
       address = { name: pod, clientUrl: `http://127.0.0.1:${client}`, peerUrl: `http://127.0.0.1:${peer}`, metricsUrl: `http://127.0.0.1:${metrics}` };
       this.addresses.set(pod, address);
     }
     return address;
+  }
+
+  /** A free port that no member was given yet: the system may hand out a port again once it was closed. */
+  private async unusedPort(): Promise<number> {
+    for (;;) {
+      const port = await freePort();
+      if (!this.ports.has(port)) {
+        this.ports.add(port);
+        return port;
+      }
+    }
   }
 
   /** An address allocated before (see address), for callers that cannot wait. */
