@@ -54,7 +54,7 @@ export interface DistributedKVSpec {
    */
   image: string;
   /**
-   * Persistent volume for each member. Fixed when the cluster is created: a StatefulSet's volume claim templates cannot change.
+   * Persistent volume for each member. The size may grow: the controller grows each member's claim, one at a time, where the StorageClass allows expansion. The StorageClass is fixed when the cluster is created.
    */
   storage?: {
     /**

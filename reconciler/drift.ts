@@ -7,6 +7,7 @@
  */
 import type { KubeObject } from '../model/kube-object.js';
 import { dottedPath, type PathSegment } from '../model/field-path.js';
+import { quantityValue } from '../model/quantity.js';
 
 export interface DriftedField {
   /** Dotted path, list items by name where they have one: `spec.template.spec.containers[kv].image`. */
@@ -15,19 +16,14 @@ export interface DriftedField {
   readonly manager?: string;
 }
 
-
-const QUANTITY = /^([+-]?[0-9.]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+)?$/;
-const FACTORS: Record<string, number> = { m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
-
 /** The API server rewrites quantities into canonical form (`1000m` → `1`, `2` → `"2"`); compare their values. */
 function sameScalar(desired: unknown, live: unknown): boolean {
   if (desired === live) return true;
   if ((typeof desired !== 'string' && typeof desired !== 'number') || (typeof live !== 'string' && typeof live !== 'number')) return false;
-  const a = QUANTITY.exec(String(desired));
-  const b = QUANTITY.exec(String(live));
-  if (!a || !b) return false;
-  const value = (m: RegExpExecArray): number => Number(m[1]) * (m[2] && /^[eE]/.test(m[2]) ? 10 ** Number(m[2].slice(1)) : FACTORS[m[2] ?? '']);
-  return Math.abs(value(a) - value(b)) <= 1e-9 * Math.max(1, Math.abs(value(a)));
+  const a = quantityValue(desired);
+  const b = quantityValue(live);
+  if (a === undefined || b === undefined) return false;
+  return Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a));
 }
 
 /**

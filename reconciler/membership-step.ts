@@ -144,6 +144,12 @@ async function upgradeStep(
   const namespace = cr.metadata.namespace!;
   const sts = statefulSet as CachedObject & { spec?: { replicas?: number }; status?: { observedGeneration?: number; updateRevision?: string; currentRevision?: string; updatedReplicas?: number } };
   const replicas = sts.spec?.replicas ?? 1;
+  // The live template may still be the old one: this reconcile applies the new one after this step.
+  const liveImage = (sts.spec as { template?: { spec?: { containers?: { image?: string }[] } } } | undefined)?.template?.spec?.containers?.[0]?.image;
+  if (liveImage !== resource.spec.image) {
+    const upgrade = { upgrading: true, message: `applying the new pod template (${resource.spec.image})`, currentVersion: liveImage ?? resource.spec.image, targetVersion: resource.spec.image, updatedMembers: 0 };
+    return { ...result, upgrade, requeueAfterMs: Math.min(result.requeueAfterMs ?? 2_000, 2_000) };
+  }
   const statefulSetCurrent = (sts.status?.observedGeneration ?? 0) >= (sts.metadata.generation ?? 0);
   const settled = statefulSetCurrent && sts.status?.updateRevision === sts.status?.currentRevision && (sts.status?.updatedReplicas ?? 0) >= replicas;
   if (settled) {

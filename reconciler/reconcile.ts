@@ -25,6 +25,7 @@ import { claimedNames, precedes } from './name-claims.js';
 import { controllingOwner, ownershipOf } from './ownership.js';
 import { membershipStep } from './membership-step.js';
 import { planWrites } from './plan-writes.js';
+import { storageStep } from './storage-step.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 import { refuse, reportOutcome } from './report.js';
 
@@ -83,6 +84,18 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     live.set(objectName(object), ctx.owned.get(cacheKind(object))?.get(`${object.metadata.namespace}/${object.metadata.name}`) ?? await getObject(ctx.client, object));
   }));
 
+  // Day-2: volumes grow claim by claim; the StatefulSet keeps its volume template until it is replaced.
+  const desiredStatefulSet = desired.find((o) => o.kind === 'StatefulSet')!;
+  const storage = await storageStep(ctx, cr, desiredStatefulSet, live.get(objectName(desiredStatefulSet)), detectOnly);
+  if (storage.step.kind === 'refused') return refuse(ctx, cr, key, owned, 'StorageChangeRefused', storage.step.message);
+  desired = desired.map((o) => (o === desiredStatefulSet ? storage.statefulSet : o));
+  if (storage.changed) {
+    await ctx.events.record({ apiVersion: cr.apiVersion!, kind: cr.kind!, metadata: cr.metadata as never }, 'Normal', 'StorageResizing', storage.changed);
+    ctx.log.info('storage growth', { key, change: storage.changed });
+  }
+  // The StatefulSet was just deleted (its pods left running): the next reconcile creates it with the new template.
+  if (storage.step.kind === 'replaceStatefulSet') return { requeueAfterMs: storage.requeueAfterMs };
+
   const plan = planWrites({
     desired, live, owned, now, detectOnly,
     clusterUid: cr.metadata.uid!,
@@ -103,7 +116,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   }
 
   const outcome = await executeWrites(ctx, cr, key, plan, detectOnly);
-  await reportOutcome(ctx, { cr, key, size: resource.spec.size, desired, live, plan, outcome, membership });
+  await reportOutcome(ctx, { cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step });
 
   if (outcome.failures.length > 0) throw new Error(`${outcome.failures.length} write(s) failed: ${outcome.failures.join('; ')}`);
   const holds = [...plan.held, ...outcome.fights].map((f) => f.until);
@@ -111,6 +124,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     plan.conflicts.length > 0 ? ctx.objectConflictRecheckMs : undefined,
     holds.length > 0 ? Math.max(1000, Math.min(...holds) - ctx.now()) : undefined,
     membership?.requeueAfterMs,
+    storage.requeueAfterMs,
   ].filter((w): w is number => w !== undefined);
   return waits.length > 0 ? { requeueAfterMs: Math.min(...waits) } : {};
 }

@@ -11,6 +11,7 @@ import type { WriteOutcome } from './execute-writes.js';
 import type { CachedObject } from '../kube/informer.js';
 import { resourcePath } from '../kube/client.js';
 import type { MembershipStepResult } from './membership-step.js';
+import type { StorageStep } from '../engines/storage-growth.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
 import { objectName, TerminalError, type ReconcileContext } from './reconcile-context.js';
 import { desiredStatus, statusChanged, statusPatch, type DegradedReason, type ObservedState } from './status.js';
@@ -25,6 +26,8 @@ export interface ReconcileReport {
   readonly outcome: WriteOutcome;
   /** The membership step of this reconcile, for engines with a membership. */
   readonly membership?: MembershipStepResult;
+  /** Where a volume growth stands. */
+  readonly storage?: StorageStep;
 }
 
 function timestamp(ms: number): string {
@@ -94,6 +97,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     generatedObjects,
     degraded,
     membership: membership && { phase: membership.phase, message: membership.message, members: membership.members, upgrade: membership.upgrade },
+    storage: report.storage && report.storage.kind !== 'unchanged' && report.storage.kind !== 'refused' ? report.storage : undefined,
   });
   return degraded?.reason;
 }

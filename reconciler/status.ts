@@ -20,6 +20,8 @@ export interface ObservedState {
   readonly generatedObjects: readonly GeneratedObject[];
   /** Why the cluster is degraded, if it is. */
   readonly degraded?: { readonly reason: DegradedReason; readonly message: string };
+  /** A volume growth under way, or blocked. */
+  readonly storage?: { readonly kind: string; readonly message: string };
   /** For engines with a membership: where the membership step stands, and the members as they answered. */
   readonly membership?: {
     readonly phase: ScalingPhase;
@@ -34,7 +36,7 @@ export interface ObservedState {
  * controller cannot act on, an object it must not take, writes that failed,
  * a field another writer keeps changing, drift it only reports.
  */
-export type DegradedReason = 'InvalidSpec' | 'InvalidConfig' | 'NameClash' | 'ConfigChangeRefused' | 'ObjectConflict' | 'ApplyFailed' | 'FieldConflict' | 'DriftDetected';
+export type DegradedReason = 'InvalidSpec' | 'InvalidConfig' | 'NameClash' | 'ConfigChangeRefused' | 'StorageChangeRefused' | 'ObjectConflict' | 'ApplyFailed' | 'FieldConflict' | 'DriftDetected';
 
 type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
 
@@ -94,6 +96,12 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
         ? { type: 'Upgrading', status: 'True', reason: 'RollingMembers', message: upgrade.message }
         : { type: 'Upgrading', status: 'False', reason: 'UpToDate', message: upgrade.message });
     }
+  }
+
+  if (observed.storage) {
+    conditions.push(observed.storage.kind === 'blocked'
+      ? { type: 'StorageResizeBlocked', status: 'True', reason: 'ExpansionNotAllowed', message: observed.storage.message }
+      : { type: 'StorageResizing', status: 'True', reason: 'GrowingClaims', message: observed.storage.message });
   }
 
   conditions.push(observed.degraded

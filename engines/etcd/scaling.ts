@@ -77,6 +77,11 @@ function names(members: readonly MemberStatus[]): string {
 
 export function decideScalingStep(input: ScalingInput): ScalingStep {
   const { size, replicas, membership } = input;
+  if (replicas === undefined && input.recorded?.state === 'existing') {
+    // The cluster exists; its StatefulSet is being replaced (storage growth) with the members it has.
+    const plan = input.recorded;
+    return { plan, planIfActionFails: plan, phase: 'Stable', message: `the StatefulSet is being created again for ${plan.replicas} existing members` };
+  }
   if (replicas === undefined) {
     const plan: MembershipPlan = { replicas: size, state: 'new' };
     return { plan, planIfActionFails: plan, phase: 'Stable', message: `bootstrapping a new cluster of ${size}` };

@@ -65,7 +65,8 @@ export function decideUpgradeStep(input: UpgradeInput): UpgradeStep {
   const base = { currentVersion, targetVersion: targetImage, updatedMembers: updated };
   const hold = (message: string): UpgradeStep => ({ ...base, upgrading: outdated.length > 0, message, requeueAfterMs: SOON_MS });
 
-  if (!input.statefulSetCurrent || updateRevision === undefined) return hold('waiting for the StatefulSet controller to observe the new template');
+  // Until then its revisions are last template's: nothing can be said to be up to date.
+  if (!input.statefulSetCurrent || updateRevision === undefined) return { ...hold('waiting for the StatefulSet controller to observe the new template'), upgrading: true };
   if (outdated.length === 0) return { ...base, upgrading: false, message: `all ${pods.length} members run ${targetImage}` };
   const restarting = pods.filter((p) => p.deleting);
   if (restarting.length > 0 || pods.length < input.replicas) {

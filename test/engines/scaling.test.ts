@@ -112,4 +112,10 @@ describe('membership-safe scaling, one step at a time', () => {
     expect(s.action).toBeUndefined();
     expect(s.message).toMatch(/waits for the StatefulSet to run exactly 4 pods/);
   });
+
+  it('keeps an existing cluster\'s membership while its StatefulSet is being created again (storage growth)', () => {
+    const s = step({ size: 5, recorded: { replicas: 3, state: 'existing' } });
+    expect(s).toMatchObject({ plan: { replicas: 3, state: 'existing' }, phase: 'Stable' });
+    expect(s.action).toBeUndefined();
+  });
 });

@@ -59,7 +59,9 @@ describe('quorum-aware upgrades, one member at a time', () => {
   });
 
   it('does nothing before the StatefulSet controller has seen the new template, and nothing without a quorum', () => {
-    expect(step([pod(0, 'old')], [member(0, { leader: true })], { statefulSetCurrent: false }).action).toBeUndefined();
+    const stale = step([pod(0, 'old')], [member(0, { leader: true })], { statefulSetCurrent: false, updateRevision: 'old' });
+    expect(stale.action).toBeUndefined();
+    expect(stale.upgrading).toBe(true); // its revisions are the last template's: nothing is up to date yet
     const noQuorum = step([pod(0, 'old'), pod(1, 'old'), pod(2, 'old')], [member(0, { leader: true }), member(1, { healthy: false }), member(2, { healthy: false })]);
     expect(noQuorum.action).toBeUndefined();
     expect(noQuorum.message).toMatch(/no quorum: 1 of 3/);

@@ -124,13 +124,17 @@ describeWithCluster('the control plane', () => {
       if (!local.valid) expect(local.problems[0].message).toMatch(BACKWARDS_CRON_RANGE);
     });
 
-    it('names the by-design difference: storage is immutable on the server, which ajv (seeing one version) cannot check', async () => {
-      const name = 'immutable-storage';
+    it('names the by-design difference: the server lets storage only grow and keeps its class, which ajv (seeing one version) cannot check', async () => {
+      const name = 'growing-storage';
       const path = resourcePath('example.com/v1alpha1', 'DistributedKV', namespace, name);
       await client.request('POST', resourcePath('example.com/v1alpha1', 'DistributedKV', namespace), { body: { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name, namespace }, spec: { size: 3, image: 'kv:1', storage: { size: '10Gi' } } } });
-      const changed = { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name, namespace }, spec: { size: 3, image: 'kv:1', storage: { size: '20Gi' } } };
-      expect(validateDistributedKV(changed, config).valid).toBe(true);
-      await expect(client.request('PATCH', path, { body: { spec: { storage: { size: '20Gi' } } }, contentType: 'application/merge-patch+json' })).rejects.toThrow(/storage cannot change after creation/);
+      const patch = (storage: Record<string, string>) => client.request('PATCH', path, { body: { spec: { storage } }, contentType: 'application/merge-patch+json' });
+      const grown = await patch({ size: '20Gi' });
+      expect(grown.spec.storage.size).toBe('20Gi');
+      const shrunk = { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name, namespace }, spec: { size: 3, image: 'kv:1', storage: { size: '5Gi' } } };
+      expect(validateDistributedKV(shrunk, config).valid).toBe(true);
+      await expect(patch({ size: '5Gi' })).rejects.toThrow(/storage.size can only grow/);
+      await expect(patch({ storageClassName: 'fast-ssd' })).rejects.toThrow(/storageClassName cannot change after creation/);
     });
   });
 

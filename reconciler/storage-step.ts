@@ -1,0 +1,96 @@
+/**
+ * The storage-growth step of a reconcile (engines/storage-growth.ts decides):
+ * reads the live StatefulSet's volume template, its claims and their
+ * StorageClass, only when the spec's size differs from the template's; makes
+ * the step's one write (grow a claim, or replace the StatefulSet leaving its
+ * pods running); and says what the StatefulSet to write looks like meanwhile
+ * (its current volume template, which cannot change in place).
+ */
+import { decideStorageStep, type Claim, type StorageStep } from '../engines/storage-growth.js';
+import { KubeApiError, resourcePath } from '../kube/client.js';
+import type { CachedObject } from '../kube/informer.js';
+import { withDesiredHash } from '../model/desired-hash.js';
+import type { KubeObject } from '../model/kube-object.js';
+import { controllingOwner } from './ownership.js';
+import type { ReconcileContext } from './reconcile-context.js';
+
+interface ClaimTemplate { metadata?: { name?: string }; spec?: { storageClassName?: string; resources?: { requests?: { storage?: string } } } }
+
+const templateOf = (statefulSet: unknown): ClaimTemplate | undefined => (statefulSet as { spec?: { volumeClaimTemplates?: ClaimTemplate[] } }).spec?.volumeClaimTemplates?.[0];
+
+export interface StorageStepResult {
+  readonly step: StorageStep;
+  /** The StatefulSet to write this time: the desired one, or it with the live volume template while the claims grow. */
+  readonly statefulSet: KubeObject;
+  /** The write this step made, in words (for an Event). */
+  readonly changed?: string;
+  readonly requeueAfterMs?: number;
+}
+
+async function getOrUndefined<T>(ctx: ReconcileContext, path: string): Promise<T | undefined> {
+  try {
+    return await ctx.client.request<T>('GET', path);
+  } catch (e) {
+    if (e instanceof KubeApiError && e.status === 404) return undefined;
+    throw e;
+  }
+}
+
+/** The StorageClass a claim template uses: its own, or the cluster's default. */
+async function storageClassOf(ctx: ReconcileContext, name: string | undefined): Promise<{ name: string; allowVolumeExpansion: boolean } | undefined> {
+  type StorageClass = { metadata: { name: string; annotations?: Record<string, string> }; allowVolumeExpansion?: boolean };
+  const found = name
+    ? await getOrUndefined<StorageClass>(ctx, `/apis/storage.k8s.io/v1/storageclasses/${encodeURIComponent(name)}`)
+    : (await ctx.client.request<{ items: StorageClass[] }>('GET', '/apis/storage.k8s.io/v1/storageclasses')).items
+      .find((c) => c.metadata.annotations?.['storageclass.kubernetes.io/is-default-class'] === 'true');
+  return found ? { name: found.metadata.name, allowVolumeExpansion: found.allowVolumeExpansion === true } : undefined;
+}
+
+export async function storageStep(ctx: ReconcileContext, cr: CachedObject, desired: KubeObject, live: CachedObject | undefined, detectOnly: boolean): Promise<StorageStepResult> {
+  const unchanged: StorageStepResult = { step: { kind: 'unchanged' }, statefulSet: desired };
+  if (!live || controllingOwner(live)?.uid !== cr.metadata.uid) return unchanged;
+  const wanted = templateOf(desired);
+  const current = templateOf(live);
+  const desiredSize = wanted?.spec?.resources?.requests?.storage;
+  const liveSize = current?.spec?.resources?.requests?.storage;
+  if (!desiredSize || !liveSize || desiredSize === liveSize) return unchanged;
+
+  const namespace = cr.metadata.namespace!;
+  const replicas = (live.spec?.replicas as number | undefined) ?? 1;
+  const claimName = (i: number) => `${current?.metadata?.name ?? 'data'}-${live.metadata.name}-${i}`;
+  type ClaimObject = { metadata: { name: string }; spec?: { resources?: { requests?: { storage?: string } } }; status?: { capacity?: { storage?: string } } };
+  const claims: Claim[] = [];
+  for (let i = 0; i < replicas; i++) {
+    const claim = await getOrUndefined<ClaimObject>(ctx, `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/${claimName(i)}`);
+    if (claim) claims.push({ name: claim.metadata.name, requested: claim.spec?.resources?.requests?.storage ?? liveSize, capacity: claim.status?.capacity?.storage });
+  }
+  const storageClassName = current?.spec?.storageClassName;
+  const step = decideStorageStep({
+    desired: desiredSize, live: liveSize, claims,
+    storageClass: await storageClassOf(ctx, storageClassName), storageClassName: storageClassName ?? '(the default)',
+  });
+  // Until the StatefulSet is replaced, it is written with the volume size it has (a template cannot change in place).
+  const spec = (desired as unknown as { spec: Record<string, unknown> }).spec;
+  const kept = withDesiredHash({
+    ...desired,
+    spec: { ...spec, volumeClaimTemplates: [{ ...wanted, spec: { ...wanted?.spec, resources: { requests: { storage: liveSize } } } }] },
+  } as KubeObject, ctx.config.hashAnnotation);
+  if (step.kind === 'refused' || step.kind === 'unchanged') return { step, statefulSet: desired };
+  if (step.kind === 'blocked') return { step, statefulSet: kept, requeueAfterMs: 60_000 };
+  if (step.kind === 'waiting' || detectOnly) return { step, statefulSet: kept, requeueAfterMs: 2_000 };
+  if (step.kind === 'resizeClaim') {
+    await ctx.client.request('PATCH', `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/${step.claim}`, {
+      body: { spec: { resources: { requests: { storage: desiredSize } } } }, contentType: 'application/merge-patch+json',
+    });
+    return { step, statefulSet: kept, changed: `${step.claim} grows to ${desiredSize}`, requeueAfterMs: 2_000 };
+  }
+  // Replace: the pods stay (orphaned) and the new StatefulSet adopts them; the uid precondition deletes only the one judged.
+  try {
+    await ctx.client.request('DELETE', resourcePath('apps/v1', 'StatefulSet', namespace, live.metadata.name), {
+      body: { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Orphan', preconditions: { uid: live.metadata.uid } },
+    });
+  } catch (e) {
+    if (!(e instanceof KubeApiError && (e.status === 404 || e.status === 409))) throw e;
+  }
+  return { step, statefulSet: kept, changed: `StatefulSet/${live.metadata.name} deleted with its pods left running, to be created again with ${desiredSize} volumes`, requeueAfterMs: 1_000 };
+}
