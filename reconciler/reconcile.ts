@@ -13,7 +13,7 @@
  */
 import { formatProblem, InvalidConfigError } from '../api/problem.js';
 import { dottedPath } from '../model/field-path.js';
-import { validateDistributedKV, type ValidResource } from '../api/validate.js';
+import { API_VERSION, KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
 import { synthesizeCluster } from '../constructs/synthesize.js';
 import type { KubeObject } from '../model/kube-object.js';
 import type { DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
@@ -90,7 +90,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   if (storage.step.kind === 'refused') return refuse(ctx, cr, key, owned, 'StorageChangeRefused', storage.step.message);
   desired = desired.map((o) => (o === desiredStatefulSet ? storage.statefulSet : o));
   if (storage.changed) {
-    await ctx.events.record({ apiVersion: cr.apiVersion!, kind: cr.kind!, metadata: cr.metadata as never }, 'Normal', 'StorageResizing', storage.changed);
+    await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata as never }, 'Normal', 'StorageResizing', storage.changed);
     ctx.log.info('storage growth', { key, change: storage.changed });
   }
   // The StatefulSet was just deleted (its pods left running): the next reconcile creates it with the new template.

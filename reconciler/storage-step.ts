@@ -11,6 +11,7 @@ import { KubeApiError, resourcePath } from '../kube/client.js';
 import type { CachedObject } from '../kube/informer.js';
 import { withDesiredHash } from '../model/desired-hash.js';
 import type { KubeObject } from '../model/kube-object.js';
+import { quantityValue } from '../model/quantity.js';
 import { controllingOwner } from './ownership.js';
 import type { ReconcileContext } from './reconcile-context.js';
 
@@ -53,7 +54,8 @@ export async function storageStep(ctx: ReconcileContext, cr: CachedObject, desir
   const current = templateOf(live);
   const desiredSize = wanted?.spec?.resources?.requests?.storage;
   const liveSize = current?.spec?.resources?.requests?.storage;
-  if (!desiredSize || !liveSize || desiredSize === liveSize) return unchanged;
+  // The fast path, without a request: the same size (in any spelling, `10Gi` or `10240Mi`).
+  if (!desiredSize || !liveSize || quantityValue(desiredSize) === quantityValue(liveSize)) return unchanged;
 
   const namespace = cr.metadata.namespace!;
   const replicas = (live.spec?.replicas as number | undefined) ?? 1;

@@ -82,4 +82,39 @@ describe('the status of a DistributedKV', () => {
     expect(statusChanged(stored, desiredStatus(observed(), stored, LATER))).toBe(false);
     expect(statusPatch(undefined, without).status).not.toHaveProperty('lastBackupTime');
   });
+
+  describe('with a membership (etcd engine)', () => {
+    const member = (name: string, over: Record<string, unknown> = {}) => ({ id: name, name, peerUrls: [], learner: false, healthy: true, leader: false, ...over });
+
+    it('is Available on the members\' own word, lists them by role, and reports the scaling and upgrade', () => {
+      const status = desiredStatus(observed({
+        membership: {
+          phase: 'ScalingOut', message: 'adding kv-3',
+          members: [member('kv-0', { leader: true }), member('kv-1'), member('kv-2', { healthy: false }), member('kv-3', { learner: true, healthy: false })],
+          upgrade: { upgrading: true, message: 'restarting kv-2', currentVersion: 'etcd:3.6.8', targetVersion: 'etcd:3.6.9', updatedMembers: 1 },
+        },
+      }), undefined, NOW);
+      expect(condition(status, 'Available')).toMatchObject({ status: 'True', message: '2 of 3 voting members healthy; a majority (2) accepts writes' });
+      expect(status.members).toEqual([
+        { name: 'kv-0', role: 'leader', healthy: true }, { name: 'kv-1', role: 'follower', healthy: true },
+        { name: 'kv-2', role: 'follower', healthy: false }, { name: 'kv-3', role: 'learner', healthy: false },
+      ]);
+      expect(condition(status, 'Scaling')).toMatchObject({ status: 'True', reason: 'ScalingOut', message: 'adding kv-3' });
+      expect(condition(status, 'Upgrading')).toMatchObject({ status: 'True', message: 'restarting kv-2' });
+      expect(status).toMatchObject({ currentVersion: 'etcd:3.6.8', targetVersion: 'etcd:3.6.9', updatedMembers: 1 });
+    });
+
+    it('is not Available when the quorum is lost, whatever the pods\' readiness says', () => {
+      const status = desiredStatus(observed({ membership: { phase: 'QuorumLost', message: '1 of 3 voting members healthy; not reachable: kv-1, kv-2' } }), undefined, NOW);
+      expect(condition(status, 'Available')).toMatchObject({ status: 'False', reason: 'QuorumLost', message: '1 of 3 voting members healthy; not reachable: kv-1, kv-2' });
+    });
+
+    it('says a storage growth is blocked, or under way, in conditions of their own', () => {
+      const blocked = desiredStatus(observed({ storage: { kind: 'blocked', message: 'needs StorageClass standard to allow volume expansion' } }), undefined, NOW);
+      expect(condition(blocked, 'StorageResizeBlocked')).toMatchObject({ status: 'True', message: 'needs StorageClass standard to allow volume expansion' });
+      const growing = desiredStatus(observed({ storage: { kind: 'resizeClaim', message: 'growing data-kv-0' } }), undefined, NOW);
+      expect(condition(growing, 'StorageResizing')).toMatchObject({ status: 'True', message: 'growing data-kv-0' });
+      expect(desiredStatus(observed(), undefined, NOW).conditions!.map((c) => c.type)).toEqual(['Available', 'Progressing', 'Degraded']);
+    });
+  });
 });
