@@ -207,6 +207,10 @@ export async function startNodeComponents(ctx: NodeComponentsContext, options: N
       `--manage-nodes-with-annotation-selector=${FAKE_NODE_ANNOTATION}=fake`,
       `--cidr=${POD_CIDR}`,
       `--node-ip=${NODE_IP}`,
+      // Renew each node's Lease every 10 s, as a kubelet does: without it the only heartbeat is the node
+      // status stage's (every ~10 min), and kube-controller-manager marks nodes and their pods NotReady
+      // after its 50 s grace period, then Ready again, over and over.
+      '--node-lease-duration-seconds=40',
       // Only for /healthz (plain HTTP); nothing else uses kwok's server.
       `--server-address=127.0.0.1:${kwokPort}`,
     ], kwokLog, { ...process.env, HOME: kwokHome });
