@@ -6,6 +6,7 @@ import type { DistributedKV, DistributedKVSpec } from '../imports/distributedkv.
 import { nameProblems } from '../model/cluster-identity.js';
 import type { GeneratorConfig } from './config.js';
 import { cronProblems } from './cron.js';
+import { etcdImageProblems } from '../engines/etcd/versions.js';
 import { packageRoot } from './package-root.js';
 import { CUSTOM_MESSAGE, fieldProblems, type FieldProblem } from './schema-errors.js';
 
@@ -47,7 +48,8 @@ const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /**
  * Validates one DistributedKV document exactly as `dkv synth`, `dkv validate`
  * and the controller do: the schema (with defaults applied to a copy), the
- * name rules of the generated objects, and the cron ranges. Returns every
+ * name rules of the generated objects, the cron ranges, and whether the
+ * configured engine can run the image at all. Returns every
  * problem found, never only the first.
  */
 export function validateDistributedKV(document: unknown, config: GeneratorConfig): ValidationResult {
@@ -80,6 +82,10 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
     const scheduleReported = problems.some((p) => p.segments.join('.') === 'spec.backup.schedule');
     if (typeof schedule === 'string' && !scheduleReported) {
       for (const message of cronProblems(schedule)) problems.push({ segments: ['spec', 'backup', 'schedule'], message });
+    }
+    // Engine knowledge the schema cannot hold (engines/etcd/versions.ts is pure, so the api layer may ask it).
+    if (config.engine === 'etcd' && typeof doc.spec?.image === 'string') {
+      for (const message of etcdImageProblems(doc.spec.image)) problems.push({ segments: ['spec', 'image'], message });
     }
   }
   for (const key of Object.keys(doc)) {

@@ -63,6 +63,12 @@ export interface Engine {
    * @default RollingUpdate (the StatefulSet controller's ordinal order)
    */
   readonly updateStrategy?: 'OnDelete' | 'RollingUpdate';
+  /**
+   * Why the running members (the images of the live pod template and of
+   * each member pod) cannot move to `target` one member at a time, if they
+   * cannot: the controller refuses such a change before writing anything.
+   */
+  readonly imageChangeProblem?: (target: string, running: readonly string[]) => string | undefined;
 }
 
 /** The pod's own name and namespace, for `$(POD_NAME)` expansion in arguments. */

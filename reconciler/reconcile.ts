@@ -18,6 +18,7 @@ import { synthesizeCluster } from '../constructs/synthesize.js';
 import type { KubeObject } from '../model/kube-object.js';
 import type { DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
 import { executeWrites, removeLegacyFinalizer } from './execute-writes.js';
+import { imageChangeRefusal } from './image-change.js';
 import { refusedStatefulSetChanges } from './immutable-changes.js';
 import type { CachedObject } from '../kube/informer.js';
 import { KubeApiError, resourcePath, type KubeClient } from '../kube/client.js';
@@ -65,6 +66,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const clash = nameClash(ctx, cr);
   if (clash) return refuse(ctx, cr, key, owned, 'NameClash', clash);
   const resource: ValidResource = { ...validation.resource, metadata: { ...validation.resource.metadata, namespace: cr.metadata.namespace } };
+  const imageRefused = await imageChangeRefusal(ctx, cr, resource);
+  if (imageRefused) return refuse(ctx, cr, key, owned, 'ImageChangeRefused', imageRefused);
   // Day-2: one membership step (engines with a membership), whose objects this reconcile writes.
   const membership = await membershipStep(ctx, cr, resource, detectOnly);
   let desired: KubeObject[];

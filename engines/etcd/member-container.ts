@@ -1,6 +1,7 @@
 import { k8s } from 'cdk8s-plus-27';
 import { POD_IDENTITY_ENV, type Engine, type MemberContainer, type MemberContainerProps } from '../engine.js';
 import { clientUrl, memberName, peerUrl } from './peer-urls.js';
+import { etcdImageChangeProblem } from './versions.js';
 
 /** Kubernetes expands these in arguments from the pod's own environment. */
 const POD = '$(POD_NAME)';
@@ -74,4 +75,5 @@ export const etcdEngine: Engine = {
 
   volumesWhenScaled: 'Delete',
   updateStrategy: 'OnDelete',
+  imageChangeProblem: etcdImageChangeProblem,
 };

@@ -47,13 +47,13 @@ describe('quorum-aware upgrades, one member at a time', () => {
 
   it('stops at the one member a bad image broke; reverting the spec replaces that member first', () => {
     const broken = [member(0, { leader: true }), member(1), member(2, { healthy: false, problem: 'no leader' })];
-    const stuck = step([pod(0, 'old'), pod(1, 'old'), pod(2, 'new', { image: 'registry.k8s.io/etcd:9.9.9-bad' })], broken, { targetImage: 'registry.k8s.io/etcd:9.9.9-bad' });
+    const stuck = step([pod(0, 'old'), pod(1, 'old'), pod(2, 'new', { image: 'registry.k8s.io/etcd:3.6.10-bad' })], broken, { targetImage: 'registry.k8s.io/etcd:3.6.10-bad' });
     expect(stuck.action).toBeUndefined();
     expect(stuck.upgrading).toBe(true);
     // The spec is reverted: the old template is the update revision again, and the broken pod is the outdated one.
     const reverted = decideUpgradeStep({
       targetImage: OLD, replicas: 3, statefulSetCurrent: true, updateRevision: 'old',
-      pods: [pod(0, 'old'), pod(1, 'old'), pod(2, 'new', { image: 'registry.k8s.io/etcd:9.9.9-bad' })], membership: membership(broken),
+      pods: [pod(0, 'old'), pod(1, 'old'), pod(2, 'new', { image: 'registry.k8s.io/etcd:3.6.10-bad' })], membership: membership(broken),
     });
     expect(reverted.action).toMatchObject({ type: 'deletePod', pod: { name: 'kv-2' }, reason: 'outdated and unhealthy' });
   });
