@@ -65,6 +65,14 @@ const SOON_MS = 2_000;
 const WAIT_MS = 5_000;
 const BLOCKED_MS = 30_000;
 const UNREACHABLE_MS = 15_000;
+/**
+ * A settled cluster is looked at again this often: a member can fail in ways
+ * Kubernetes never reports on an object the controller watches (its process
+ * stops while its pod stays Ready, a partition), and status must still tell
+ * the truth about the members and the quorum. A look reads the members only:
+ * no API request, and no write unless what it sees changed.
+ */
+const STABLE_LOOK_MS = 30_000;
 
 function ordinalOf(member: MemberStatus): number | undefined {
   const match = /-(\d+)$/.exec(member.name);
@@ -126,7 +134,8 @@ export function decideScalingStep(input: ScalingInput): ScalingStep {
   if (replicas !== count) return hold(replicas > count ? 'ScalingIn' : 'ScalingOut', `${count} voting members; the StatefulSet follows with ${count} pods`, SOON_MS, count);
   if (count === size) {
     const plan: MembershipPlan = { replicas: count, state: 'existing' };
-    return { plan, planIfActionFails: plan, phase: 'Stable', message: `${count} voting members: ${names(voters)}` };
+    // An unhealthy member is looked at again sooner: its return (or a lost quorum) shows in status within seconds.
+    return { plan, planIfActionFails: plan, phase: 'Stable', message: `${count} voting members: ${names(voters)}`, requeueAfterMs: unhealthy.length > 0 ? WAIT_MS : STABLE_LOOK_MS };
   }
   if (input.podsSettled === false) {
     return hold(size > count ? 'ScalingOut' : 'ScalingIn', `the change from ${count} to ${size} members waits for the StatefulSet to run exactly ${count} pods`, SOON_MS, count);

@@ -30,7 +30,14 @@ describe('membership-safe scaling, one step at a time', () => {
     const s = step({ size: 3, replicas: 3, membership: membership([member(0), member(1), member(2)]) });
     expect(s).toMatchObject({ plan: { replicas: 3, state: 'existing' }, phase: 'Stable' });
     expect(s.action).toBeUndefined();
-    expect(s.requeueAfterMs).toBeUndefined();
+    // Looked at again later: a member can fail without any object the controller watches changing.
+    expect(s.requeueAfterMs).toBe(30_000);
+  });
+
+  it('looks again within seconds at a settled cluster with an unhealthy member, changing nothing', () => {
+    const s = step({ size: 3, replicas: 3, membership: membership([member(0), member(1, { healthy: false }), member(2)]) });
+    expect(s).toMatchObject({ plan: { replicas: 3, state: 'existing' }, phase: 'Stable', requeueAfterMs: 5_000 });
+    expect(s.action).toBeUndefined();
   });
 
   it('scales out by adding the next ordinal as a learner, and raises replicas only if that succeeded', () => {
