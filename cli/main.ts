@@ -29,6 +29,7 @@ async function run(argv: string[]): Promise<number> {
     case 'validate': {
       const { values, positionals } = parseArgs({ args: rest, options: { config: { type: 'string' } }, allowPositionals: true });
       const report = validate(positionals.length > 0 ? positionals : [EXAMPLE_SPECS], values.config);
+      for (const warning of report.warnings) process.stderr.write(`warning: ${warning}\n`);
       process.stderr.write(`${report.clusters} DistributedKV spec(s) valid\n`);
       return 0;
     }

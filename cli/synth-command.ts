@@ -3,6 +3,7 @@ import { loadCheckedConfig } from '../constructs/config-check.js';
 import { packageRoot } from '../api/package-root.js';
 import { InputError, type Problem } from '../api/problem.js';
 import { readSpecs } from './read-specs.js';
+import { sizeWarning } from '../model/quorum.js';
 import { renderManifests } from './render.js';
 import { writeManifests } from './write-output.js';
 
@@ -43,10 +44,15 @@ function noSpecsFound(paths: readonly string[]): Problem {
 }
 
 /** Validates only; throws an InputError listing every problem. */
-export function validate(paths: readonly string[], configFile?: string): { clusters: number; skipped: readonly string[] } {
+export function validate(paths: readonly string[], configFile?: string): { clusters: number; skipped: readonly string[]; warnings: readonly string[] } {
   const config = loadCheckedConfig(configFile);
   const { specs, problems, skipped } = readSpecs(paths, config);
   if (problems.length === 0 && specs.length === 0) problems.push(noSpecsFound(paths));
   if (problems.length > 0) throw new InputError(problems);
-  return { clusters: specs.length, skipped };
+  // What works but deserves a word, as the controller's SizeWarning Event says it (offline: no member count to compare).
+  const warnings = specs.flatMap(({ file, line, resource }) => {
+    const warning = sizeWarning(resource.spec.size, undefined);
+    return warning ? [`${file}${line ? `:${line}` : ''}: ${resource.metadata.name}: spec.size: ${warning}`] : [];
+  });
+  return { clusters: specs.length, skipped, warnings };
 }

@@ -18,3 +18,15 @@ export function quorum(size: number): number {
 export function allowedDisruptions(size: number): number {
   return Math.max(1, size - quorum(size));
 }
+
+/**
+ * Why a size works but deserves a warning, if it does: an even size adds a
+ * member to every write's quorum and no tolerated failure; scaling in to one
+ * member (`voters`: the voting members now, when known) leaves none to spare.
+ * The controller says it in a SizeWarning Event, `dkv validate` on stderr.
+ */
+export function sizeWarning(size: number, voters: number | undefined): string | undefined {
+  if (size === 1 && voters !== undefined && voters > 1) return `scaling in to a single member: from then on one failure loses the cluster's availability, and its data if the volume goes with it`;
+  if (size % 2 === 0) return `size ${size} is even: it tolerates ${size / 2 - 1} failure(s), as ${size - 1} members would, and needs more members for every write`;
+  return undefined;
+}

@@ -16,6 +16,7 @@ import { resourcePath } from '../kube/client.js';
 import type { Membership, MembershipStatus, MemberStatus } from '../engines/membership.js';
 import type { CachedObject } from '../kube/informer.js';
 import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity.js';
+import { sizeWarning } from '../model/quorum.js';
 import { controllingOwner } from './ownership.js';
 import type { ReconcileContext } from './reconcile-context.js';
 
@@ -114,15 +115,8 @@ export async function membershipStep(ctx: ReconcileContext, cr: CachedObject, re
   return { plan: step.plan, phase: step.phase, message: step.message, members, changed: describe(step.action), warning, requeueAfterMs: step.requeueAfterMs };
 }
 
-/** Sizes that work but buy nothing, or lose everything to one failure. */
-export function sizeWarning(size: number, voters: number | undefined): string | undefined {
-  if (size === 1 && voters !== undefined && voters > 1) return `scaling in to a single member: from then on one failure loses the cluster's availability, and its data if the volume goes with it`;
-  if (size % 2 === 0) return `size ${size} is even: it tolerates ${size / 2 - 1} failure(s), as ${size - 1} members would, and needs more members for every write`;
-  return undefined;
-}
-
 /** The pods of the StatefulSet, read from the API server (fresh), only while some may be outdated. */
-async function memberPods(ctx: ReconcileContext, namespace: string, identity: ClusterIdentity): Promise<MemberPod[]> {
+export async function memberPods(ctx: ReconcileContext, namespace: string, identity: ClusterIdentity): Promise<MemberPod[]> {
   const selector = Object.entries(identity.selector).map(([k, v]) => `${k}=${v}`).join(',');
   const list = await ctx.client.request<{ items: CachedObject[] }>('GET', resourcePath('v1', 'Pod', namespace), { query: { labelSelector: selector } });
   return list.items

@@ -139,6 +139,24 @@ describe('dkv validate', () => {
   }, CLI_TIMEOUT_MS);
 });
 
+describe('dkv validate, offline', () => {
+  it('rejects an image the etcd engine cannot run, naming the file and spec.image', () => {
+    const { dir } = workspace({ 'old.yaml': yamlOf({ name: 'old', image: 'registry.k8s.io/etcd:3.4.27-0' }) });
+    const result = dkv(['validate', 'old.yaml'], dir);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/^old\.yaml: spec\.image: etcd 3\.4\.27 is older than 3\.5\.11, the first release with the \/livez and \/readyz endpoints/m);
+  }, CLI_TIMEOUT_MS);
+
+  it('accepts an even size with a warning that names the file, the cluster and spec.size', () => {
+    const { dir } = workspace({ 'even.yaml': yamlOf({ name: 'even', size: 4 }), 'odd.yaml': yamlOf({ name: 'odd', size: 3 }) });
+    const result = dkv(['validate', 'even.yaml', 'odd.yaml'], dir);
+    expect(result.status).toBe(0);
+    expect(result.stderr).toMatch(/^warning: even\.yaml:\d+: even: spec\.size: size 4 is even: it tolerates 1 failure\(s\), as 3 members would/m);
+    expect(result.stderr).not.toContain('odd.yaml');
+    expect(result.stderr).toContain('2 DistributedKV spec(s) valid');
+  }, CLI_TIMEOUT_MS);
+});
+
 describe('dkv synth given invalid input', () => {
   it('does not create a missing output directory', () => {
     const dir = temporaryDirectory('dkv-bad-input-');

@@ -1,4 +1,4 @@
-import { sizeWarning } from '../../reconciler/membership-step.js';
+import { sizeWarning } from '../../model/quorum.js';
 
 describe('sizes that deserve a warning Event', () => {
   it('warns on every even size, naming the failures it tolerates', () => {
