@@ -27,8 +27,9 @@ import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster
 import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
 import { byRole, synth } from '../generator/support.js';
 import { EtcdKubelet } from '../support/etcd-kubelet.js';
+import { GITOPS_FIELD_MANAGER, GitOpsSync } from '../support/gitops-sync.js';
 import { LocalEtcdCluster } from '../support/etcd-members.js';
-import { clusterPath, createCluster } from './controller-harness.js';
+import { clusterPath } from './controller-harness.js';
 
 const config = loadDefaultConfig(); // the etcd engine
 const NAME = 'kv';
@@ -87,10 +88,15 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
   let kubelet: EtcdKubelet;
   let controller: Controller | undefined;
   let monitor: InvariantMonitor;
+  /** Every write the controller sent, in order: its own client records them (the kubelet loop and kube-controller-manager write too). */
+  const controllerWrites: string[] = [];
+  /** Loops a test started, stopped even when it fails. */
+  const stopAtTheEnd: (() => Promise<void>)[] = [];
+  let controllerClient: KubeClient;
 
   const startTheController = async () => {
     controller = new Controller({
-      client, config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
+      client: controllerClient, config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
       memberAddresses: { client: (_ns, pod) => cluster.addressOf(pod).clientUrl, peer: (_ns, pod) => cluster.addressOf(pod).peerUrl },
       memberTimeoutMs: 1000,
     });
@@ -114,6 +120,12 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
   beforeAll(async () => {
     plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>] } });
     client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+    controllerClient = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+    const send = controllerClient.request.bind(controllerClient);
+    controllerClient.request = (method, path, options) => {
+      if (method !== 'GET') controllerWrites.push(`${method} ${path} ${JSON.stringify(options?.body ?? null).slice(0, 4000)}`);
+      return send(method, path, options);
+    };
     await installCrd(client);
     namespace = await createNamespace(client, 'members');
     dir = mkdtempSync(join(tmpdir(), 'dkv-members-'));
@@ -127,33 +139,55 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
   }, 180_000);
 
   afterAll(async () => {
+    for (const stop of stopAtTheEnd) await stop();
     await monitor?.stop();
     await controller?.stop();
     await kubelet?.stop();
     client?.close();
+    controllerClient?.close();
     await plane?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('bootstraps 3 members, grows to 5 and shrinks to 3 one member at a time, never losing quorum', async () => {
-    await createCluster(client, namespace, NAME, { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' });
+  it('bootstraps 1 member, grows to 3 and to 5 and shrinks to 3 one member at a time as Git says, never losing quorum, never fighting the GitOps tool, and writes nothing once settled', async () => {
+    // The DistributedKV lives in Git: a GitOps tool applies it and heals it every 500 ms; the controller writes its objects and status.
+    const gitops = new GitOpsSync(client, { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name: NAME, namespace }, spec: {} });
+    stopAtTheEnd.push(() => gitops.stop());
+    await gitops.commit({ size: 1, image: 'registry.k8s.io/etcd:3.6.8-0' });
+    gitops.start();
+    await settledAt(1);
+    monitor.start();
+    const oneToThreeStarted = Date.now();
+    await gitops.commit({ size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' });
     const created = await settledAt(3);
+    const oneToThreeMs = Date.now() - oneToThreeStarted;
     expect(created.status.members.filter((m: any) => m.role === 'leader')).toHaveLength(1);
     expect(created.status.conditions.find((c: any) => c.type === 'Available')).toMatchObject({ status: 'True', reason: 'QuorumAvailable' });
 
-    monitor.start();
     const outStarted = Date.now();
-    await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { size: 5 } }, contentType: mergePatch });
+    await gitops.commit({ size: 5, image: 'registry.k8s.io/etcd:3.6.8-0' });
     const grown = await settledAt(5);
     const outMs = Date.now() - outStarted;
     expect(grown.status.members.map((m: any) => m.name)).toEqual(pods.slice(0, 5));
 
     const inStarted = Date.now();
-    await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { size: 3 } }, contentType: mergePatch });
+    await gitops.commit({ size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' });
     const shrunk = await settledAt(3);
     const inMs = Date.now() - inStarted;
     expect(shrunk.status.members.map((m: any) => m.name)).toEqual(pods.slice(0, 3));
     await monitor.stop();
+
+    // The two never fought: every apply from Git went through, the spec is Git's alone, the controller wrote only status.
+    const synced = gitops.applies;
+    await eventually('a few more syncs from Git', async () => (gitops.applies >= synced + 3 ? true : undefined), 10_000, 100);
+    await gitops.stop();
+    expect(gitops.conflicts).toEqual([]);
+    const cr = await status();
+    const managers = cr.metadata.managedFields.map((f: any) => ({ manager: f.manager, subresource: f.subresource ?? '', spec: 'f:spec' in (f.fieldsV1 ?? {}) }));
+    expect(managers.filter((m: any) => m.spec)).toEqual([{ manager: GITOPS_FIELD_MANAGER, subresource: '', spec: true }]);
+    expect(managers.filter((m: any) => m.manager !== GITOPS_FIELD_MANAGER).every((m: any) => m.subresource === 'status')).toBe(true);
+    expect(controllerWrites.filter((w) => w.includes(`/distributedkvs/${NAME} `))).toEqual([]);
+    expect(cr.metadata.generation).toBe(4); // one per commit: nothing else changed the spec
 
     // The removed members' volumes went with them: a re-grown ordinal joins fresh.
     await eventually('the claims of kv-3 and kv-4 to be deleted', async () => {
@@ -170,8 +204,28 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
     expect(monitor.readings.length).toBeGreaterThan(20);
     expect(monitor.maxDown()).toBeLessThanOrEqual(1);
     expect(kubelet.errors).toEqual([]);
+
+    // Settled, the controller writes nothing: the window spans several of its periodic looks at the members.
+    // First the last observations land (a pod's readiness reaches the StatefulSet's status, then the cluster's):
+    // the controller has written nothing for 3 s.
+    await eventually('the controller to stop writing', async () => {
+      const seen = controllerWrites.length;
+      await new Promise((r) => setTimeout(r, 3_000));
+      return controllerWrites.length === seen ? true : undefined;
+    }, 60_000, 0);
+    const before = controllerWrites.length;
+    await new Promise((r) => setTimeout(r, 10_000)); // a measured window, not a wait for a condition
+    const steadyWrites = controllerWrites.slice(before);
+    if (steadyWrites.length > 0) {
+      // Say what moved, so a failure tells a controller that churns from observations that kept changing.
+      const sts = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, NAME));
+      const podReadiness = (await client.request('GET', `/api/v1/namespaces/${namespace}/pods`)).items
+        .map((p: any) => `${p.metadata.name}: ${JSON.stringify(p.status?.conditions?.find((c: any) => c.type === 'Ready'))}`);
+      throw new Error(`${steadyWrites.length} write(s) in 10 s once settled:\n${steadyWrites.join('\n')}\nStatefulSet status: ${JSON.stringify(sts.status)}\n${podReadiness.join('\n')}`);
+    }
     // Figures for the closing note (printed, never asserted on time).
-    console.log(`etcd scaling: 3 -> 5 in ${(outMs / 1000).toFixed(1)} s, 5 -> 3 in ${(inMs / 1000).toFixed(1)} s; ${monitor.readings.length} readings, at most ${monitor.maxDown()} voting member(s) down`);
+    console.log(`etcd scaling: 1 -> 3 in ${(oneToThreeMs / 1000).toFixed(1)} s, 3 -> 5 in ${(outMs / 1000).toFixed(1)} s, 5 -> 3 in ${(inMs / 1000).toFixed(1)} s; `
+      + `${monitor.readings.length} readings, at most ${monitor.maxDown()} voting member(s) down; ${steadyWrites.length} writes in 10 s once settled`);
   }, 400_000);
 
   it('finishes a step a crashed controller left half done: a learner added but replicas not raised, a member removed but replicas not lowered', async () => {
@@ -263,7 +317,7 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
 
   it('stops a bad image at the one member it broke, and reverting the spec heals that member without deleting pods by hand', async () => {
     const restartsBefore = (await eventNames('MemberRestarted')).length;
-    await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { image: 'registry.k8s.io/etcd:9.9.9-does-not-exist' } }, contentType: mergePatch });
+    await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { image: 'registry.k8s.io/etcd:3.6.10-does-not-exist' } }, contentType: mergePatch });
     const stuck = await eventually('the rollout to stop at the broken member', async () => {
       const cr = await status();
       const upgrading = cr.status?.conditions?.find((c: any) => c.type === 'Upgrading');
@@ -292,6 +346,42 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
     expect(restarts).toHaveLength(2);
     expect(restarts[1]).toMatch(new RegExp(`restarted ${broken} \\(outdated and unhealthy\\)`));
   }, 300_000);
+
+  it('refuses an image the members cannot move to, and one the engine cannot run: a Degraded condition naming spec.image, one Event, no write, no hot retry', async () => {
+    const degraded = (cr: any) => cr.status?.conditions?.find((c: any) => c.type === 'Degraded');
+    const statefulSetPath = resourcePath('apps/v1', 'StatefulSet', namespace, NAME);
+    const before = await client.request('GET', statefulSetPath);
+    const podUids = async () => (await client.request('GET', `/api/v1/namespaces/${namespace}/pods`)).items.map((p: any) => p.metadata.uid).sort();
+    const uidsBefore = await podUids();
+
+    for (const [image, reason, words] of [
+      ['registry.k8s.io/etcd:3.8.0-0', 'ImageChangeRefused', /spec\.image: etcd upgrades one minor version at a time: the oldest member runs 3\.6\.\d+, so 3\.8\.0 must wait until every member runs 3\.7/],
+      ['registry.k8s.io/etcd:3.4.27-0', 'InvalidSpec', /spec\.image: etcd 3\.4\.27 is older than 3\.5\.11/],
+    ] as const) {
+      const writesBefore = controllerWrites.length;
+      await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { image } }, contentType: mergePatch });
+      const refused = await eventually(`${image} refused`, async () => {
+        const cr = await status();
+        return cr.status?.observedGeneration === cr.metadata.generation && degraded(cr)?.reason === reason ? cr : undefined;
+      }, 60_000, 200);
+      expect(degraded(refused)).toMatchObject({ status: 'True', message: expect.stringMatching(words) });
+      expect((await eventNames(reason)).filter((m) => words.test(m))).toHaveLength(1);
+      // No hot retry: a later look finds no new write (each reconcile that ran would have patched status or posted an Event).
+      await new Promise((r) => setTimeout(r, 5_000)); // a measured window, not a wait for a condition
+      const writes = controllerWrites.slice(writesBefore);
+      expect(writes.filter((w) => !/\/distributedkvs\/kv\/status |\/events /.test(w))).toEqual([]);
+      expect(writes.length).toBeLessThanOrEqual(2); // the status patch and the Event
+    }
+    const after = await client.request('GET', statefulSetPath);
+    expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    expect(await podUids()).toEqual(uidsBefore);
+
+    await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { image: 'registry.k8s.io/etcd:3.6.9-0' } }, contentType: mergePatch });
+    await eventually('the refusal cleared', async () => {
+      const cr = await status();
+      return cr.status?.observedGeneration === cr.metadata.generation && degraded(cr)?.status === 'False' ? cr : undefined;
+    }, 60_000, 200);
+  }, 200_000);
 
   it('grows every member\'s volume one claim at a time and replaces the StatefulSet with its members left running, also after a crash between the delete and the create', async () => {
     // No CSI driver runs here: a test-side loop plays the resizer, giving a bound claim the capacity it asks for.
