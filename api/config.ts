@@ -52,6 +52,11 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     dataPath: (overrides.dataPath as string | undefined) ?? base.dataPath,
     patches: { ...base.patches, ...overrides.patches } as GeneratorConfig['patches'],
     controller: { ...base.controller, ...overrides.controller },
+    backup: {
+      ...base.backup,
+      ...(overrides.backup as Partial<GeneratorConfig['backup']> | undefined),
+      s3: { ...base.backup.s3, ...(overrides.backup as { s3?: Partial<GeneratorConfig['backup']['s3']> } | undefined)?.s3 },
+    },
   };
 }
 

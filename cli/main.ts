@@ -12,6 +12,8 @@ const USAGE = `usage:
       Check specs without writing anything.
   dkv controller [--config <file>] [...]
       Run the in-cluster reconciler (see dkv controller --help).
+  dkv backup --cluster <name> --namespace <ns> --size <n> --s3-path <s3://bucket/prefix> [...]
+      Take one backup of one etcd cluster into S3 (see dkv backup --help).
 
 Exit codes: 0 ok, 1 invalid input (every problem is listed), 2 usage or internal error.`;
 
@@ -32,6 +34,10 @@ async function run(argv: string[]): Promise<number> {
       for (const warning of report.warnings) process.stderr.write(`warning: ${warning}\n`);
       process.stderr.write(`${report.clusters} DistributedKV spec(s) valid\n`);
       return 0;
+    }
+    case 'backup': {
+      const { backupCommand } = await import('./backup-command.js');
+      return backupCommand(rest);
     }
     case 'controller': {
       const { runController } = await import('../reconciler/main.js');

@@ -31,8 +31,8 @@ export const silentLogger: Logger = {
 };
 
 /** Structured JSON logs through pino, one event per line, to stdout unless told otherwise. */
-export function createLogger(level = process.env.DKV_LOG_LEVEL ?? 'info', destination?: DestinationStream): Logger {
-  const options = { level, base: { component: 'dkv-controller' }, timestamp: pino.stdTimeFunctions.isoTime };
+export function createLogger(level = process.env.DKV_LOG_LEVEL ?? 'info', destination?: DestinationStream, component = 'dkv-controller'): Logger {
+  const options = { level, base: { component }, timestamp: pino.stdTimeFunctions.isoTime };
   return fromPino(destination ? pino(options, destination) : pino(options));
 }
 

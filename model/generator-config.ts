@@ -50,4 +50,18 @@ export interface GeneratorConfig {
     readonly detectOnlyAnnotation: string;
     readonly leaseName: string;
   };
+  /** Where and how `dkv backup` stores backups (the location itself is the spec's `backup.s3Path`). */
+  readonly backup: {
+    /** Complete backups kept per cluster; older ones are deleted after each success. */
+    readonly retain: number;
+    readonly s3: {
+      /** Empty: AWS S3 for the region. Else an S3-compatible store's URL. */
+      readonly endpoint: string;
+      readonly region: string;
+      /** `https://host/bucket/key` instead of `https://bucket.host/key`: most S3-compatible stores want it. */
+      readonly forcePathStyle: boolean;
+      /** Multipart part size: the runner holds about two parts in memory, whatever the snapshot's size. */
+      readonly partSizeMiB: number;
+    };
+  };
 }

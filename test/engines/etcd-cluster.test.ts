@@ -9,43 +9,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EtcdMembership } from '../../engines/etcd/membership.js';
 import { hasQuorum } from '../../engines/membership.js';
 import { locateBinaries } from '../cluster/control-plane.js';
-import { byRole, synth, SIZES } from '../generator/support.js';
-import { LocalEtcdCluster } from '../support/etcd-members.js';
+import { SIZES } from '../generator/support.js';
+import { b64, etcdPost, startLocalEtcdCluster as startCluster } from '../support/etcd-members.js';
 import { eventually, yes } from '../support/eventually.js';
-import { httpProbe } from '../support/http-probe.js';
 
 const describeWithEtcd = process.env.DKV_SKIP_CLUSTER ? describe.skip : describe;
 const NAMESPACE = 'shop';
-
-const b64 = (s: string) => Buffer.from(s).toString('base64');
-
-async function etcdPost<T = any>(clientUrl: string, path: string, body: unknown): Promise<T> {
-  const response = await fetch(clientUrl + path, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(5000) });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${path}: ${response.status} ${text}`);
-  return JSON.parse(text) as T;
-}
-
-async function startCluster(size: number, binDir: string, dir: string): Promise<{ cluster: LocalEtcdCluster; pods: string[]; membership: EtcdMembership }> {
-  const objects = synth({ name: 'kv', namespace: NAMESPACE, size });
-  const { statefulSet } = byRole(objects);
-  const configMaps = async (name: string) => objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === name)!.data as Record<string, string>;
-  const cluster = new LocalEtcdCluster(statefulSet, NAMESPACE, binDir, dir, configMaps);
-  const pods = Array.from({ length: size }, (_, i) => `kv-${i}`);
-  for (let i = 0; i < size; i++) await cluster.start(i);
-  const someoneExited = () => pods.map((p) => cluster.exited(p)).find(Boolean);
-  // What the readiness probe asks: every member's /readyz on its metrics listener.
-  await eventually(`${size} member(s) ready`, async () => {
-    for (const pod of pods) if ((await httpProbe(`${(await cluster.address(pod)).metricsUrl}/readyz`)).status !== 200) return undefined;
-    return true;
-  }, 60_000, 100, someoneExited);
-  const addresses = new Map(await Promise.all(pods.map(async (p) => [p, (await cluster.address(p)).clientUrl] as const)));
-  const membership = new EtcdMembership(() => [...addresses.keys()], (pod) => addresses.get(pod)!);
-  return { cluster, pods, membership };
-}
 
 describeWithEtcd('the etcd engine runs a real etcd cluster', () => {
   let binDir: string;

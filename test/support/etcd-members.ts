@@ -17,6 +17,10 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { exitDescription, freePort, launch, terminate } from '../cluster/control-plane.js';
+import { EtcdMembership } from '../../engines/etcd/membership.js';
+import { byRole, synth } from '../generator/support.js';
+import { eventually } from './eventually.js';
+import { httpProbe } from './http-probe.js';
 
 export interface ContainerSpec {
   command?: string[];
@@ -164,4 +168,36 @@ export class LocalEtcdCluster {
   async stopAll(): Promise<void> {
     await Promise.all([...this.members.keys()].map((pod) => this.stop(pod)));
   }
+}
+
+export const b64 = (s: string): string => Buffer.from(s).toString('base64');
+
+/** One call to a member's v3 HTTP/JSON API. */
+export async function etcdPost<T = any>(clientUrl: string, path: string, body: unknown, timeoutMs = 5000): Promise<T> {
+  const response = await fetch(clientUrl + path, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+/**
+ * A new cluster `kv` of `size` members in namespace `namespace`, started from
+ * the generated StatefulSet and member ConfigMap, every member ready (what the
+ * readiness probe asks), and the membership interface pointed at it.
+ */
+export async function startLocalEtcdCluster(size: number, binDir: string, dir: string, namespace = 'shop'): Promise<{ cluster: LocalEtcdCluster; pods: string[]; membership: EtcdMembership }> {
+  const objects = synth({ name: 'kv', namespace, size, image: 'registry.k8s.io/etcd:3.6.8-0' });
+  const { statefulSet } = byRole(objects);
+  const configMaps = async (name: string) => objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === name)!.data as Record<string, string>;
+  const cluster = new LocalEtcdCluster(statefulSet as unknown as StatefulSetLike, namespace, binDir, dir, configMaps);
+  const pods = Array.from({ length: size }, (_, i) => `kv-${i}`);
+  for (let i = 0; i < size; i++) await cluster.start(i);
+  const someoneExited = () => pods.map((p) => cluster.exited(p)).find(Boolean);
+  await eventually(`${size} member(s) ready`, async () => {
+    for (const pod of pods) if ((await httpProbe(`${(await cluster.address(pod)).metricsUrl}/readyz`)).status !== 200) return undefined;
+    return true;
+  }, 60_000, 100, someoneExited);
+  const addresses = new Map(await Promise.all(pods.map(async (p) => [p, (await cluster.address(p)).clientUrl] as const)));
+  const membership = new EtcdMembership(() => [...addresses.keys()], (pod) => addresses.get(pod)!);
+  return { cluster, pods, membership };
 }

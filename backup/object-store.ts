@@ -1,0 +1,123 @@
+/**
+ * The S3 calls a backup makes, over `@aws-sdk/client-s3` (credentials from
+ * the SDK's default chain: AWS_* environment variables, a web identity token
+ * for IRSA, the instance role) and `@aws-sdk/lib-storage`'s multipart
+ * `Upload`, which holds at most `queueSize` parts in memory however large
+ * the snapshot is.
+ */
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { GeneratorConfig } from '../model/generator-config.js';
+import type { BackupFile } from './manifest.js';
+import { MANIFEST_FILE } from './s3-location.js';
+import type { StoredBackup } from './retention.js';
+
+export class ObjectStore {
+  private readonly partSize: number;
+
+  constructor(private readonly client: S3Client, readonly bucket: string, partSizeMiB: number) {
+    this.partSize = partSizeMiB * 1024 * 1024;
+  }
+
+  /** A store as the configuration describes it; credentials from the environment. */
+  static fromConfig(bucket: string, config: GeneratorConfig['backup']['s3']): ObjectStore {
+    const client = new S3Client({
+      region: config.region,
+      endpoint: config.endpoint || undefined,
+      forcePathStyle: config.forcePathStyle,
+      // Only where S3 requires one: S3-compatible stores differ in which of the newer checksums they accept.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    });
+    return new ObjectStore(client, bucket, config.partSizeMiB);
+  }
+
+  /** Uploads a stream of chunks as one object (multipart), returning its size and sha256. */
+  async upload(key: string, chunks: AsyncIterable<Buffer>, signal?: AbortSignal): Promise<Omit<BackupFile, 'name'>> {
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const counted = async function* () {
+      for await (const chunk of chunks) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        yield chunk;
+      }
+    };
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.bucket, Key: key, Body: Readable.from(counted()), ContentType: 'application/octet-stream' },
+      partSize: this.partSize,
+      queueSize: 2,
+      leavePartsOnError: false, // an aborted upload leaves no parts behind to pay for
+      abortController: signal ? abortControllerFor(signal) : undefined,
+    });
+    await upload.done();
+    return { bytes, sha256: hash.digest('hex') };
+  }
+
+  async putJson(key: string, value: unknown): Promise<void> {
+    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: JSON.stringify(value, null, 2) + '\n', ContentType: 'application/json' }));
+  }
+
+  async getJson<T>(key: string): Promise<T> {
+    const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+    return JSON.parse(await object.Body!.transformToString('utf8')) as T;
+  }
+
+  /** Streams an object's bytes. */
+  async read(key: string): Promise<AsyncIterable<Uint8Array>> {
+    const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+    return object.Body as unknown as AsyncIterable<Uint8Array>;
+  }
+
+  /** The backups under a cluster's folder, and whether each has its manifest. */
+  async listBackups(folder: string): Promise<StoredBackup[]> {
+    const stamps = new Map<string, boolean>();
+    for await (const key of this.keys(folder)) {
+      const [stamp, file] = key.slice(folder.length).split('/');
+      if (!stamp || file === undefined) continue;
+      stamps.set(stamp, (stamps.get(stamp) ?? false) || file === MANIFEST_FILE);
+    }
+    return [...stamps].map(([stamp, complete]) => ({ stamp, complete }));
+  }
+
+  /** Deletes every object under `prefix` (a backup's folder, with its trailing slash). */
+  async deleteFolder(prefix: string): Promise<number> {
+    let batch: string[] = [];
+    let deleted = 0;
+    const flush = async () => {
+      if (batch.length === 0) return;
+      await this.client.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
+      deleted += batch.length;
+      batch = [];
+    };
+    for await (const key of this.keys(prefix)) {
+      batch.push(key);
+      if (batch.length === 1000) await flush();
+    }
+    await flush();
+    return deleted;
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+
+  private async *keys(prefix: string): AsyncGenerator<string> {
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+      for (const object of page.Contents ?? []) if (object.Key) yield object.Key;
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+}
+
+function abortControllerFor(signal: AbortSignal): AbortController {
+  const controller = new AbortController();
+  if (signal.aborted) controller.abort(signal.reason);
+  else signal.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
+  return controller;
+}

@@ -1,0 +1,36 @@
+/**
+ * Where a cluster's backups live: `s3Path` (the spec's `backup.s3Path`,
+ * `s3://bucket/some/prefix`), then the cluster's namespace and name, then one
+ * folder per backup named by its start time, sortable as text:
+ *
+ *   s3://bucket/some/prefix/<namespace>/<name>/20261123T093000.123Z/
+ *     snapshot.db      the store's data (for etcd, its logical snapshot)
+ *     manifest.json    written last: a folder without one is an unfinished backup
+ */
+
+export interface S3Location {
+  readonly bucket: string;
+  /** Without a trailing slash; empty for the bucket's root. */
+  readonly prefix: string;
+}
+
+export class S3PathError extends Error {}
+
+export function parseS3Path(s3Path: string): S3Location {
+  const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(s3Path);
+  if (!match) throw new S3PathError(`${JSON.stringify(s3Path)} is not an S3 location of the form s3://bucket/prefix`);
+  return { bucket: match[1], prefix: (match[2] ?? '').replace(/\/+$/, '') };
+}
+
+/** The folder holding every backup of one cluster, with a trailing slash. */
+export function clusterFolder(location: S3Location, namespace: string, name: string): string {
+  return `${location.prefix ? `${location.prefix}/` : ''}${namespace}/${name}/`;
+}
+
+/** A backup's folder name: its start time, UTC, to the millisecond, fixed width so text order is time order (`20261123T093000.123Z`). */
+export function backupStamp(at: Date): string {
+  return at.toISOString().replace(/[-:]/g, '');
+}
+
+export const SNAPSHOT_FILE = 'snapshot.db';
+export const MANIFEST_FILE = 'manifest.json';

@@ -1,0 +1,89 @@
+/**
+ * `dkv backup`: one backup of one cluster (backup/run-backup.ts), as the
+ * backup CronJob's container runs it. Every option falls back to the
+ * environment the CronJob sets, so the same image serves both.
+ */
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { loadConfig } from '../api/config.js';
+import { EtcdMembership } from '../engines/etcd/membership.js';
+import { clientUrl, memberName } from '../engines/etcd/peer-urls.js';
+import { realClock } from '../kube/clock.js';
+import { createLogger } from '../kube/log.js';
+import { clusterIdentity } from '../model/cluster-identity.js';
+import { ObjectStore } from '../backup/object-store.js';
+import { runEtcdBackup } from '../backup/run-backup.js';
+import { parseS3Path } from '../backup/s3-location.js';
+
+export const BACKUP_USAGE = `usage: dkv backup [options]
+  --cluster <name>          the DistributedKV (env DKV_CLUSTER_NAME)
+  --namespace <ns>          its namespace (env DKV_CLUSTER_NAMESPACE, POD_NAMESPACE)
+  --size <n>                its members (env DKV_CLUSTER_SIZE): asked in turn for the membership
+  --s3-path <s3://b/p>      where backups go (env DKV_S3_PATH)
+  --member <pod>=<url>      a member's client URL, instead of its DNS name through the headless Service (repeatable)
+  --deadline-seconds <n>    give up after this long (default 3600)
+  --config <file>           generator configuration (S3 endpoint, path style, retention)
+Credentials: the AWS SDK's default chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, web identity, ...).
+Exit codes: 0 backed up, 1 failed (the reason on stderr), 2 usage.`;
+
+export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      cluster: { type: 'string' }, namespace: { type: 'string' }, size: { type: 'string' }, 's3-path': { type: 'string' },
+      member: { type: 'string', multiple: true }, 'deadline-seconds': { type: 'string' }, config: { type: 'string' }, help: { type: 'boolean' },
+    },
+    allowPositionals: false,
+  });
+  if (values.help) {
+    process.stdout.write(BACKUP_USAGE + '\n');
+    return 0;
+  }
+  const name = values.cluster ?? env.DKV_CLUSTER_NAME;
+  const namespace = values.namespace ?? env.DKV_CLUSTER_NAMESPACE ?? env.POD_NAMESPACE;
+  const s3Path = values['s3-path'] ?? env.DKV_S3_PATH;
+  const size = Number(values.size ?? env.DKV_CLUSTER_SIZE ?? 'NaN');
+  const deadlineSeconds = Number(values['deadline-seconds'] ?? '3600');
+  const missing = [!name && '--cluster', !namespace && '--namespace', !s3Path && '--s3-path', !(size >= 1 && size <= 9) && '--size (1 to 9)'].filter(Boolean);
+  const usage = (problem: string): number => {
+    process.stderr.write(`dkv backup: ${problem}\n${BACKUP_USAGE}\n`);
+    return 2;
+  };
+  if (missing.length > 0) return usage(`missing or invalid ${missing.join(', ')}`);
+  if (!(deadlineSeconds > 0)) return usage('--deadline-seconds must be a positive number');
+  const badMember = (values.member ?? []).find((m) => m.indexOf('=') < 1);
+  if (badMember) return usage(`--member ${badMember}: expected <pod>=<url>`);
+
+  const config = loadConfig(values.config);
+  let location;
+  try {
+    location = parseS3Path(s3Path!);
+  } catch (e) {
+    return usage((e as Error).message);
+  }
+  const identity = clusterIdentity(name!, config);
+  const given = new Map((values.member ?? []).map((m) => [m.slice(0, m.indexOf('=')), m.slice(m.indexOf('=') + 1)] as const));
+  const endpoint = (pod: string) => given.get(pod) ?? clientUrl(identity, pod, namespace!, config);
+  const pods = Array.from({ length: size }, (_, i) => memberName(identity, i));
+  const deadline = AbortSignal.timeout(deadlineSeconds * 1000);
+  const store = ObjectStore.fromConfig(location.bucket, config.backup.s3);
+  const log = createLogger(env.DKV_LOG_LEVEL ?? 'info', pino.destination(2), 'dkv-backup'); // stdout holds the one result line
+  try {
+    const result = await runEtcdBackup({
+      cluster: { namespace: namespace!, name: name! }, location, store,
+      membership: new EtcdMembership(() => pods, endpoint, 5000),
+      endpoint, retain: config.backup.retain, clock: realClock, log, signal: deadline,
+    });
+    const file = result.manifest.files[0];
+    process.stdout.write(`${result.url} ${file.bytes} bytes sha256 ${file.sha256} from ${result.manifest.member.name}${result.deleted.length > 0 ? `; deleted ${result.deleted.join(', ')}` : ''}\n`);
+    return 0;
+  } catch (e) {
+    // The Job fails (and the CronJob's history shows it); the reason goes to the log and stderr.
+    const reason = deadline.aborted ? `deadline of ${deadlineSeconds} s passed: ${(e as Error).message}` : (e as Error).message;
+    log.error('backup failed', { reason });
+    process.stderr.write(`dkv backup: failed: ${reason}\n`);
+    return 1;
+  } finally {
+    store.close();
+  }
+}

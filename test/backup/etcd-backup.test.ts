@@ -1,0 +1,169 @@
+/**
+ * `dkv backup` against real components: three real etcd members started from
+ * the generated StatefulSet (test/support/etcd-members.ts), a real
+ * S3-compatible server (versitygw, test/support/s3-server.ts), and etcd's own
+ * `etcdutl` to restore what was backed up. The runner runs as the CronJob's
+ * container would: the compiled CLI in its own process, credentials from the
+ * standard AWS environment, S3 settings from a configuration file.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { exitDescription, freePort, launch, locateBinaries, terminate } from '../cluster/control-plane.js';
+import { packageRoot } from '../../api/package-root.js';
+import type { BackupManifest } from '../../backup/manifest.js';
+import { b64, etcdPost, startLocalEtcdCluster, type LocalEtcdCluster } from '../support/etcd-members.js';
+import { eventually, yes } from '../support/eventually.js';
+import { httpProbe } from '../support/http-probe.js';
+import { backupTools, S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
+
+const describeWithEtcd = process.env.DKV_SKIP_CLUSTER ? describe.skip : describe;
+const KEYS = 10_000;
+const FOLDER = 'nightly/shop/kv/';
+
+interface Run { status: number | null; stdout: string; stderr: string }
+
+/** The compiled CLI in a process of its own, as the CronJob's container runs it. */
+function dkvBackup(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), 'backup', ...args], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+describeWithEtcd('dkv backup of a real etcd cluster into a real S3-compatible store', () => {
+  let dir: string;
+  let binDir: string;
+  let tools: string;
+  let s3: S3Server;
+  let client: S3Client;
+  let cluster: LocalEtcdCluster;
+  let pods: string[];
+  let leader: string;
+  let configFile: string;
+  let memberArgs: string[];
+
+  const backup = () => dkvBackup(['--cluster', 'kv', '--namespace', 'shop', '--size', '3', '--s3-path', `s3://${s3.bucket}/nightly`, '--config', configFile, ...memberArgs], s3.env);
+  const keys = async (prefix: string): Promise<string[]> => {
+    const listed = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix }));
+    return (listed.Contents ?? []).map((o) => o.Key!).sort();
+  };
+  const body = async (key: string): Promise<Readable> => (await client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))).Body as Readable;
+
+  beforeAll(async () => {
+    binDir = locateBinaries();
+    tools = backupTools();
+    dir = mkdtempSync(join(tmpdir(), 'dkv-backup-'));
+    s3 = await startS3Server();
+    client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY } });
+    configFile = join(dir, 'dkv.config.yaml');
+    writeFileSync(configFile, `backup:\n  retain: 2\n  s3:\n    endpoint: ${s3.endpoint}\n    forcePathStyle: true\n    partSizeMiB: 5\n`);
+    ({ cluster, pods } = await startLocalEtcdCluster(3, binDir, join(dir, 'members')));
+    memberArgs = (await Promise.all(pods.map(async (p) => ['--member', `${p}=${(await cluster.address(p)).clientUrl}`]))).flat();
+    const first = (await cluster.address('kv-0')).clientUrl;
+    // 10,000 keys, 100 per transaction (etcd allows 128 operations in one).
+    for (let i = 0; i < KEYS; i += 100) {
+      const success = Array.from({ length: 100 }, (_, j) => ({ requestPut: { key: b64(`orders/${String(i + j).padStart(5, '0')}`), value: b64(`order ${i + j}`) } }));
+      await etcdPost(first, '/v3/kv/txn', { success });
+    }
+    const status = await etcdPost(first, '/v3/maintenance/status', {});
+    leader = (await etcdPost(first, '/v3/cluster/member/list', {})).members.find((m: { ID: string }) => m.ID === status.leader).name;
+  }, 300_000);
+
+  afterAll(async () => {
+    client?.destroy();
+    await cluster?.stopAll();
+    await s3?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('streams a follower\'s snapshot of 10,000 keys into S3 with a manifest whose checksum matches, and etcdutl restores it into a member that serves every key', async () => {
+    const run = await backup();
+    expect(run.stderr).not.toMatch(/failed/);
+    expect(run.status).toBe(0);
+    const [folder] = (await keys(FOLDER)).map((k) => k.slice(0, k.lastIndexOf('/') + 1));
+    expect(await keys(folder)).toEqual([`${folder}manifest.json`, `${folder}snapshot.db`]);
+    expect(run.stdout).toContain(`s3://${s3.bucket}/${folder}`);
+
+    const manifest = JSON.parse(await (await client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: `${folder}manifest.json` }))).Body!.transformToString()) as BackupManifest;
+    expect(manifest).toMatchObject({ kind: 'BackupManifest', cluster: { namespace: 'shop', name: 'kv' }, engine: 'etcd', member: { version: '3.6.8' } });
+    expect(manifest.member.name).not.toBe(leader); // a follower served it
+    const snapshotFile = join(dir, 'restored.db');
+    await pipeline(await body(`${folder}snapshot.db`), createWriteStream(snapshotFile));
+    const hash = createHash('sha256');
+    let bytes = 0;
+    for await (const chunk of await body(`${folder}snapshot.db`)) {
+      hash.update(chunk as Buffer);
+      bytes += (chunk as Buffer).length;
+    }
+    expect(manifest.files).toEqual([{ name: 'snapshot.db', bytes, sha256: hash.digest('hex') }]);
+
+    // etcd's own restore checks the snapshot's embedded hash, then a member started on it serves every key.
+    const [client2, peer] = [await freePort(), await freePort()];
+    const dataDir = join(dir, 'restored');
+    const restore = await new Promise<Run>((resolve) => {
+      const child = spawn(join(tools, 'etcdutl'), ['snapshot', 'restore', snapshotFile, `--data-dir=${dataDir}`, '--name=restored',
+        `--initial-cluster=restored=http://127.0.0.1:${peer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`]);
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('close', (status) => resolve({ status, stdout: '', stderr }));
+    });
+    expect(restore.stderr).not.toMatch(/hash mismatch|corrupt/i);
+    expect(restore.status).toBe(0);
+    const log = join(dir, 'restored.log');
+    const restored = launch(join(binDir, 'etcd'), ['--name=restored', `--data-dir=${dataDir}`, `--listen-client-urls=http://127.0.0.1:${client2}`,
+      `--advertise-client-urls=http://127.0.0.1:${client2}`, `--listen-peer-urls=http://127.0.0.1:${peer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`], log);
+    try {
+      const url = `http://127.0.0.1:${client2}`;
+      await eventually('the restored member to serve', async () => yes((await httpProbe(`${url}/health`)).status === 200), 30_000, 100, () => exitDescription(restored, log));
+      const count = await etcdPost(url, '/v3/kv/range', { key: b64('orders/'), range_end: b64('orders0'), count_only: true });
+      expect(Number(count.count)).toBe(KEYS);
+      const one = await etcdPost(url, '/v3/kv/range', { key: b64('orders/04242') });
+      expect(Buffer.from(one.kvs[0].value, 'base64').toString()).toBe('order 4242');
+    } finally {
+      await terminate(restored);
+    }
+  }, 180_000);
+
+  it('keeps the newest two complete backups (retain: 2) and sweeps an unfinished older one', async () => {
+    // A run killed part-way long ago: its folder has data and no manifest.
+    await client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: `${FOLDER}20000101T000000.000Z/snapshot.db`, Body: 'half a snapshot' }));
+    for (let i = 0; i < 2; i++) expect((await backup()).status).toBe(0);
+    const folders = [...new Set((await keys(FOLDER)).map((k) => k.slice(FOLDER.length).split('/')[0]))];
+    expect(folders).toHaveLength(2);
+    expect(folders).not.toContain('20000101T000000.000Z');
+    for (const f of folders) expect(await keys(`${FOLDER}${f}/`)).toEqual([`${FOLDER}${f}/manifest.json`, `${FOLDER}${f}/snapshot.db`]);
+  }, 180_000);
+
+  it('fails cleanly while the store is down, naming it, writing no manifest; the next run succeeds', async () => {
+    const before = await keys(FOLDER);
+    await s3.pause();
+    let down: Run;
+    try {
+      down = await backup();
+    } finally {
+      await s3.resume();
+    }
+    expect(down.status).toBe(1);
+    expect(down.stderr).toMatch(/dkv backup: failed: .*(ECONNREFUSED|connect)/);
+    expect((await keys(FOLDER)).filter((k) => k.endsWith('manifest.json'))).toEqual(before.filter((k) => k.endsWith('manifest.json')));
+    expect((await backup()).status).toBe(0);
+  }, 180_000);
+
+  it('fails cleanly when no member answers, naming the members', async () => {
+    await cluster.stopAll();
+    const run = await backup();
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/dkv backup: failed: no member of shop\/kv answered: .*kv-0.*kv-1.*kv-2/);
+  }, 60_000);
+});
