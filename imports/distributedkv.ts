@@ -131,9 +131,13 @@ export interface DistributedKVStatus {
    */
   readyReplicas?: number;
   /**
-   * When the last backup succeeded.
+   * When the newest backup Job that succeeded completed (the CronJob's lastSuccessfulTime once the Job history is pruned); never a run that was only scheduled.
    */
   lastBackupTime?: string;
+  /**
+   * When the newest backup Job that failed ended.
+   */
+  lastBackupFailureTime?: string;
   conditions?: Condition[];
   /**
    * The objects generated for this cluster, with the hash of what was applied.

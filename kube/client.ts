@@ -17,6 +17,7 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   'apps/v1/Deployment': { plural: 'deployments', namespaced: true },
   'policy/v1/PodDisruptionBudget': { plural: 'poddisruptionbudgets', namespaced: true },
   'batch/v1/CronJob': { plural: 'cronjobs', namespaced: true },
+  'batch/v1/Job': { plural: 'jobs', namespaced: true },
   'coordination.k8s.io/v1/Lease': { plural: 'leases', namespaced: true },
   'apiextensions.k8s.io/v1/CustomResourceDefinition': { plural: 'customresourcedefinitions', namespaced: false },
   'example.com/v1alpha1/DistributedKV': { plural: 'distributedkvs', namespaced: true },

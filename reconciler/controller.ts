@@ -29,6 +29,15 @@ export const OWNED_KINDS = [
   { apiVersion: 'v1', kind: 'ConfigMap' },
 ] as const;
 
+/**
+ * What a DistributedKV's objects create and the controller only reads: the
+ * backup Jobs its CronJob runs (they carry the CronJob's labels, so the same
+ * selector finds them and the instance label names their cluster).
+ */
+export const OBSERVED_KINDS = [
+  { apiVersion: 'batch/v1', kind: 'Job' },
+] as const;
+
 export interface ControllerOptions {
   readonly client: KubeClient;
   readonly config: GeneratorConfig;
@@ -96,7 +105,7 @@ export class Controller {
   readonly metrics: ControllerMetrics;
   /** The DistributedKV cache. */
   readonly clusters: Informer;
-  /** The owned objects' caches, by `apiVersion/kind`. */
+  /** The owned (and observed) objects' caches, by `apiVersion/kind`. */
   readonly owned = new Map<string, Informer>();
   private readonly queue: WorkQueue;
   private readonly memory: ClusterMemory;
@@ -136,7 +145,7 @@ export class Controller {
     const selector = generatedSelector(config);
     const instance = instanceLabel(config);
     const fieldManager = config.controller.fieldManager;
-    for (const { apiVersion, kind } of OWNED_KINDS) {
+    for (const { apiVersion, kind } of [...OWNED_KINDS, ...OBSERVED_KINDS]) {
       this.owned.set(`${apiVersion}/${kind}`, new Informer({
         client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), labelSelector: selector, resyncMs, log, clock, ...options.watch,
         indexBy: ownerUids,

@@ -28,7 +28,7 @@ import { membershipStep } from './membership-step.js';
 import { planWrites } from './plan-writes.js';
 import { storageStep } from './storage-step.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
-import { refuse, reportOutcome } from './report.js';
+import { backupsOf, refuse, reportOutcome } from './report.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 
@@ -128,6 +128,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     holds.length > 0 ? Math.max(1000, Math.min(...holds) - ctx.now()) : undefined,
     membership?.requeueAfterMs,
     storage.requeueAfterMs,
+    backupStaleInMs(ctx, desired, live),
   ].filter((w): w is number => w !== undefined);
   return waits.length > 0 ? { requeueAfterMs: Math.min(...waits) } : {};
 }
@@ -179,4 +180,11 @@ async function getObject(client: KubeClient, object: KubeObject): Promise<Cached
     if (e instanceof KubeApiError && e.status === 404) return undefined;
     throw e;
   }
+}
+
+/** How long until BackupStale would turn True with nothing else changing: the cluster is looked at again then. */
+function backupStaleInMs(ctx: ReconcileContext, desired: readonly KubeObject[], live: ReadonlyMap<string, CachedObject | undefined>): number | undefined {
+  const cronJob = desired.find((o) => o.kind === 'CronJob');
+  const staleAt = cronJob && backupsOf(ctx, live.get(objectName(cronJob)))?.staleAtMs;
+  return staleAt === undefined ? undefined : Math.max(1000, staleAt - ctx.now() + 1000);
 }

@@ -4,6 +4,7 @@
  * it changed. Status describes the live objects, never what the controller
  * hoped to write.
  */
+import { observeBackups, type BackupInput, type BackupObservation, type JobLike } from './backup-status.js';
 import type { KubeObject } from '../model/kube-object.js';
 import type { DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
 import { API_VERSION, KIND } from '../api/validate.js';
@@ -92,8 +93,8 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     generation: cr.metadata.generation ?? 0,
     size: report.size,
     statefulSet: current(statefulSet) as ObservedState['statefulSet'],
-    // The CronJob's own status (lastSuccessfulTime) is read from the live object, not an apply's answer.
-    cronJob: cronJob && !blocked.has(objectName(cronJob)) ? (report.live.get(objectName(cronJob)) as ObservedState['cronJob']) : undefined,
+    // From the live CronJob (not an apply's answer) and the Jobs it ran.
+    backup: cronJob && !blocked.has(objectName(cronJob)) ? backupsOf(ctx, report.live.get(objectName(cronJob))) : undefined,
     generatedObjects,
     degraded,
     membership: membership && { phase: membership.phase, message: membership.message, members: membership.members, upgrade: membership.upgrade },
@@ -117,7 +118,7 @@ export async function refuse(ctx: ReconcileContext, cr: CachedObject, key: strin
   await writeStatus(ctx, cr, {
     generation: cr.metadata.generation ?? 0,
     statefulSet: owned.find((o) => o.kind === 'StatefulSet') as ObservedState['statefulSet'],
-    cronJob: owned.find((o) => o.kind === 'CronJob') as ObservedState['cronJob'],
+    backup: backupsOf(ctx, owned.find((o) => o.kind === 'CronJob')),
     generatedObjects: owned.length > 0 ? generatedObjects : previous?.generatedObjects ?? [],
     degraded: { reason, message },
   });
@@ -133,4 +134,12 @@ async function writeStatus(ctx: ReconcileContext, cr: CachedObject, observed: Ob
   // precondition: the status describes what was observed, and only the leader writes it.
   const path = resourcePath(API_VERSION, KIND, cr.metadata.namespace, cr.metadata.name);
   await ctx.client.request('PATCH', `${path}/status`, { body: statusPatch(previous, next), contentType: 'application/merge-patch+json' });
+}
+
+/** What the backup CronJob's Jobs did, judged by the schedule it runs (the live one: a refused spec may name another). */
+export function backupsOf(ctx: ReconcileContext, cronJob: CachedObject | undefined): BackupObservation | undefined {
+  const schedule = (cronJob?.spec as { schedule?: string } | undefined)?.schedule;
+  if (!cronJob || !schedule) return undefined;
+  const jobs = ctx.owned.get('batch/v1/Job')?.byIndex(cronJob.metadata.uid!) ?? [];
+  return observeBackups({ schedule, cronJob: cronJob as BackupInput['cronJob'], jobs: jobs as unknown as JobLike[], now: ctx.now() });
 }

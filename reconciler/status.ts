@@ -9,14 +9,15 @@ import { quorum } from '../model/quorum.js';
 import { canonicalJson } from '../model/desired-hash.js';
 import type { ScalingPhase } from '../engines/etcd/scaling.js';
 import { hasQuorum, type MemberStatus } from '../engines/membership.js';
+import type { BackupObservation } from './backup-status.js';
 
 export interface ObservedState {
   readonly generation: number;
   readonly size?: number;
   /** The live StatefulSet, if any. */
   readonly statefulSet?: { metadata: { generation?: number }; spec?: { replicas?: number }; status?: { readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number } };
-  /** The live backup CronJob, if any. */
-  readonly cronJob?: { status?: { lastSuccessfulTime?: string } };
+  /** What the backup CronJob's runs did, if the cluster has backups (backup-status.ts). */
+  readonly backup?: BackupObservation;
   readonly generatedObjects: readonly GeneratedObject[];
   /** Why the cluster is degraded, if it is. */
   readonly degraded?: { readonly reason: DegradedReason; readonly message: string };
@@ -104,6 +105,12 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
       : { type: 'StorageResizing', status: 'True', reason: 'GrowingClaims', message: observed.storage.message });
   }
 
+  if (observed.backup) {
+    const { failing, stale } = observed.backup;
+    conditions.push({ type: 'BackupFailing', status: failing.status ? 'True' : 'False', reason: failing.reason, message: failing.message });
+    conditions.push({ type: 'BackupStale', status: stale.status ? 'True' : 'False', reason: stale.reason, message: stale.message });
+  }
+
   conditions.push(observed.degraded
     ? { type: 'Degraded', status: 'True', reason: observed.degraded.reason, message: observed.degraded.message }
     : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'every generated object matches the spec' });
@@ -123,8 +130,8 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
   if (members) {
     status.members = members.map((m) => ({ name: m.name || m.id, role: m.learner ? 'learner' : m.leader ? 'leader' : 'follower', healthy: m.healthy }));
   }
-  const lastBackup = observed.cronJob?.status?.lastSuccessfulTime;
-  if (lastBackup) status.lastBackupTime = lastBackup;
+  if (observed.backup?.lastBackupTime) status.lastBackupTime = observed.backup.lastBackupTime;
+  if (observed.backup?.lastBackupFailureTime) status.lastBackupFailureTime = observed.backup.lastBackupFailureTime;
   return status;
 }
 

@@ -128,6 +128,16 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
     const jobs = await list('batch/v1', 'jobs');
     const succeeded = jobs.filter((j) => j.status?.succeeded >= 1 && j.metadata.ownerReferences?.some((o: any) => o.kind === 'CronJob' && o.uid === cronJobs[0].metadata.uid));
     expect(succeeded.length).toBeGreaterThan(0);
+    // The Jobs themselves say the same: the newest success is the last backup, the last run did not fail, nothing is stale.
+    const settled = await eventually('the backup conditions to describe the newest Job', async () => {
+      const current = await client.request('GET', clusterPath(namespace, 'kv'));
+      const newest = (await list('batch/v1', 'jobs')).map((j) => j.status?.completionTime).filter(Boolean).sort().at(-1);
+      return newest && current.status?.lastBackupTime === newest ? current : undefined;
+    }, 30_000, 200);
+    const conditionOf = (type: string) => settled.status.conditions.find((c: any) => c.type === type);
+    expect(conditionOf('BackupFailing')).toMatchObject({ status: 'False', reason: 'LastRunSucceeded' });
+    expect(conditionOf('BackupStale')).toMatchObject({ status: 'False', reason: 'RecentSuccess' });
+    expect(settled.status).not.toHaveProperty('lastBackupFailureTime');
     const jobPods = (await list('v1', 'pods')).filter((p) => p.metadata.ownerReferences?.some((o: any) => o.kind === 'Job'));
     expect(jobPods.some((p) => p.status.phase === 'Succeeded')).toBe(true);
   }, 180_000);

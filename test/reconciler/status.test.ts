@@ -40,9 +40,20 @@ describe('the status of a DistributedKV', () => {
     expect(condition(desiredStatus(stale, undefined, NOW), 'Progressing')).toMatchObject({ status: 'True', reason: 'RollingOut' });
   });
 
-  it('takes lastBackupTime from the CronJob\'s last successful run, and omits it before the first', () => {
-    expect(desiredStatus(observed({ cronJob: { status: { lastSuccessfulTime: '2026-11-22T02:00:07Z' } } }), undefined, NOW).lastBackupTime).toBe('2026-11-22T02:00:07Z');
-    expect(desiredStatus(observed({ cronJob: { status: {} } }), undefined, NOW)).not.toHaveProperty('lastBackupTime');
+  it('reports what the backups did: lastBackupTime, lastBackupFailureTime, BackupFailing and BackupStale; none of it without backups', () => {
+    const backup = {
+      lastBackupTime: '2026-11-22T02:00:07Z', lastBackupFailureTime: '2026-11-21T02:00:09Z',
+      failing: { status: false, reason: 'LastRunSucceeded', message: 'backup Job kv-backup-1 succeeded at 2026-11-22T02:00:07Z' },
+      stale: { status: true, reason: 'NoRecentSuccess', message: 'two scheduled runs passed' },
+    };
+    const status = desiredStatus(observed({ backup }), undefined, NOW);
+    expect(status).toMatchObject({ lastBackupTime: '2026-11-22T02:00:07Z', lastBackupFailureTime: '2026-11-21T02:00:09Z' });
+    expect(condition(status, 'BackupFailing')).toMatchObject({ status: 'False', reason: 'LastRunSucceeded' });
+    expect(condition(status, 'BackupStale')).toMatchObject({ status: 'True', reason: 'NoRecentSuccess' });
+    const none = desiredStatus(observed(), undefined, NOW);
+    expect(none).not.toHaveProperty('lastBackupTime');
+    expect(none.conditions!.map((c) => c.type)).not.toEqual(expect.arrayContaining(['BackupFailing']));
+    expect(none.conditions!.map((c) => c.type)).not.toContain('BackupStale');
   });
 
   it('is Degraded with the reason and message it is given, and not otherwise', () => {
@@ -74,7 +85,10 @@ describe('the status of a DistributedKV', () => {
   });
 
   it('removes a field that no longer applies (lastBackupTime) with an explicit null, and then patches nothing', () => {
-    const withBackup = desiredStatus(observed({ cronJob: { status: { lastSuccessfulTime: '2026-11-22T02:00:07Z' } } }), undefined, NOW);
+    const withBackup = desiredStatus(observed({ backup: {
+      lastBackupTime: '2026-11-22T02:00:07Z',
+      failing: { status: false, reason: 'LastRunSucceeded', message: 'ok' }, stale: { status: false, reason: 'RecentSuccess', message: 'ok' },
+    } }), undefined, NOW);
     const without = desiredStatus(observed(), withBackup, LATER);
     expect(statusPatch(withBackup, without).status).toMatchObject({ lastBackupTime: null, readyReplicas: 5 });
     // What the API server stores after that merge patch equals `without`: the next reconcile finds nothing to write.

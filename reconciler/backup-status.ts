@@ -1,0 +1,89 @@
+/**
+ * What the backups of a cluster really did, from the Jobs its CronJob ran
+ * (pure; ../shared/notes/day2-operations.md §3 lists the pitfalls this
+ * avoids): the last backup is the newest Job that *succeeded* (its
+ * completionTime), never a Job that was merely scheduled
+ * (`lastScheduleTime`) or one that failed; when the Job history was pruned,
+ * the CronJob's own `lastSuccessfulTime` stands in.
+ *
+ *   BackupFailing  the newest finished run failed;
+ *   BackupStale    no success since two scheduled runs came and went (2× the
+ *                  schedule's interval): a CronJob that is suspended, cannot
+ *                  start its pods, or whose runs keep failing all end here.
+ */
+import { CronExpressionParser } from 'cron-parser';
+
+export interface JobLike {
+  readonly metadata: { readonly name: string };
+  readonly status?: {
+    readonly completionTime?: string;
+    readonly conditions?: readonly { readonly type: string; readonly status: string; readonly lastTransitionTime?: string; readonly message?: string }[];
+  };
+}
+
+export interface BackupObservation {
+  readonly lastBackupTime?: string;
+  readonly lastBackupFailureTime?: string;
+  readonly failing: { readonly status: boolean; readonly reason: string; readonly message: string };
+  readonly stale: { readonly status: boolean; readonly reason: string; readonly message: string };
+  /** When BackupStale turns True unless a backup succeeds first (ms since the epoch): the controller looks again then. */
+  readonly staleAtMs?: number;
+}
+
+export interface BackupInput {
+  readonly schedule: string;
+  readonly cronJob: { readonly metadata: { readonly creationTimestamp?: string }; readonly status?: { readonly lastSuccessfulTime?: string } };
+  readonly jobs: readonly JobLike[];
+  readonly now: number;
+}
+
+interface Finished { readonly name: string; readonly at: string; readonly succeeded: boolean; readonly message?: string }
+
+function finished(job: JobLike): Finished | undefined {
+  const conditions = job.status?.conditions ?? [];
+  const done = conditions.find((c) => c.status === 'True' && (c.type === 'Complete' || c.type === 'Failed'));
+  if (!done) return undefined;
+  const at = done.type === 'Complete' ? job.status?.completionTime ?? done.lastTransitionTime : done.lastTransitionTime;
+  return at ? { name: job.metadata.name, at, succeeded: done.type === 'Complete', message: done.message } : undefined;
+}
+
+const newest = (runs: readonly Finished[]): Finished | undefined => runs.reduce<Finished | undefined>((a, b) => (!a || Date.parse(b.at) > Date.parse(a.at) ? b : a), undefined);
+const seconds = (iso: string): string => iso.replace(/\.\d+Z$/, 'Z');
+
+export function observeBackups(input: BackupInput): BackupObservation {
+  const runs = input.jobs.map(finished).filter((r): r is Finished => r !== undefined);
+  const lastSuccess = newest(runs.filter((r) => r.succeeded));
+  const lastFailure = newest(runs.filter((r) => !r.succeeded));
+  const cronJobSuccess = input.cronJob.status?.lastSuccessfulTime;
+  // The Jobs may have been pruned (history limits): the CronJob still remembers its last success.
+  const lastBackupTime = [lastSuccess?.at, cronJobSuccess].filter((t): t is string => Boolean(t)).sort((a, b) => Date.parse(b) - Date.parse(a))[0];
+
+  const latest = newest(runs);
+  const failing = latest && !latest.succeeded
+    ? { status: true, reason: 'LastRunFailed', message: `backup Job ${latest.name} failed at ${seconds(latest.at)}${latest.message ? `: ${latest.message}` : ''}` }
+    : { status: false, reason: latest ? 'LastRunSucceeded' : 'NoRunFinished', message: latest ? `backup Job ${latest.name} succeeded at ${seconds(latest.at)}` : 'no backup run has finished yet' };
+
+  // Measured from the last success, or from the CronJob's creation while there has been none.
+  const since = lastBackupTime ?? input.cronJob.metadata.creationTimestamp;
+  let stale: BackupObservation['stale'] = { status: false, reason: 'NoSchedule', message: 'no schedule to judge by' };
+  let staleAtMs: number | undefined;
+  if (since) {
+    try {
+      const after = CronExpressionParser.parse(input.schedule, { currentDate: new Date(Date.parse(since)), tz: 'UTC' });
+      after.next();
+      staleAtMs = after.next().getTime(); // the second scheduled run after the last success
+      const what = lastBackupTime ? `the last successful backup at ${seconds(lastBackupTime)}` : `the CronJob's creation at ${seconds(since)}, with no successful backup yet`;
+      stale = input.now >= staleAtMs
+        ? { status: true, reason: 'NoRecentSuccess', message: `two scheduled runs (${input.schedule}) passed since ${what}` }
+        : { status: false, reason: 'RecentSuccess', message: `${what}; stale from ${seconds(new Date(staleAtMs).toISOString())}` };
+    } catch (e) {
+      stale = { status: false, reason: 'NoSchedule', message: `the schedule cannot be read: ${(e as Error).message}` };
+    }
+  }
+  return {
+    ...(lastBackupTime ? { lastBackupTime: seconds(lastBackupTime) } : {}),
+    ...(lastFailure ? { lastBackupFailureTime: seconds(lastFailure.at) } : {}),
+    failing, stale,
+    ...(staleAtMs !== undefined && !stale.status ? { staleAtMs } : {}),
+  };
+}
