@@ -11,18 +11,24 @@ import { clientUrl, memberName } from '../engines/etcd/peer-urls.js';
 import { realClock } from '../kube/clock.js';
 import { createLogger } from '../kube/log.js';
 import { clusterIdentity } from '../model/cluster-identity.js';
+import type { GeneratorConfig } from '../model/generator-config.js';
 import { ObjectStore } from '../backup/object-store.js';
 import { runEtcdBackup } from '../backup/run-backup.js';
 import { parseS3Path } from '../backup/s3-location.js';
 
+const MAX_MEMBERS = 9;
+
 export const BACKUP_USAGE = `usage: dkv backup [options]
   --cluster <name>          the DistributedKV (env DKV_CLUSTER_NAME)
   --namespace <ns>          its namespace (env DKV_CLUSTER_NAMESPACE, POD_NAMESPACE)
-  --size <n>                its members (env DKV_CLUSTER_SIZE): asked in turn for the membership
+  --size <n>                its members (env DKV_CLUSTER_SIZE; default 9, the largest size): the ordinals
+                            asked in turn for the membership until one answers
   --s3-path <s3://b/p>      where backups go (env DKV_S3_PATH)
   --member <pod>=<url>      a member's client URL, instead of its DNS name through the headless Service (repeatable)
   --deadline-seconds <n>    give up after this long (default 3600)
-  --config <file>           generator configuration (S3 endpoint, path style, retention)
+  --config <file>           generator configuration (S3 endpoint, path style, retention); the CronJob
+                            sets DKV_S3_ENDPOINT, DKV_S3_REGION, DKV_S3_FORCE_PATH_STYLE, DKV_S3_PART_SIZE_MIB
+                            and DKV_BACKUP_RETAIN from the configuration that generated it, which win
 Credentials: the AWS SDK's default chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, web identity, ...).
 Exit codes: 0 backed up, 1 failed (the reason on stderr), 2 usage.`;
 
@@ -42,7 +48,8 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
   const name = values.cluster ?? env.DKV_CLUSTER_NAME;
   const namespace = values.namespace ?? env.DKV_CLUSTER_NAMESPACE ?? env.POD_NAMESPACE;
   const s3Path = values['s3-path'] ?? env.DKV_S3_PATH;
-  const size = Number(values.size ?? env.DKV_CLUSTER_SIZE ?? 'NaN');
+  // Without a size, every ordinal a cluster can have (the spec's maximum): the first that answers lists the members.
+  const size = Number(values.size ?? env.DKV_CLUSTER_SIZE ?? MAX_MEMBERS);
   const deadlineSeconds = Number(values['deadline-seconds'] ?? '3600');
   const missing = [!name && '--cluster', !namespace && '--namespace', !s3Path && '--s3-path', !(size >= 1 && size <= 9) && '--size (1 to 9)'].filter(Boolean);
   const usage = (problem: string): number => {
@@ -54,7 +61,8 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
   const badMember = (values.member ?? []).find((m) => m.indexOf('=') < 1);
   if (badMember) return usage(`--member ${badMember}: expected <pod>=<url>`);
 
-  const config = loadConfig(values.config);
+  const config = withEnvironment(loadConfig(values.config), env);
+  if (typeof config === 'string') return usage(config);
   let location;
   try {
     location = parseS3Path(s3Path!);
@@ -86,4 +94,33 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
   } finally {
     store.close();
   }
+}
+
+/** The configuration with the S3 settings and retention the environment gives (the CronJob's), or why they are unusable. */
+function withEnvironment(config: GeneratorConfig, env: NodeJS.ProcessEnv): GeneratorConfig | string {
+  const number = (name: string, min: number, max: number): number | string | undefined => {
+    const value = env[name];
+    if (value === undefined || value === '') return undefined;
+    const n = Number(value);
+    return Number.isInteger(n) && n >= min && n <= max ? n : `${name}=${value}: expected an integer from ${min} to ${max}`;
+  };
+  const retain = number('DKV_BACKUP_RETAIN', 1, 1000);
+  const partSizeMiB = number('DKV_S3_PART_SIZE_MIB', 5, 5120);
+  for (const bad of [retain, partSizeMiB]) if (typeof bad === 'string') return bad;
+  const pathStyle = env.DKV_S3_FORCE_PATH_STYLE;
+  if (pathStyle !== undefined && pathStyle !== '' && pathStyle !== 'true' && pathStyle !== 'false') return `DKV_S3_FORCE_PATH_STYLE=${pathStyle}: expected true or false`;
+  const { s3 } = config.backup;
+  return {
+    ...config,
+    backup: {
+      ...config.backup,
+      retain: (retain as number | undefined) ?? config.backup.retain,
+      s3: {
+        endpoint: env.DKV_S3_ENDPOINT ?? s3.endpoint,
+        region: env.DKV_S3_REGION || s3.region,
+        forcePathStyle: pathStyle === undefined || pathStyle === '' ? s3.forcePathStyle : pathStyle === 'true',
+        partSizeMiB: (partSizeMiB as number | undefined) ?? s3.partSizeMiB,
+      },
+    },
+  };
 }

@@ -8,15 +8,22 @@ import { restrictedContainerSecurityContext } from './pod-defaults.js';
 export interface KVBackupCronJobProps {
   /** Names and labels shared by every object of the cluster. */
   readonly identity: ClusterIdentity;
-  /** The spec's backup section, with backupImage defaulted. */
+  /** The spec's backup section. */
   readonly backup: NonNullable<DistributedKVSpec['backup']>;
   /** The generator configuration: the client port the backup container connects to, labels and annotations. */
   readonly config: GeneratorConfig;
 }
 
 /**
- * Periodic backups: a CronJob whose Jobs run the backup image against the
- * cluster's client Service and upload to the S3 path. Runs never overlap (a
+ * The image the spec's backupImage defaulted to before `dkv backup` existed:
+ * a placeholder that never named a working runner. Clusters stored with it
+ * run `dkv backup`, as if they named none.
+ */
+export const FORMER_PLACEHOLDER_IMAGE = 'registry.example.com/dkv/backup:1.0.0';
+
+/**
+ * Periodic backups: a CronJob whose Jobs run `dkv backup` (or the spec's own
+ * backupImage) against the cluster's members and upload to the S3 path. Runs never overlap (a
  * slow backup is not raced by the next one), a run that could not start
  * within five minutes of its time is skipped rather than piled up, and only
  * the last three successful and failed Jobs are kept.
@@ -27,6 +34,8 @@ export class KVBackupCronJob extends Construct {
   constructor(scope: Construct, id: string, props: KVBackupCronJobProps) {
     super(scope, id);
     const { identity, backup, config } = props;
+    const ownRunner = backup.backupImage && backup.backupImage !== FORMER_PLACEHOLDER_IMAGE ? backup.backupImage : undefined;
+    const { s3 } = config.backup;
     const labels = { ...identity.backupLabels };
     this.apiObject = new k8s.KubeCronJob(this, 'Resource', {
       metadata: { name: identity.backupCronJobName, labels, annotations: identity.annotations },
@@ -50,12 +59,25 @@ export class KVBackupCronJob extends Construct {
                 containers: [
                   {
                     name: 'backup',
-                    image: backup.backupImage!, // defaulted by validation, as the API server defaults it
+                    image: ownRunner ?? config.backup.runner.image,
+                    // `dkv backup` reads everything from this environment; a runner of one's own gets the same.
+                    ...(ownRunner ? {} : { command: ['dkv', 'backup'] }),
                     env: [
                       // The Service name resolves inside the cluster's own namespace, so the address does not depend on it.
                       { name: 'DKV_ENDPOINT', value: `${identity.clientServiceName}:${config.ports.client}` },
                       { name: 'DKV_S3_PATH', value: backup.s3Path },
+                      { name: 'DKV_CLUSTER_NAME', value: identity.name },
+                      // No size: a resize would then change the CronJob too. The runner asks the ordinals in turn.
+                      { name: 'DKV_CLUSTER_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                      // The generating configuration's S3 settings, so the runner needs no configuration file.
+                      { name: 'DKV_S3_ENDPOINT', value: s3.endpoint },
+                      { name: 'DKV_S3_REGION', value: s3.region },
+                      { name: 'DKV_S3_FORCE_PATH_STYLE', value: String(s3.forcePathStyle) },
+                      { name: 'DKV_S3_PART_SIZE_MIB', value: String(s3.partSizeMiB) },
+                      { name: 'DKV_BACKUP_RETAIN', value: String(config.backup.retain) },
                     ],
+                    // Credentials never come from the spec. Optional: with IRSA the pod's identity is enough.
+                    envFrom: [{ secretRef: { name: config.backup.runner.credentialsSecret, optional: true } }],
                     securityContext: restrictedContainerSecurityContext(),
                   },
                 ],

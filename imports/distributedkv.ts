@@ -110,7 +110,7 @@ export interface DistributedKVSpec {
      */
     schedule: string;
     /**
-     * Container image that takes a backup and uploads it to `s3Path`.
+     * A backup runner of your own, run with the same environment (DKV_ENDPOINT, DKV_S3_PATH, DKV_CLUSTER_*, the S3 settings and credentials). Unset: `dkv backup` from the image the configuration names (backup.runner.image).
      */
     backupImage?: string;
   };

@@ -54,6 +54,13 @@ export interface GeneratorConfig {
   readonly backup: {
     /** Complete backups kept per cluster; older ones are deleted after each success. */
     readonly retain: number;
+    /** What the backup CronJob runs unless the spec names a `backupImage` of its own. */
+    readonly runner: {
+      /** An image with `dkv` on its PATH: the controller's own image. */
+      readonly image: string;
+      /** A Secret whose keys become the runner's environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); optional, for IRSA. */
+      readonly credentialsSecret: string;
+    };
     readonly s3: {
       /** Empty: AWS S3 for the region. Else an S3-compatible store's URL. */
       readonly endpoint: string;

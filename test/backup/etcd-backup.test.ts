@@ -16,6 +16,8 @@ import { Readable } from 'node:stream';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { exitDescription, freePort, launch, locateBinaries, terminate } from '../cluster/control-plane.js';
 import { packageRoot } from '../../api/package-root.js';
+import { loadConfig } from '../../api/config.js';
+import { synth } from '../generator/support.js';
 import type { BackupManifest } from '../../backup/manifest.js';
 import { b64, etcdPost, startLocalEtcdCluster, type LocalEtcdCluster } from '../support/etcd-members.js';
 import { eventually, yes } from '../support/eventually.js';
@@ -135,10 +137,26 @@ describeWithEtcd('dkv backup of a real etcd cluster into a real S3-compatible st
     }
   }, 180_000);
 
-  it('keeps the newest two complete backups (retain: 2) and sweeps an unfinished older one', async () => {
+  it('runs from exactly the environment the generated CronJob gives it, keeps the newest two complete backups (retain: 2) and sweeps an unfinished older one', async () => {
+    // The CronJob a cluster with this configuration generates; its container's environment is the runner's whole input.
+    const config = loadConfig(configFile);
+    const cronJob = synth({ name: 'kv', namespace: 'shop', size: 3, image: 'registry.k8s.io/etcd:3.6.8-0', backup: { s3Path: `s3://${s3.bucket}/nightly`, schedule: '0 2 * * *' } }, config)
+      .find((o) => o.kind === 'CronJob')!;
+    const container = (cronJob as any).spec.jobTemplate.spec.template.spec.containers[0];
+    expect(container.command).toEqual(['dkv', 'backup']);
+    expect(container.image).toBe(config.backup.runner.image);
+    expect(container.envFrom).toEqual([{ secretRef: { name: config.backup.runner.credentialsSecret, optional: true } }]);
+    // What the kubelet would do: the fieldRef is the pod's namespace; the Secret's keys are the credentials.
+    const env = Object.fromEntries(container.env.map((e: any) => [e.name, e.value ?? (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace' ? 'shop' : undefined)]));
+    const asTheCronJob = () => dkvBackup(memberArgs, { ...env, ...s3.env });
+
     // A run killed part-way long ago: its folder has data and no manifest.
     await client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: `${FOLDER}20000101T000000.000Z/snapshot.db`, Body: 'half a snapshot' }));
-    for (let i = 0; i < 2; i++) expect((await backup()).status).toBe(0);
+    for (let i = 0; i < 2; i++) {
+      const run = await asTheCronJob();
+      expect(run.stderr).not.toMatch(/failed|usage/);
+      expect(run.status).toBe(0);
+    }
     const folders = [...new Set((await keys(FOLDER)).map((k) => k.slice(FOLDER.length).split('/')[0]))];
     expect(folders).toHaveLength(2);
     expect(folders).not.toContain('20000101T000000.000Z');
