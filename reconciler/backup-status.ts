@@ -16,6 +16,7 @@ import { CronExpressionParser } from 'cron-parser';
 export interface JobLike {
   readonly metadata: { readonly name: string };
   readonly status?: {
+    readonly startTime?: string;
     readonly completionTime?: string;
     readonly conditions?: readonly { readonly type: string; readonly status: string; readonly lastTransitionTime?: string; readonly message?: string }[];
   };
@@ -24,6 +25,8 @@ export interface JobLike {
 export interface BackupObservation {
   readonly lastBackupTime?: string;
   readonly lastBackupFailureTime?: string;
+  /** Start to completion of the newest successful Job, when its Job is still there. */
+  readonly lastDurationSeconds?: number;
   readonly failing: { readonly status: boolean; readonly reason: string; readonly message: string };
   readonly stale: { readonly status: boolean; readonly reason: string; readonly message: string };
   /** When BackupStale turns True unless a backup succeeds first (ms since the epoch): the controller looks again then. */
@@ -37,14 +40,14 @@ export interface BackupInput {
   readonly now: number;
 }
 
-interface Finished { readonly name: string; readonly at: string; readonly succeeded: boolean; readonly message?: string }
+interface Finished { readonly name: string; readonly at: string; readonly startedAt?: string; readonly succeeded: boolean; readonly message?: string }
 
 function finished(job: JobLike): Finished | undefined {
   const conditions = job.status?.conditions ?? [];
   const done = conditions.find((c) => c.status === 'True' && (c.type === 'Complete' || c.type === 'Failed'));
   if (!done) return undefined;
   const at = done.type === 'Complete' ? job.status?.completionTime ?? done.lastTransitionTime : done.lastTransitionTime;
-  return at ? { name: job.metadata.name, at, succeeded: done.type === 'Complete', message: done.message } : undefined;
+  return at ? { name: job.metadata.name, at, startedAt: job.status?.startTime, succeeded: done.type === 'Complete', message: done.message } : undefined;
 }
 
 const newest = (runs: readonly Finished[]): Finished | undefined => runs.reduce<Finished | undefined>((a, b) => (!a || Date.parse(b.at) > Date.parse(a.at) ? b : a), undefined);
@@ -80,8 +83,10 @@ export function observeBackups(input: BackupInput): BackupObservation {
       stale = { status: false, reason: 'NoSchedule', message: `the schedule cannot be read: ${(e as Error).message}` };
     }
   }
+  const duration = lastSuccess?.startedAt ? (Date.parse(lastSuccess.at) - Date.parse(lastSuccess.startedAt)) / 1000 : undefined;
   return {
     ...(lastBackupTime ? { lastBackupTime: seconds(lastBackupTime) } : {}),
+    ...(duration !== undefined && duration >= 0 ? { lastDurationSeconds: duration } : {}),
     ...(lastFailure ? { lastBackupFailureTime: seconds(lastFailure.at) } : {}),
     failing, stale,
     ...(staleAtMs !== undefined && !stale.status ? { staleAtMs } : {}),

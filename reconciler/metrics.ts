@@ -17,6 +17,9 @@ export class ControllerMetrics {
   readonly drift = new Counter({ name: 'dkv_drift_total', help: 'Drifted fields found, by kind, field path, the manager that changed it and whether it was corrected.', labelNames: ['kind', 'field', 'manager', 'action'], registers: [this.registry] });
   readonly queueDepth = new Gauge({ name: 'dkv_workqueue_depth', help: 'Keys waiting in the work queue.', registers: [this.registry] });
   readonly watchRestarts = new Counter({ name: 'dkv_watch_restarts_total', help: 'Watches restarted after an error or an expired resourceVersion.', labelNames: ['kind', 'reason'], registers: [this.registry] });
+  // Timestamps, not ages: an age exported at reconcile time would be stale between reconciles; alert on time() - this.
+  readonly backupLastSuccess = new Gauge({ name: 'dkv_backup_last_success_timestamp_seconds', help: 'When the newest successful backup Job of a cluster completed (unix seconds).', labelNames: ['namespace', 'name'], registers: [this.registry] });
+  readonly backupLastDuration = new Gauge({ name: 'dkv_backup_last_duration_seconds', help: 'Start to completion of the newest successful backup Job of a cluster.', labelNames: ['namespace', 'name'], registers: [this.registry] });
   readonly leader = new Gauge({ name: 'dkv_leader', help: '1 while this process holds the leader Lease and reconciles.', registers: [this.registry] });
 
   /** The `manager` label values seen so far; see recordDrift. */

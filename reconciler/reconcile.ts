@@ -28,7 +28,7 @@ import { membershipStep } from './membership-step.js';
 import { planWrites } from './plan-writes.js';
 import { storageStep } from './storage-step.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
-import { backupsOf, refuse, reportOutcome } from './report.js';
+import { backupsOf, recordBackupMetrics, refuse, reportOutcome } from './report.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 
@@ -43,6 +43,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const cr = ctx.clusters.get(key);
   if (!cr) {
     ctx.memory.forget(key); // gone: its objects go with it (owner references)
+    const [namespace, name] = key.split('/');
+    recordBackupMetrics(ctx, namespace, name, undefined);
     return {};
   }
   if (cr.metadata.deletionTimestamp) {

@@ -127,6 +127,7 @@ export async function refuse(ctx: ReconcileContext, cr: CachedObject, key: strin
 }
 
 async function writeStatus(ctx: ReconcileContext, cr: CachedObject, observed: ObservedState): Promise<void> {
+  recordBackupMetrics(ctx, cr.metadata.namespace!, cr.metadata.name, observed.backup);
   const previous = cr.status as DistributedKVStatus | undefined;
   const next = desiredStatus(observed, previous, new Date(ctx.now()));
   if (!statusChanged(previous, next)) return;
@@ -142,4 +143,14 @@ export function backupsOf(ctx: ReconcileContext, cronJob: CachedObject | undefin
   if (!cronJob || !schedule) return undefined;
   const jobs = ctx.owned.get('batch/v1/Job')?.byIndex(cronJob.metadata.uid!) ?? [];
   return observeBackups({ schedule, cronJob: cronJob as BackupInput['cronJob'], jobs: jobs as unknown as JobLike[], now: ctx.now() });
+}
+
+/** The backup gauges of one cluster: set from what its Jobs did, removed when it has no backups (or is gone). */
+export function recordBackupMetrics(ctx: Pick<ReconcileContext, 'metrics'>, namespace: string, name: string, backup: BackupObservation | undefined): void {
+  const labels = { namespace, name };
+  const { backupLastSuccess, backupLastDuration } = ctx.metrics;
+  if (backup?.lastBackupTime) backupLastSuccess.set(labels, Date.parse(backup.lastBackupTime) / 1000);
+  else backupLastSuccess.remove(labels);
+  if (backup?.lastDurationSeconds !== undefined) backupLastDuration.set(labels, backup.lastDurationSeconds);
+  else backupLastDuration.remove(labels);
 }

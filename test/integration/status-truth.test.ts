@@ -138,6 +138,10 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
     expect(conditionOf('BackupFailing')).toMatchObject({ status: 'False', reason: 'LastRunSucceeded' });
     expect(conditionOf('BackupStale')).toMatchObject({ status: 'False', reason: 'RecentSuccess' });
     expect(settled.status).not.toHaveProperty('lastBackupFailureTime');
+    // The same fact for Prometheus: the completion as a timestamp (alert on time() minus it), and how long the run took.
+    const gauge = async (name: 'backupLastSuccess' | 'backupLastDuration') => (await running!.controller.metrics[name].get()).values.find((v) => v.labels.name === 'kv' && v.labels.namespace === namespace)?.value;
+    expect(await gauge('backupLastSuccess')).toBe(Date.parse(settled.status.lastBackupTime) / 1000);
+    expect(await gauge('backupLastDuration')).toBeGreaterThanOrEqual(0);
     const jobPods = (await list('v1', 'pods')).filter((p) => p.metadata.ownerReferences?.some((o: any) => o.kind === 'Job'));
     expect(jobPods.some((p) => p.status.phase === 'Succeeded')).toBe(true);
   }, 180_000);
@@ -149,6 +153,8 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
       const { observedGeneration, lastBackupTime, generatedObjects } = current.status;
       return observedGeneration === current.metadata.generation && lastBackupTime === undefined && generatedObjects.length === GENERATED - 1 ? true : undefined;
     }, 30_000, 200);
+    const backupGauges = (await running!.controller.metrics.backupLastSuccess.get()).values.filter((v) => v.labels.namespace === namespace);
+    expect(backupGauges).toEqual([]);
 
     // Three reconciles, each brought about by a metadata change the controller acts on (an annotation), write no status.
     const statusWrites = async () => (await requestCounts(client)).get('PATCH distributedkvs/status') ?? 0;

@@ -9,8 +9,8 @@ const cronJob = (over: { created?: string; lastSuccessfulTime?: string } = {}) =
   metadata: { creationTimestamp: over.created ?? '2026-11-20T00:00:00Z' },
   status: over.lastSuccessfulTime ? { lastSuccessfulTime: over.lastSuccessfulTime } : {},
 });
-const succeeded = (name: string, completed: string): JobLike => ({
-  metadata: { name }, status: { completionTime: completed, conditions: [{ type: 'SuccessCriteriaMet', status: 'True', lastTransitionTime: completed }, { type: 'Complete', status: 'True', lastTransitionTime: completed }] },
+const succeeded = (name: string, completed: string, started?: string): JobLike => ({
+  metadata: { name }, status: { startTime: started, completionTime: completed, conditions: [{ type: 'SuccessCriteriaMet', status: 'True', lastTransitionTime: completed }, { type: 'Complete', status: 'True', lastTransitionTime: completed }] },
 });
 const failed = (name: string, ended: string, message = 'BackoffLimitExceeded'): JobLike => ({
   metadata: { name }, status: { conditions: [{ type: 'FailureTarget', status: 'True', lastTransitionTime: ended }, { type: 'Failed', status: 'True', lastTransitionTime: ended, message }] },
@@ -60,5 +60,12 @@ describe('what the backups did', () => {
     const input = { schedule: '*/5 * * * *', cronJob: cronJob({ created: '2026-11-23T09:01:00Z' }), jobs: [failed('kv-backup-1', '2026-11-23T09:05:30Z')] };
     expect(observeBackups({ ...input, now: at('2026-11-23T09:09:59Z') }).stale.status).toBe(false);
     expect(observeBackups({ ...input, now: at('2026-11-23T09:10:00Z') }).stale).toMatchObject({ status: true, message: expect.stringContaining("the CronJob's creation at 2026-11-23T09:01:00Z, with no successful backup yet") });
+  });
+
+  it('measures the newest success from its Job\'s start to its completion, and says nothing once that Job is pruned', () => {
+    const withJob = observeBackups({ schedule: DAILY, cronJob: cronJob(), jobs: [succeeded('kv-backup-1', '2026-11-23T02:00:42Z', '2026-11-23T02:00:01Z')], now: at('2026-11-23T09:00:00Z') });
+    expect(withJob.lastDurationSeconds).toBe(41);
+    const pruned = observeBackups({ schedule: DAILY, cronJob: cronJob({ lastSuccessfulTime: '2026-11-23T02:00:42Z' }), jobs: [], now: at('2026-11-23T09:00:00Z') });
+    expect(pruned.lastDurationSeconds).toBeUndefined();
   });
 });
