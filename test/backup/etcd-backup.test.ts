@@ -178,6 +178,20 @@ describeWithEtcd('dkv backup of a real etcd cluster into a real S3-compatible st
     expect((await backup()).status).toBe(0);
   }, 180_000);
 
+  it('stops at its deadline part-way, leaving no manifest: nothing trusts the unfinished folder, and the next success sweeps it', async () => {
+    const manifests = async () => (await keys(FOLDER)).filter((k) => k.endsWith('manifest.json'));
+    const before = await manifests();
+    const cut = await dkvBackup(['--cluster', 'kv', '--namespace', 'shop', '--size', '3', '--s3-path', `s3://${s3.bucket}/nightly`, '--config', configFile,
+      '--deadline-seconds', '0.01', ...memberArgs], s3.env);
+    expect(cut.status).toBe(1);
+    expect(cut.stderr).toMatch(/dkv backup: failed: deadline of 0\.01 s passed/);
+    expect(await manifests()).toEqual(before);
+    expect((await backup()).status).toBe(0);
+    // Retention (2) kept two complete backups, and no folder without its manifest is older than the newest.
+    const folders = [...new Set((await keys(FOLDER)).map((k) => k.slice(FOLDER.length).split('/')[0]))].sort();
+    for (const f of folders.slice(0, -1)) expect(await keys(`${FOLDER}${f}/`)).toContain(`${FOLDER}${f}/manifest.json`);
+  }, 120_000);
+
   it('fails cleanly when no member answers, naming the members', async () => {
     await cluster.stopAll();
     const run = await backup();
