@@ -52,9 +52,10 @@ describeWithCluster('a watch on a half-open connection', () => {
       proxy.freeze();
       proxy.blackhole = true;
       await createCluster(admin, namespace, 'changed-meanwhile', { size: 1, image: 'kv:1' });
-      const failing = await eventually('/healthz to fail', async () => {
+      // The informers cross their bound one after another; the DistributedKV watch is among them soon after the first.
+      const failing = await eventually('/healthz to fail naming the DistributedKV watch', async () => {
         const answer = await healthz();
-        return answer.status === 503 ? answer : undefined;
+        return answer.status === 503 && /DistributedKV watch/.test(answer.body) ? answer : undefined;
       }, 20_000, 100);
       expect(failing.body).toMatch(/DistributedKV watch silent for \d+ s/);
       expect(controller.clusters.get(`${namespace}/changed-meanwhile`)).toBeUndefined();
