@@ -56,6 +56,7 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
       ...base.backup,
       ...(overrides.backup as Partial<GeneratorConfig['backup']> | undefined),
       s3: { ...base.backup.s3, ...(overrides.backup as { s3?: Partial<GeneratorConfig['backup']['s3']> } | undefined)?.s3 },
+      final: { ...base.backup.final, ...(overrides.backup as { final?: Partial<GeneratorConfig['backup']['final']> } | undefined)?.final },
       runner: { ...base.backup.runner, ...(overrides.backup as { runner?: Partial<GeneratorConfig['backup']['runner']> } | undefined)?.runner },
     },
   };

@@ -70,7 +70,8 @@ export class KVBackupCronJob extends Construct {
                       // No size: a resize would then change the CronJob too. The runner asks the ordinals in turn.
                       { name: 'DKV_CLUSTER_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
                       // The generating configuration's S3 settings, so the runner needs no configuration file.
-                      { name: 'DKV_S3_ENDPOINT', value: s3.endpoint },
+                      // An empty value is dropped by the API server (then never kept as generated): no endpoint, no variable.
+                      ...(s3.endpoint ? [{ name: 'DKV_S3_ENDPOINT', value: s3.endpoint }] : []),
                       { name: 'DKV_S3_REGION', value: s3.region },
                       { name: 'DKV_S3_FORCE_PATH_STYLE', value: String(s3.forcePathStyle) },
                       { name: 'DKV_S3_PART_SIZE_MIB', value: String(s3.partSizeMiB) },

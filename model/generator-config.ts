@@ -61,6 +61,15 @@ export interface GeneratorConfig {
       /** A Secret whose keys become the runner's environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); optional, for IRSA. */
       readonly credentialsSecret: string;
     };
+    /** The backup taken when a cluster with backups is deleted, before its objects go. */
+    readonly final: {
+      /** Holds the deletion until the final backup has run (or failed, or timed out). */
+      readonly finalizer: string;
+      /** From the deletion: past it, the deletion goes on without a final backup (an Event says so). */
+      readonly timeoutSeconds: number;
+      /** A DistributedKV with this annotation set to "true" is deleted without a final backup. */
+      readonly skipAnnotation: string;
+    };
     readonly s3: {
       /** Empty: AWS S3 for the region. Else an S3-compatible store's URL. */
       readonly endpoint: string;

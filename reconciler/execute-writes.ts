@@ -111,9 +111,14 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
  * A cluster already gone is not an error.
  */
 export async function removeLegacyFinalizer(ctx: ReconcileContext, cr: CachedObject): Promise<void> {
+  await removeFinalizer(ctx, cr, ctx.config.controller.finalizer);
+}
+
+/** Removes one finalizer, guarded as removeLegacyFinalizer says. */
+export async function removeFinalizer(ctx: ReconcileContext, cr: CachedObject, finalizer: string): Promise<void> {
   const { name, namespace, uid } = cr.metadata;
-  const finalizer = ctx.config.controller.finalizer;
-  const index = (cr.metadata.finalizers as string[]).indexOf(finalizer);
+  const index = ((cr.metadata.finalizers ?? []) as string[]).indexOf(finalizer);
+  if (index < 0) return;
   try {
     await ctx.client.request('PATCH', resourcePath(API_VERSION, KIND, namespace, name), {
       body: [

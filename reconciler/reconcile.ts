@@ -18,6 +18,7 @@ import { synthesizeCluster } from '../constructs/synthesize.js';
 import type { KubeObject } from '../model/kube-object.js';
 import type { DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
 import { executeWrites, removeLegacyFinalizer } from './execute-writes.js';
+import { finalBackupOnDeletion, keepFinalBackupFinalizer } from './final-backup.js';
 import { imageChangeRefusal } from './image-change.js';
 import { refusedStatefulSetChanges } from './immutable-changes.js';
 import type { CachedObject } from '../kube/informer.js';
@@ -49,8 +50,10 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   }
   if (cr.metadata.deletionTimestamp) {
     // Its objects are the garbage collector's, which honours the propagation policy
-    // (`--cascade=orphan` keeps them). Only an earlier version's finalizer is left to drop.
+    // (`--cascade=orphan` keeps them). An earlier version's finalizer is dropped, and a final backup may hold it.
     if ((cr.metadata.finalizers ?? []).includes(ctx.config.controller.finalizer)) await removeLegacyFinalizer(ctx, cr);
+    // A cluster with backups waits for its final backup (final-backup.ts), never forever.
+    if ((cr.metadata.finalizers ?? []).includes(ctx.config.backup.final.finalizer)) return finalBackupOnDeletion(ctx, cr);
     return {};
   }
 
@@ -70,6 +73,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const resource: ValidResource = { ...validation.resource, metadata: { ...validation.resource.metadata, namespace: cr.metadata.namespace } };
   const imageRefused = await imageChangeRefusal(ctx, cr, resource);
   if (imageRefused) return refuse(ctx, cr, key, owned, 'ImageChangeRefused', imageRefused);
+  // While it has backups, a deletion waits for one final backup.
+  if (!detectOnly) await keepFinalBackupFinalizer(ctx, cr, Boolean(resource.spec.backup));
   // Day-2: one membership step (engines with a membership), whose objects this reconcile writes.
   const membership = await membershipStep(ctx, cr, resource, detectOnly);
   let desired: KubeObject[];

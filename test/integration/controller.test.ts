@@ -23,6 +23,7 @@ const NAME = 'kv';
 const HASH = config.hashAnnotation;
 const { fieldManager: FIELD_MANAGER, finalizer: LEGACY_FINALIZER, detectOnlyAnnotation: DETECT_ONLY } = config.controller;
 const SPEC = { size: 3, image: 'kv:1', backup: { s3Path: 's3://bucket/kv', schedule: '*/30 * * * *' } };
+const { backup: _backup, ...WITHOUT_BACKUP } = SPEC;
 
 /** Like examples/orders.yaml, with quantities written the way the API server does not store them. */
 const PRODUCTION_SPEC = {
@@ -184,7 +185,8 @@ describeWithCluster('the DistributedKV controller', () => {
       expect(object.metadata.annotations[HASH]).toBe(desired.get(label(g))!.metadata.annotations![HASH]);
     }
 
-    expect(cr.metadata.finalizers ?? []).toEqual([]);
+    // Only the final backup's: a deletion of a cluster with backups waits for one (final-backup.test.ts).
+    expect(cr.metadata.finalizers ?? []).toEqual([config.backup.final.finalizer]);
     expect([...cr.status.generatedObjects].sort((a: any, b: any) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`)))
       .toEqual(GENERATED.map((g) => {
         const object = live.get(label(g));
@@ -512,9 +514,10 @@ describeWithCluster('the DistributedKV controller', () => {
 
   // ---- 7. deletion -----------------------------------------------------------------------
 
-  it('leaves a deleted cluster\'s objects to the garbage collector: it deletes nothing itself and holds no finalizer', async () => {
+  // Without backups: a cluster with backups waits for a final backup first (final-backup.test.ts).
+  it('leaves a deleted cluster\'s objects to the garbage collector: it deletes nothing itself and, without backups, holds no finalizer', async () => {
     const { namespace, controller } = await startIn('ctl-delete');
-    const cr = await createSettled(namespace, controller);
+    const cr = await createSettled(namespace, controller, WITHOUT_BACKUP);
     const versionsBefore = await resourceVersions(namespace);
 
     await client.request('DELETE', clusterPath(namespace, NAME));
@@ -529,7 +532,7 @@ describeWithCluster('the DistributedKV controller', () => {
 
   it('honours --cascade=orphan: deletes nothing, so the garbage collector can orphan the objects', async () => {
     const { namespace, controller } = await startIn('ctl-orphan');
-    await createSettled(namespace, controller);
+    await createSettled(namespace, controller, WITHOUT_BACKUP);
     const versionsBefore = await resourceVersions(namespace);
 
     await client.request('DELETE', clusterPath(namespace, NAME), { query: { propagationPolicy: 'Orphan' } });
@@ -548,11 +551,11 @@ describeWithCluster('the DistributedKV controller', () => {
 
   it('removes the finalizer an earlier version added, so a cluster (or its namespace) is deleted even while no controller runs', async () => {
     const { namespace, controller } = await startIn('ctl-legacy');
-    await createCluster(client, namespace, NAME, SPEC);
+    await createCluster(client, namespace, NAME, WITHOUT_BACKUP);
     await client.request('PATCH', clusterPath(namespace, NAME), { body: { metadata: { finalizers: [LEGACY_FINALIZER] } }, contentType: mergePatch });
     await eventually('the earlier version\'s finalizer to be removed', async () => {
       const current = await client.request('GET', clusterPath(namespace, NAME));
-      return (current.metadata.finalizers ?? []).length === 0 && current.status?.generatedObjects?.length === 5 ? true : undefined;
+      return (current.metadata.finalizers ?? []).length === 0 && current.status?.generatedObjects?.length === 4 ? true : undefined;
     });
     await settled(controller, namespace);
 

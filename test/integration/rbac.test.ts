@@ -53,15 +53,20 @@ describeWithCluster('the controller with only the permissions of deploy/rbac.yam
 
   it('converges a cluster (owner references with blockOwnerDeletion), corrects drift, and lets a deleted cluster go', async () => {
     const namespace = await createNamespace(admin, 'rbac');
-    // The default configuration (etcd engine): its member ConfigMap needs its own rule.
-    const running = await startController(controllerClient, namespace, { config: loadDefaultConfig() });
+    // The default configuration (etcd engine): its member ConfigMap needs its own rule. No Job runs here (no
+    // kube-controller-manager), so the final backup's Job is created and then given up after 2 s.
+    const defaults = loadDefaultConfig();
+    const running = await startController(controllerClient, namespace, { config: { ...defaults, backup: { ...defaults.backup, final: { ...defaults.backup.final, timeoutSeconds: 2 } } } });
     try {
       await createCluster(admin, namespace, 'kv', { size: 3, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '@daily' } });
       await converged(admin, namespace, 'kv', 6); // with the etcd engine's member ConfigMap
       const sts = resourcePath('apps/v1', 'StatefulSet', namespace, 'kv');
       await admin.request('PATCH', `${sts}/scale`, { query: { fieldManager: 'kubectl' }, body: { spec: { replicas: 7 } }, contentType: 'application/merge-patch+json' });
       await eventually('the scale to be reverted', async () => ((await admin.request('GET', sts)).spec.replicas === 3 ? true : undefined));
+      expect((await admin.request('GET', clusterPath(namespace, 'kv'))).metadata.finalizers).toEqual([defaults.backup.final.finalizer]);
       await admin.request('DELETE', clusterPath(namespace, 'kv'));
+      // The final backup's Job, created under the role (jobs: create), before the deletion goes on.
+      await eventually('the final backup Job', async () => ((await admin.request('GET', resourcePath('batch/v1', 'Job', namespace, 'kv-backup-final')).catch(() => undefined)) ? true : undefined));
       await eventually('the cluster to be gone', async () => {
         try {
           await admin.request('GET', clusterPath(namespace, 'kv'));
