@@ -93,8 +93,9 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     generation: cr.metadata.generation ?? 0,
     size: report.size,
     statefulSet: current(statefulSet) as ObservedState['statefulSet'],
-    // From the live CronJob (not an apply's answer) and the Jobs it ran.
-    backup: cronJob && !blocked.has(objectName(cronJob)) ? backupsOf(ctx, report.live.get(objectName(cronJob))) : undefined,
+    // From the CronJob as the API server last returned it (this reconcile's apply, else the cache) and the Jobs it ran:
+    // a cluster's first status already says what its backups did, so no second write follows once the cache catches up.
+    backup: cronJob ? backupsOf(ctx, current(cronJob)) : undefined,
     generatedObjects,
     degraded,
     membership: membership && { phase: membership.phase, message: membership.message, members: membership.members, upgrade: membership.upgrade },

@@ -162,9 +162,11 @@ try {
   await watcher.stop();
   const steadyBefore = await requestCounts(client);
   await new Promise((r) => setTimeout(r, STEADY_SECONDS * 1000));
-  const steadyWrites = [...delta(await requestCounts(client), steadyBefore).entries()]
-    .filter(([k]) => MUTATING_VERBS.has(splitKey(k).verb) && splitKey(k).resource !== 'leases')
-    .reduce((sum, [, v]) => sum + v, 0);
+  const steadyByRequest = [...delta(await requestCounts(client), steadyBefore).entries()]
+    .filter(([k, v]) => v > 0 && MUTATING_VERBS.has(splitKey(k).verb) && splitKey(k).resource !== 'leases');
+  const steadyWrites = steadyByRequest.reduce((sum, [, v]) => sum + v, 0);
+  // Which writes, when there are any: the figure must be 0, and a regression names itself.
+  for (const [k, v] of steadyByRequest) process.stderr.write(`steady-state write: ${k} x${v}\n`);
 
   // Drift correction latency.
   const latencies: number[] = [];
