@@ -29,7 +29,7 @@ import { membershipStep } from './membership-step.js';
 import { planWrites } from './plan-writes.js';
 import { storageStep } from './storage-step.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
-import { backupsOf, recordBackupMetrics, refuse, reportOutcome } from './report.js';
+import { recordBackupMetrics, refuse, reportOutcome } from './report.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 
@@ -126,7 +126,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   }
 
   const outcome = await executeWrites(ctx, cr, key, plan, detectOnly);
-  await reportOutcome(ctx, { cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step });
+  const reported = await reportOutcome(ctx, { cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step });
 
   if (outcome.failures.length > 0) throw new Error(`${outcome.failures.length} write(s) failed: ${outcome.failures.join('; ')}`);
   const holds = [...plan.held, ...outcome.fights].map((f) => f.until);
@@ -135,7 +135,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     holds.length > 0 ? Math.max(1000, Math.min(...holds) - ctx.now()) : undefined,
     membership?.requeueAfterMs,
     storage.requeueAfterMs,
-    backupStaleInMs(ctx, desired, live),
+    // BackupStale turns True with nothing else changing: the cluster is looked at again then.
+    reported.backupStaleAtMs === undefined ? undefined : Math.max(1000, reported.backupStaleAtMs - ctx.now() + 1000),
   ].filter((w): w is number => w !== undefined);
   return waits.length > 0 ? { requeueAfterMs: Math.min(...waits) } : {};
 }
@@ -187,11 +188,4 @@ async function getObject(client: KubeClient, object: KubeObject): Promise<Cached
     if (e instanceof KubeApiError && e.status === 404) return undefined;
     throw e;
   }
-}
-
-/** How long until BackupStale would turn True with nothing else changing: the cluster is looked at again then. */
-function backupStaleInMs(ctx: ReconcileContext, desired: readonly KubeObject[], live: ReadonlyMap<string, CachedObject | undefined>): number | undefined {
-  const cronJob = desired.find((o) => o.kind === 'CronJob');
-  const staleAt = cronJob && backupsOf(ctx, live.get(objectName(cronJob)))?.staleAtMs;
-  return staleAt === undefined ? undefined : Math.max(1000, staleAt - ctx.now() + 1000);
 }

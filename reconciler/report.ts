@@ -4,6 +4,7 @@
  * it changed. Status describes the live objects, never what the controller
  * hoped to write.
  */
+import { metaTime } from '../model/meta-time.js';
 import { observeBackups, type BackupInput, type BackupObservation, type JobLike } from './backup-status.js';
 import type { KubeObject } from '../model/kube-object.js';
 import type { DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
@@ -31,12 +32,8 @@ export interface ReconcileReport {
   readonly storage?: StorageStep;
 }
 
-function timestamp(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
-}
-
 export function describeHeld(field: HeldField): string {
-  return `${field.object} ${field.path}: ${field.manager ?? 'another writer'} keeps changing it; left alone until ${timestamp(field.until)}`;
+  return `${field.object} ${field.path}: ${field.manager ?? 'another writer'} keeps changing it; left alone until ${metaTime(field.until)}`;
 }
 
 /**
@@ -50,8 +47,15 @@ function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: De
   return news && !inStatus;
 }
 
-/** Records the reconcile's Events and writes its status; returns the Degraded reason, if any. */
-export async function reportOutcome(ctx: ReconcileContext, report: ReconcileReport): Promise<DegradedReason | undefined> {
+/** Records the reconcile's Events and writes its status; returns the Degraded reason, if any, and when backups turn stale. */
+/** What a report found that decides when to look again. */
+export interface ReportResult {
+  readonly degraded?: DegradedReason;
+  /** When BackupStale would turn True with nothing else changing (see backup-status.ts). */
+  readonly backupStaleAtMs?: number;
+}
+
+export async function reportOutcome(ctx: ReconcileContext, report: ReconcileReport): Promise<ReportResult> {
   const { cr, key, plan, outcome } = report;
   const involved = { apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata };
   const record = (type: 'Normal' | 'Warning', reason: string, message: string) => ctx.events.record(involved, type, reason, message);
@@ -89,19 +93,20 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     : outcome.failures.length > 0 ? { reason: 'ApplyFailed', message: outcome.failures.join('; ') }
       : fightMessage ? { reason: 'FieldConflict', message: fightMessage }
         : detected ? { reason: 'DriftDetected', message: detected } : undefined;
+  // From the CronJob as the API server last returned it (this reconcile's apply, else the cache) and the Jobs it ran:
+  // a cluster's first status already says what its backups did, so no second write follows once the cache catches up.
+  const backup = cronJob ? backupsOf(ctx, current(cronJob)) : undefined;
   await writeStatus(ctx, cr, {
     generation: cr.metadata.generation ?? 0,
     size: report.size,
     statefulSet: current(statefulSet) as ObservedState['statefulSet'],
-    // From the CronJob as the API server last returned it (this reconcile's apply, else the cache) and the Jobs it ran:
-    // a cluster's first status already says what its backups did, so no second write follows once the cache catches up.
-    backup: cronJob ? backupsOf(ctx, current(cronJob)) : undefined,
+    backup,
     generatedObjects,
     degraded,
     membership: membership && { phase: membership.phase, message: membership.message, members: membership.members, upgrade: membership.upgrade },
     storage: report.storage && report.storage.kind !== 'unchanged' && report.storage.kind !== 'refused' ? report.storage : undefined,
   });
-  return degraded?.reason;
+  return { degraded: degraded?.reason, backupStaleAtMs: backup?.staleAtMs };
 }
 
 /**
