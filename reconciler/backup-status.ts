@@ -11,6 +11,7 @@
  *                  schedule's interval): a CronJob that is suspended, cannot
  *                  start its pods, or whose runs keep failing all end here.
  */
+import { metaTime } from '../model/meta-time.js';
 import { CronExpressionParser } from 'cron-parser';
 
 export interface JobLike {
@@ -51,7 +52,6 @@ function finished(job: JobLike): Finished | undefined {
 }
 
 const newest = (runs: readonly Finished[]): Finished | undefined => runs.reduce<Finished | undefined>((a, b) => (!a || Date.parse(b.at) > Date.parse(a.at) ? b : a), undefined);
-const seconds = (iso: string): string => iso.replace(/\.\d+Z$/, 'Z');
 
 export function observeBackups(input: BackupInput): BackupObservation {
   const runs = input.jobs.map(finished).filter((r): r is Finished => r !== undefined);
@@ -63,8 +63,8 @@ export function observeBackups(input: BackupInput): BackupObservation {
 
   const latest = newest(runs);
   const failing = latest && !latest.succeeded
-    ? { status: true, reason: 'LastRunFailed', message: `backup Job ${latest.name} failed at ${seconds(latest.at)}${latest.message ? `: ${latest.message}` : ''}` }
-    : { status: false, reason: latest ? 'LastRunSucceeded' : 'NoRunFinished', message: latest ? `backup Job ${latest.name} succeeded at ${seconds(latest.at)}` : 'no backup run has finished yet' };
+    ? { status: true, reason: 'LastRunFailed', message: `backup Job ${latest.name} failed at ${metaTime(latest.at)}${latest.message ? `: ${latest.message}` : ''}` }
+    : { status: false, reason: latest ? 'LastRunSucceeded' : 'NoRunFinished', message: latest ? `backup Job ${latest.name} succeeded at ${metaTime(latest.at)}` : 'no backup run has finished yet' };
 
   // Measured from the last success, or from the CronJob's creation while there has been none.
   const since = lastBackupTime ?? input.cronJob.metadata.creationTimestamp;
@@ -75,19 +75,19 @@ export function observeBackups(input: BackupInput): BackupObservation {
       const after = CronExpressionParser.parse(input.schedule, { currentDate: new Date(Date.parse(since)), tz: 'UTC' });
       after.next();
       staleAtMs = after.next().getTime(); // the second scheduled run after the last success
-      const what = lastBackupTime ? `the last successful backup at ${seconds(lastBackupTime)}` : `the CronJob's creation at ${seconds(since)}, with no successful backup yet`;
+      const what = lastBackupTime ? `the last successful backup at ${metaTime(lastBackupTime)}` : `the CronJob's creation at ${metaTime(since)}, with no successful backup yet`;
       stale = input.now >= staleAtMs
         ? { status: true, reason: 'NoRecentSuccess', message: `two scheduled runs (${input.schedule}) passed since ${what}` }
-        : { status: false, reason: 'RecentSuccess', message: `${what}; stale from ${seconds(new Date(staleAtMs).toISOString())}` };
+        : { status: false, reason: 'RecentSuccess', message: `${what}; stale from ${metaTime(staleAtMs)}` };
     } catch (e) {
       stale = { status: false, reason: 'NoSchedule', message: `the schedule cannot be read: ${(e as Error).message}` };
     }
   }
   const duration = lastSuccess?.startedAt ? (Date.parse(lastSuccess.at) - Date.parse(lastSuccess.startedAt)) / 1000 : undefined;
   return {
-    ...(lastBackupTime ? { lastBackupTime: seconds(lastBackupTime) } : {}),
+    ...(lastBackupTime ? { lastBackupTime: metaTime(lastBackupTime) } : {}),
     ...(duration !== undefined && duration >= 0 ? { lastDurationSeconds: duration } : {}),
-    ...(lastFailure ? { lastBackupFailureTime: seconds(lastFailure.at) } : {}),
+    ...(lastFailure ? { lastBackupFailureTime: metaTime(lastFailure.at) } : {}),
     failing, stale,
     ...(staleAtMs !== undefined && !stale.status ? { staleAtMs } : {}),
   };

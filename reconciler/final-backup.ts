@@ -16,6 +16,7 @@
  * Each step is one idempotent write per reconcile: the Job has a fixed
  * name, so a crash between creating it and seeing it finish resumes.
  */
+import { metaTime } from '../model/meta-time.js';
 import { API_VERSION, KIND } from '../api/validate.js';
 import type { Condition, DistributedKVStatus } from '../imports/distributedkv.js';
 import { KubeApiError, resourcePath } from '../kube/client.js';
@@ -111,7 +112,7 @@ async function markFailed(ctx: ReconcileContext, cr: CachedObject, reason: strin
   const previous = (cr.status as DistributedKVStatus | undefined)?.conditions ?? [];
   const condition: Condition = {
     type: 'FinalBackup', status: 'False', reason, message,
-    observedGeneration: cr.metadata.generation ?? 0, lastTransitionTime: new Date(ctx.now()).toISOString().replace(/\.\d+Z$/, 'Z'),
+    observedGeneration: cr.metadata.generation ?? 0, lastTransitionTime: metaTime(ctx.now()),
   };
   try {
     await ctx.client.request('PATCH', `${resourcePath(API_VERSION, KIND, cr.metadata.namespace, cr.metadata.name)}/status`, {

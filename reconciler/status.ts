@@ -4,6 +4,7 @@
  * lastTransitionTime changes only when its status does, so an unchanged
  * cluster produces an unchanged status and no write.
  */
+import { metaTime } from '../model/meta-time.js';
 import type { Condition, DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
 import { quorum } from '../model/quorum.js';
 import { canonicalJson } from '../model/desired-hash.js';
@@ -51,7 +52,7 @@ function condition(input: ConditionInput, previous: readonly Condition[] | undef
 }
 
 export function desiredStatus(observed: ObservedState, previous: DistributedKVStatus | undefined, now = new Date()): DistributedKVStatus {
-  const timestamp = now.toISOString().replace(/\.\d+Z$/, 'Z');
+  const timestamp = metaTime(now);
   const ready = observed.statefulSet?.status?.readyReplicas ?? 0;
   // Without a usable spec (invalid, or refused), the running StatefulSet still tells the truth about the members.
   const size = observed.size ?? observed.statefulSet?.spec?.replicas;
