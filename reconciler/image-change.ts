@@ -9,7 +9,7 @@ import type { ValidResource } from '../api/validate.js';
 import { engineFor } from '../engines/index.js';
 import type { CachedObject } from '../kube/informer.js';
 import { clusterIdentity } from '../model/cluster-identity.js';
-import { memberPods } from './membership-step.js';
+import { memberPods, templateImage } from './membership-step.js';
 import { controllingOwner } from './ownership.js';
 import type { ReconcileContext } from './reconcile-context.js';
 
@@ -21,9 +21,9 @@ export async function imageChangeRefusal(ctx: ReconcileContext, cr: CachedObject
   const identity = clusterIdentity(resource.metadata.name, ctx.config);
   const statefulSet = ctx.owned.get('apps/v1/StatefulSet')?.get(`${namespace}/${identity.statefulSetName}`);
   if (!statefulSet || controllingOwner(statefulSet)?.uid !== cr.metadata.uid) return undefined;
-  const templateImage = (statefulSet.spec as { template?: { spec?: { containers?: { image?: string }[] } } } | undefined)?.template?.spec?.containers?.[0]?.image;
-  if (templateImage === undefined || templateImage === resource.spec.image) return undefined;
-  const running = [templateImage, ...(await memberPods(ctx, namespace, identity)).map((p) => p.image)];
+  const liveImage = templateImage(statefulSet);
+  if (liveImage === undefined || liveImage === resource.spec.image) return undefined;
+  const running = [liveImage, ...(await memberPods(ctx, namespace, identity)).map((p) => p.image)];
   const found = problem(resource.spec.image, running);
   return found && `spec.image: ${found}`;
 }

@@ -115,6 +115,11 @@ export async function membershipStep(ctx: ReconcileContext, cr: CachedObject, re
   return { plan: step.plan, phase: step.phase, message: step.message, members, changed: describe(step.action), warning, requeueAfterMs: step.requeueAfterMs };
 }
 
+/** The image the live StatefulSet's pod template runs (its member container's). */
+export function templateImage(statefulSet: CachedObject): string | undefined {
+  return (statefulSet.spec as { template?: { spec?: { containers?: { image?: string }[] } } } | undefined)?.template?.spec?.containers?.[0]?.image;
+}
+
 /** The pods of the StatefulSet, read from the API server (fresh), only while some may be outdated. */
 export async function memberPods(ctx: ReconcileContext, namespace: string, identity: ClusterIdentity): Promise<MemberPod[]> {
   const selector = Object.entries(identity.selector).map(([k, v]) => `${k}=${v}`).join(',');
@@ -139,7 +144,7 @@ async function upgradeStep(
   const sts = statefulSet as CachedObject & { spec?: { replicas?: number }; status?: { observedGeneration?: number; updateRevision?: string; currentRevision?: string; updatedReplicas?: number } };
   const replicas = sts.spec?.replicas ?? 1;
   // The live template may still be the old one: this reconcile applies the new one after this step.
-  const liveImage = (sts.spec as { template?: { spec?: { containers?: { image?: string }[] } } } | undefined)?.template?.spec?.containers?.[0]?.image;
+  const liveImage = templateImage(sts);
   if (liveImage !== resource.spec.image) {
     const upgrade = { upgrading: true, message: `applying the new pod template (${resource.spec.image})`, currentVersion: liveImage ?? resource.spec.image, targetVersion: resource.spec.image, updatedMembers: 0 };
     return { ...result, upgrade, requeueAfterMs: Math.min(result.requeueAfterMs ?? 2_000, 2_000) };
