@@ -18,7 +18,8 @@ interface SnapshotMessage {
   error?: { message?: string; grpc_code?: number; http_code?: number };
 }
 
-function chunkOf(line: string, endpoint: string): Buffer {
+/** One message's bytes, and whether it is the last (nothing remains; the gateway omits a zero, so no field means none). */
+function chunkOf(line: string, endpoint: string): { bytes: Buffer; last: boolean } {
   let message: SnapshotMessage;
   try {
     message = JSON.parse(line) as SnapshotMessage;
@@ -27,7 +28,8 @@ function chunkOf(line: string, endpoint: string): Buffer {
   }
   if (message.error) throw new SnapshotError(`${endpoint}: the member ended the snapshot: ${message.error.message ?? JSON.stringify(message.error)}`);
   const blob = message.result?.blob;
-  return blob ? Buffer.from(blob, 'base64') : Buffer.alloc(0);
+  const remaining = message.result?.remaining_bytes ?? message.result?.remainingBytes;
+  return { bytes: blob ? Buffer.from(blob, 'base64') : Buffer.alloc(0), last: remaining === undefined || Number(remaining) === 0 };
 }
 
 /**
@@ -48,10 +50,9 @@ export async function* etcdSnapshot(endpoint: string, signal?: AbortSignal): Asy
   let finished = false;
   const take = (line: string): Buffer | undefined => {
     if (!line.trim()) return undefined;
-    const remaining = /"remaining_?[bB]ytes"\s*:\s*"?(\d+)/.exec(line)?.[1];
-    // The last message says nothing remains (the gateway omits a zero, so a message without the field is the last too).
-    finished = remaining === undefined || remaining === '0';
-    return chunkOf(line, endpoint);
+    const { bytes, last } = chunkOf(line, endpoint);
+    finished = last;
+    return bytes;
   };
   for await (const bytes of response.body as AsyncIterable<Uint8Array>) {
     pending += decoder.decode(bytes, { stream: true });
