@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { GeneratorConfig } from '../model/generator-config.js';
 import type { BackupFile } from './manifest.js';
@@ -59,17 +59,6 @@ export class ObjectStore {
 
   async putJson(key: string, value: unknown): Promise<void> {
     await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: JSON.stringify(value, null, 2) + '\n', ContentType: 'application/json' }));
-  }
-
-  async getJson<T>(key: string): Promise<T> {
-    const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-    return JSON.parse(await object.Body!.transformToString('utf8')) as T;
-  }
-
-  /** Streams an object's bytes. */
-  async read(key: string): Promise<AsyncIterable<Uint8Array>> {
-    const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-    return object.Body as unknown as AsyncIterable<Uint8Array>;
   }
 
   /** The backups under a cluster's folder, and whether each has its manifest. */

@@ -51,7 +51,7 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
   // Without a size, every ordinal a cluster can have (the spec's maximum): the first that answers lists the members.
   const size = Number(values.size ?? env.DKV_CLUSTER_SIZE ?? MAX_MEMBERS);
   const deadlineSeconds = Number(values['deadline-seconds'] ?? '3600');
-  const missing = [!name && '--cluster', !namespace && '--namespace', !s3Path && '--s3-path', !(size >= 1 && size <= 9) && '--size (1 to 9)'].filter(Boolean);
+  const missing = [!name && '--cluster', !namespace && '--namespace', !s3Path && '--s3-path', !(size >= 1 && size <= MAX_MEMBERS) && `--size (1 to ${MAX_MEMBERS})`].filter(Boolean);
   const usage = (problem: string): number => {
     process.stderr.write(`dkv backup: ${problem}\n${BACKUP_USAGE}\n`);
     return 2;
