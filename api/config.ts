@@ -52,13 +52,20 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     dataPath: (overrides.dataPath as string | undefined) ?? base.dataPath,
     patches: { ...base.patches, ...overrides.patches } as GeneratorConfig['patches'],
     controller: { ...base.controller, ...overrides.controller },
-    backup: {
-      ...base.backup,
-      ...(overrides.backup as Partial<GeneratorConfig['backup']> | undefined),
-      s3: { ...base.backup.s3, ...(overrides.backup as { s3?: Partial<GeneratorConfig['backup']['s3']> } | undefined)?.s3 },
-      final: { ...base.backup.final, ...(overrides.backup as { final?: Partial<GeneratorConfig['backup']['final']> } | undefined)?.final },
-      runner: { ...base.backup.runner, ...(overrides.backup as { runner?: Partial<GeneratorConfig['backup']['runner']> } | undefined)?.runner },
-    },
+    backup: mergeBackup(base.backup, overrides.backup as BackupOverrides | undefined),
+  };
+}
+
+type BackupConfig = GeneratorConfig['backup'];
+type BackupOverrides = Partial<Pick<BackupConfig, 'retain'>> & { [K in 's3' | 'final' | 'runner']?: Partial<BackupConfig[K]> };
+
+/** The backup section merges one level deeper: its maps (s3, final, runner) key by key too. */
+function mergeBackup(base: BackupConfig, overrides: BackupOverrides | undefined): BackupConfig {
+  return {
+    retain: overrides?.retain ?? base.retain,
+    s3: { ...base.s3, ...overrides?.s3 },
+    final: { ...base.final, ...overrides?.final },
+    runner: { ...base.runner, ...overrides?.runner },
   };
 }
 
