@@ -6,9 +6,11 @@ import { createLogger } from '../../kube/log.js';
 import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
 import { API_VERSION, KIND } from '../../api/validate.js';
 import { Controller, type ControllerOptions } from '../../reconciler/controller.js';
-import { resourcePath, type KubeClient } from '../../kube/client.js';
+import { KubeClient, resourcePath } from '../../kube/client.js';
+import { customResourceDefinition } from '../../api/crd.js';
 import { MUTATING_VERBS, requestCounts, splitKey } from '../cluster/apiserver-metrics.js';
-import { eventually } from '../cluster/kube.js';
+import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
+import { createNamespace, eventually, installCrd } from '../cluster/kube.js';
 
 /**
  * The drift-correcting core's tests run the generic engine: under kwok no
@@ -66,4 +68,17 @@ export async function mutatingRequests(client: KubeClient, excludeResources: rea
     if (MUTATING_VERBS.has(verb) && !excludeResources.includes(resource)) total += count;
   }
   return total;
+}
+
+/**
+ * A control plane of its own for tests whose pods must really run (the shared
+ * one has no kube-controller-manager, scheduler or nodes), with the CRD
+ * there before kube-controller-manager starts, so its garbage collector
+ * watches DistributedKVs from the start; a client, and a fresh namespace.
+ */
+export async function startPlaneWithNodes(namespacePrefix: string): Promise<{ plane: ControlPlane; client: KubeClient; namespace: string }> {
+  const plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(loadDefaultConfig()) as Record<string, unknown>] } });
+  const client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+  await installCrd(client);
+  return { plane, client, namespace: await createNamespace(client, namespacePrefix) };
 }

@@ -4,13 +4,10 @@
  * whose pod stages complete a Job's pods (no component here runs the
  * runner's container; kwok plays the kubelet that reports it done).
  */
-import { customResourceDefinition } from '../../api/crd.js';
-import { loadDefaultConfig } from '../../api/config.js';
 import type { KubeClient } from '../../kube/client.js';
-import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
-import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
-import { clusterPath, config, converged, createCluster, startController, type RunningController } from './controller-harness.js';
-import { KubeClient as Client } from '../../kube/client.js';
+import type { ControlPlane } from '../cluster/control-plane.js';
+import { describeWithCluster, eventually } from '../cluster/kube.js';
+import { clusterPath, config, converged, createCluster, startController, startPlaneWithNodes, type RunningController } from './controller-harness.js';
 
 const SPEC = { size: 3, image: 'kv:1', backup: { s3Path: 's3://dkv-test/final', schedule: '0 2 * * *' } };
 const FINALIZER = config.backup.final.finalizer;
@@ -38,10 +35,7 @@ describeWithCluster('a final backup before a cluster with backups is deleted', (
   }, 30_000, 200);
 
   beforeAll(async () => {
-    plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(loadDefaultConfig()) as Record<string, any>] } });
-    client = Client.fromKubeconfig(plane.kubeconfigPath);
-    await installCrd(client);
-    namespace = await createNamespace(client, 'final');
+    ({ plane, client, namespace } = await startPlaneWithNodes('final'));
     running = await startController(client, namespace);
   }, 180_000);
 

@@ -6,13 +6,11 @@
  * a poll with a deadline. The backup test waits for a real minute boundary of
  * the `* * * * *` schedule, so it takes up to ~70 s.
  */
-import { loadDefaultConfig } from '../../api/config.js';
-import { customResourceDefinition } from '../../api/crd.js';
-import { KubeClient, resourcePath } from '../../kube/client.js';
+import { resourcePath, type KubeClient } from '../../kube/client.js';
 import { requestCounts } from '../cluster/apiserver-metrics.js';
-import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
-import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
-import { clusterPath, converged, createCluster, startController, type RunningController } from './controller-harness.js';
+import type { ControlPlane } from '../cluster/control-plane.js';
+import { createNamespace, describeWithCluster, eventually } from '../cluster/kube.js';
+import { clusterPath, converged, createCluster, startController, startPlaneWithNodes, type RunningController } from './controller-harness.js';
 
 const mergePatch = 'application/merge-patch+json';
 
@@ -32,17 +30,12 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
   let client: KubeClient;
   let namespace: string;
   let running: RunningController | undefined;
-  /** Lists one resource in the test's namespace, by plural (resourcePath knows only the kinds this project reads or writes, not Jobs or claims). */
+  /** Lists one resource in the test's namespace, by plural (resourcePath knows only the kinds this project reads or writes, not claims). */
   const list = async (apiVersion: string, plural: string): Promise<any[]> =>
     (await client.request('GET', `${apiVersion.includes('/') ? '/apis' : '/api'}/${apiVersion}/namespaces/${namespace}/${plural}`)).items;
 
   beforeAll(async () => {
-    // A control plane of its own: the shared one has no controller manager, scheduler or nodes.
-    // The CRD exists before kube-controller-manager starts, so its garbage collector watches DistributedKVs from the start.
-    plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(loadDefaultConfig()) as Record<string, any>] } });
-    client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
-    await installCrd(client);
-    namespace = await createNamespace(client, 'truth');
+    ({ plane, client, namespace } = await startPlaneWithNodes('truth'));
     running = await startController(client, namespace);
     await createCluster(client, namespace, 'kv', SPEC);
   }, 120_000);
