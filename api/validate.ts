@@ -87,6 +87,10 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
     if (config.engine === 'etcd' && typeof doc.spec?.image === 'string') {
       for (const message of etcdImageProblems(doc.spec.image)) problems.push({ segments: ['spec', 'image'], message });
     }
+    // `dkv restore` restores etcd members only (engines/etcd/restore.ts).
+    if (config.engine !== 'etcd' && doc.spec?.restore !== undefined) {
+      problems.push({ segments: ['spec', 'restore'], message: `the ${config.engine} engine cannot restore a backup: dkv restore restores etcd members only` });
+    }
   }
   for (const key of Object.keys(doc)) {
     if (!['apiVersion', 'kind', 'metadata', 'spec', 'status'].includes(key)) problems.push({ segments: [key], message: 'unknown field' });

@@ -6,13 +6,21 @@
  * the snapshot is.
  */
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
-import { DeleteObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { createWriteStream } from 'node:fs';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { GeneratorConfig } from '../model/generator-config.js';
 import type { BackupFile } from './manifest.js';
 import { MANIFEST_FILE } from './s3-location.js';
 import type { StoredBackup } from './retention.js';
+
+/** Static credentials, for a caller that holds them (a test); everything else uses the default chain. */
+export interface S3Credentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+}
 
 export class ObjectStore {
   private readonly partSize: number;
@@ -21,9 +29,10 @@ export class ObjectStore {
     this.partSize = partSizeMiB * 1024 * 1024;
   }
 
-  /** A store as the configuration describes it; credentials from the environment. */
-  static fromConfig(bucket: string, config: GeneratorConfig['backup']['s3']): ObjectStore {
+  /** A store as the configuration describes it; credentials from the SDK's default chain unless given. */
+  static fromConfig(bucket: string, config: GeneratorConfig['backup']['s3'], credentials?: S3Credentials): ObjectStore {
     const client = new S3Client({
+      credentials,
       region: config.region,
       endpoint: config.endpoint || undefined,
       forcePathStyle: config.forcePathStyle,
@@ -59,6 +68,33 @@ export class ObjectStore {
 
   async putJson(key: string, value: unknown): Promise<void> {
     await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: JSON.stringify(value, null, 2) + '\n', ContentType: 'application/json' }));
+  }
+
+  /** A JSON object, or undefined when there is no object under that key. */
+  async getJson(key: string): Promise<unknown> {
+    try {
+      const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      return JSON.parse(await object.Body!.transformToString()) as unknown;
+    } catch (e) {
+      if (e instanceof NoSuchKey || (e as { name?: string }).name === 'NoSuchKey') return undefined;
+      throw e;
+    }
+  }
+
+  /** Streams an object into a file (never whole in memory), returning its size and sha256. */
+  async download(key: string, file: string, signal?: AbortSignal): Promise<Omit<BackupFile, 'name'>> {
+    const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal: signal });
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const counted = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        done(null, chunk);
+      },
+    });
+    await pipeline(object.Body as Readable, counted, createWriteStream(file), { signal });
+    return { bytes, sha256: hash.digest('hex') };
   }
 
   /** The backups under a cluster's folder, and whether each has its manifest. */

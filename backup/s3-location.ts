@@ -34,3 +34,16 @@ export function backupStamp(at: Date): string {
 
 export const SNAPSHOT_FILE = 'snapshot.db';
 export const MANIFEST_FILE = 'manifest.json';
+
+/** One backup: its bucket, and its folder's key with a trailing slash. */
+export interface BackupFolder {
+  readonly bucket: string;
+  readonly folder: string;
+}
+
+/** A backup's folder as `dkv backup` prints it (`s3://bucket/prefix/ns/name/<stamp>/`), as a restore names it. */
+export function parseBackupUrl(url: string): BackupFolder {
+  const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\/((?:[a-zA-Z0-9._-]+\/)*[0-9]{8}T[0-9]{6}\.[0-9]{3}Z)\/?$/.exec(url);
+  if (!match) throw new S3PathError(`${JSON.stringify(url)} is not one backup's folder of the form s3://bucket/prefix/<namespace>/<name>/<YYYYMMDDThhmmss.mmmZ>/`);
+  return { bucket: match[1], folder: `${match[2]}/` };
+}

@@ -11,10 +11,10 @@ import { clientUrl, memberName } from '../engines/etcd/peer-urls.js';
 import { realClock } from '../kube/clock.js';
 import { createLogger } from '../kube/log.js';
 import { clusterIdentity } from '../model/cluster-identity.js';
-import type { GeneratorConfig } from '../model/generator-config.js';
 import { ObjectStore } from '../backup/object-store.js';
 import { runEtcdBackup } from '../backup/run-backup.js';
 import { parseS3Path } from '../backup/s3-location.js';
+import { withEnvironment } from './s3-environment.js';
 
 const MAX_MEMBERS = 9;
 
@@ -94,33 +94,4 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
   } finally {
     store.close();
   }
-}
-
-/** The configuration with the S3 settings and retention the environment gives (the CronJob's), or why they are unusable. */
-function withEnvironment(config: GeneratorConfig, env: NodeJS.ProcessEnv): GeneratorConfig | string {
-  const number = (name: string, min: number, max: number): number | string | undefined => {
-    const value = env[name];
-    if (value === undefined || value === '') return undefined;
-    const n = Number(value);
-    return Number.isInteger(n) && n >= min && n <= max ? n : `${name}=${value}: expected an integer from ${min} to ${max}`;
-  };
-  const retain = number('DKV_BACKUP_RETAIN', 1, 1000);
-  const partSizeMiB = number('DKV_S3_PART_SIZE_MIB', 5, 5120);
-  for (const bad of [retain, partSizeMiB]) if (typeof bad === 'string') return bad;
-  const pathStyle = env.DKV_S3_FORCE_PATH_STYLE;
-  if (pathStyle !== undefined && pathStyle !== '' && pathStyle !== 'true' && pathStyle !== 'false') return `DKV_S3_FORCE_PATH_STYLE=${pathStyle}: expected true or false`;
-  const { s3 } = config.backup;
-  return {
-    ...config,
-    backup: {
-      ...config.backup,
-      retain: (retain as number | undefined) ?? config.backup.retain,
-      s3: {
-        endpoint: env.DKV_S3_ENDPOINT ?? s3.endpoint,
-        region: env.DKV_S3_REGION || s3.region,
-        forcePathStyle: pathStyle === undefined || pathStyle === '' ? s3.forcePathStyle : pathStyle === 'true',
-        partSizeMiB: (partSizeMiB as number | undefined) ?? s3.partSizeMiB,
-      },
-    },
-  };
 }

@@ -14,6 +14,9 @@ const USAGE = `usage:
       Run the in-cluster reconciler (see dkv controller --help).
   dkv backup --cluster <name> --namespace <ns> --size <n> --s3-path <s3://bucket/prefix> [...]
       Take one backup of one etcd cluster into S3 (see dkv backup --help).
+  dkv restore --from <s3://.../stamp/> --data-dir <dir> --name <member> [...]
+      Restore one etcd member from a backup before it starts, as the restore
+      init container does (see dkv restore --help).
 
 Exit codes: 0 ok, 1 invalid input (every problem is listed), 2 usage or internal error.`;
 
@@ -38,6 +41,10 @@ async function run(argv: string[]): Promise<number> {
     case 'backup': {
       const { backupCommand } = await import('./backup-command.js');
       return backupCommand(rest);
+    }
+    case 'restore': {
+      const { restoreCommand } = await import('./restore-command.js');
+      return restoreCommand(rest);
     }
     case 'controller': {
       const { runController } = await import('../reconciler/main.js');

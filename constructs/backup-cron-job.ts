@@ -3,6 +3,7 @@ import { k8s } from 'cdk8s-plus-27';
 import type { DistributedKVSpec } from '../imports/distributedkv.js';
 import type { GeneratorConfig } from '../api/config.js';
 import type { ClusterIdentity } from '../model/cluster-identity.js';
+import { s3RunnerEnvironment } from './backup-runner.js';
 import { restrictedContainerSecurityContext } from './pod-defaults.js';
 
 export interface KVBackupCronJobProps {
@@ -35,7 +36,7 @@ export class KVBackupCronJob extends Construct {
     super(scope, id);
     const { identity, backup, config } = props;
     const ownRunner = backup.backupImage && backup.backupImage !== FORMER_PLACEHOLDER_IMAGE ? backup.backupImage : undefined;
-    const { s3 } = config.backup;
+    const runner = s3RunnerEnvironment(config);
     const labels = { ...identity.backupLabels };
     this.apiObject = new k8s.KubeCronJob(this, 'Resource', {
       metadata: { name: identity.backupCronJobName, labels, annotations: identity.annotations },
@@ -69,16 +70,10 @@ export class KVBackupCronJob extends Construct {
                       { name: 'DKV_CLUSTER_NAME', value: identity.name },
                       // No size: a resize would then change the CronJob too. The runner asks the ordinals in turn.
                       { name: 'DKV_CLUSTER_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-                      // The generating configuration's S3 settings, so the runner needs no configuration file.
-                      // An empty value is dropped by the API server (then never kept as generated): no endpoint, no variable.
-                      ...(s3.endpoint ? [{ name: 'DKV_S3_ENDPOINT', value: s3.endpoint }] : []),
-                      { name: 'DKV_S3_REGION', value: s3.region },
-                      { name: 'DKV_S3_FORCE_PATH_STYLE', value: String(s3.forcePathStyle) },
-                      { name: 'DKV_S3_PART_SIZE_MIB', value: String(s3.partSizeMiB) },
+                      ...runner.env,
                       { name: 'DKV_BACKUP_RETAIN', value: String(config.backup.retain) },
                     ],
-                    // Credentials never come from the spec. Optional: with IRSA the pod's identity is enough.
-                    envFrom: [{ secretRef: { name: config.backup.runner.credentialsSecret, optional: true } }],
+                    envFrom: runner.envFrom,
                     securityContext: restrictedContainerSecurityContext(),
                   },
                 ],

@@ -4,6 +4,7 @@ import type { DistributedKVSpec } from '../imports/distributedkv.js';
 import type { GeneratorConfig } from '../api/config.js';
 import type { ClusterIdentity } from '../model/cluster-identity.js';
 import { engineFor, type MembershipPlan } from '../engines/index.js';
+import { s3RunnerEnvironment } from './backup-runner.js';
 import { quantities, restrictedContainerSecurityContext } from './pod-defaults.js';
 
 export interface KVStatefulSetProps {
@@ -39,6 +40,10 @@ export class KVStatefulSet extends Construct {
     const { identity, spec, config, membership } = props;
     const engine = engineFor(config.engine);
     const member = engine.memberContainer({ identity, spec, config, membership });
+    const dataMount = { name: DATA_VOLUME, mountPath: config.dataPath };
+    // Validation refuses spec.restore for an engine that cannot restore.
+    const restore = spec.restore && engine.restoreContainer?.({ identity, spec, config, membership, from: spec.restore.from });
+    const runner = s3RunnerEnvironment(config);
     this.apiObject = new k8s.KubeStatefulSet(this, 'Resource', {
       metadata: { name: identity.statefulSetName, labels: { ...identity.serverLabels }, annotations: identity.annotations },
       spec: {
@@ -65,6 +70,18 @@ export class KVStatefulSet extends Construct {
             topologySpreadConstraints: [
               { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { ...identity.selector } } },
             ],
+            initContainers: restore ? [
+              {
+                name: 'restore',
+                image: config.backup.runner.image,
+                command: restore.command,
+                args: restore.args,
+                env: [...restore.env, ...runner.env],
+                envFrom: [...(restore.envFrom ?? []), ...runner.envFrom],
+                securityContext: restrictedContainerSecurityContext(),
+                volumeMounts: [dataMount],
+              },
+            ] : undefined,
             containers: [
               {
                 name: 'kv',
@@ -79,7 +96,7 @@ export class KVStatefulSet extends Construct {
                 livenessProbe: member.livenessProbe,
                 resources: spec.resources ? { requests: quantities(spec.resources.requests), limits: quantities(spec.resources.limits) } : undefined,
                 securityContext: restrictedContainerSecurityContext(),
-                volumeMounts: [{ name: DATA_VOLUME, mountPath: config.dataPath }],
+                volumeMounts: [dataMount],
               },
             ],
           },

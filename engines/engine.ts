@@ -41,6 +41,18 @@ export interface MemberContainer {
   readonly terminationGracePeriodSeconds: number;
 }
 
+/**
+ * How a member of a new cluster restores a backup before it starts: the
+ * engine's part of an init container (the StatefulSet gives it the backup
+ * runner's image, the data volume, the S3 settings and credentials).
+ */
+export interface RestoreContainer {
+  readonly command: string[];
+  readonly args: string[];
+  readonly env: k8s.EnvVar[];
+  readonly envFrom?: k8s.EnvFromSource[];
+}
+
 export interface Engine {
   readonly name: EngineName;
   memberContainer(props: MemberContainerProps): MemberContainer;
@@ -69,6 +81,12 @@ export interface Engine {
    * cannot: the controller refuses such a change before writing anything.
    */
   readonly imageChangeProblem?: (target: string, running: readonly string[]) => string | undefined;
+  /**
+   * For engines whose backups `dkv backup` takes and `dkv restore` restores:
+   * how a member restores `from` (spec.restore.from). Undefined: the engine
+   * has neither, and a spec asking for them is refused.
+   */
+  readonly restoreContainer?: (props: MemberContainerProps & { readonly from: string }) => RestoreContainer;
 }
 
 /** The pod's own name and namespace, for `$(POD_NAME)` expansion in arguments. */

@@ -114,6 +114,15 @@ export interface DistributedKVSpec {
      */
     backupImage?: string;
   };
+  /**
+   * Start this new cluster from a backup instead of empty. Set only when the cluster is created: it cannot be added, changed or removed later, and a restore never writes over a member that has data. Each member of the new cluster restores the backup before it starts; members added later join empty and copy from the others.
+   */
+  restore?: {
+    /**
+     * One backup's folder, as `dkv backup` prints it: `s3://bucket/prefix/<namespace>/<name>/<time>/` (the folder holding manifest.json). The backup must have been taken by the same engine; the controller checks it before creating anything, with the S3 settings and credentials of the configuration's backup section.
+     */
+    from: string;
+  };
 }
 /**
  * What the controller observed. Written only through the status subresource.

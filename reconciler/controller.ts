@@ -19,6 +19,7 @@ import type { MemberAddresses } from './membership-step.js';
 import { controllingOwner } from './ownership.js';
 import { WorkQueue, type BackoffPolicy } from '../kube/queue.js';
 import { reconcileDistributedKV, TerminalError, type ReconcileContext } from './reconcile.js';
+import { s3RestoreSourceCheck, type RestoreSourceCheck } from './restore-source.js';
 
 /** What a DistributedKV generates; their informers are label-selected so the cache holds only ours. */
 export const OWNED_KINDS = [
@@ -63,6 +64,8 @@ export interface ControllerOptions {
   readonly memberAddresses?: MemberAddresses;
   /** @default 3000 */
   readonly memberTimeoutMs?: number;
+  /** Whether a restore's source can be restored. @default its manifest read from S3 as the configuration says */
+  readonly restoreSourceCheck?: RestoreSourceCheck;
 }
 
 /**
@@ -161,6 +164,7 @@ export class Controller {
       objectConflictRecheckMs: options.objectConflictRecheckMs ?? 60_000,
       memberAddresses: options.memberAddresses,
       memberTimeoutMs: options.memberTimeoutMs,
+      restoreSourceCheck: options.restoreSourceCheck ?? s3RestoreSourceCheck(config.backup.s3),
       log,
     };
   }

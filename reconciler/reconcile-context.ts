@@ -12,6 +12,7 @@ import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../kube/log.js';
 import type { ControllerMetrics } from './metrics.js';
 import type { MemberAddresses } from './membership-step.js';
+import type { RestoreSourceCheck } from './restore-source.js';
 
 export interface ReconcileResult {
   /** Look again after this long even if nothing changes. */
@@ -42,6 +43,8 @@ export interface ReconcileContext {
   readonly memberAddresses?: MemberAddresses;
   /** How long a member may take to answer before it counts as unhealthy. */
   readonly memberTimeoutMs?: number;
+  /** Whether a `spec.restore.from` can be restored, asked before a restoring cluster's objects are created. */
+  readonly restoreSourceCheck: RestoreSourceCheck;
   /** The leadership term, as `client` is fenced by it: calls to the store's members are fenced the same way. */
   readonly term?: AbortSignal;
 }

@@ -29,7 +29,8 @@ import { membershipStep } from './membership-step.js';
 import { planWrites } from './plan-writes.js';
 import { storageStep } from './storage-step.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
-import { recordBackupMetrics, refuse, reportOutcome } from './report.js';
+import { recordBackupMetrics, refuse, refuseForNow, reportOutcome } from './report.js';
+import { restoreSourceProblem } from './restore-source.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 
@@ -73,6 +74,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const resource: ValidResource = { ...validation.resource, metadata: { ...validation.resource.metadata, namespace: cr.metadata.namespace } };
   const imageRefused = await imageChangeRefusal(ctx, cr, resource);
   if (imageRefused) return refuse(ctx, cr, key, owned, 'ImageChangeRefused', imageRefused);
+  const restoreProblem = await restoreSourceProblem(ctx, owned, resource);
+  if (restoreProblem) return refuseForNow(ctx, cr, key, owned, 'RestoreSourceInvalid', restoreProblem);
   // While it has backups, a deletion waits for one final backup.
   if (!detectOnly) await keepFinalBackupFinalizer(ctx, cr, Boolean(resource.spec.backup));
   // Day-2: one membership step (engines with a membership), whose objects this reconcile writes.

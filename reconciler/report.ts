@@ -116,6 +116,21 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
  * still tells the truth about them. Not retried until something changes.
  */
 export async function refuse(ctx: ReconcileContext, cr: CachedObject, key: string, owned: readonly CachedObject[], reason: DegradedReason, message: string): Promise<never> {
+  await reportRefusal(ctx, cr, key, owned, reason, message);
+  throw new TerminalError(`${reason}: ${message}`);
+}
+
+/**
+ * Reports a refusal that may go away without the spec changing (a backup
+ * still uploading, S3 down): the same status, but the reconcile fails
+ * with an ordinary error, so the queue retries it with backoff.
+ */
+export async function refuseForNow(ctx: ReconcileContext, cr: CachedObject, key: string, owned: readonly CachedObject[], reason: DegradedReason, message: string): Promise<never> {
+  await reportRefusal(ctx, cr, key, owned, reason, message);
+  throw new Error(`${reason}: ${message}`);
+}
+
+async function reportRefusal(ctx: ReconcileContext, cr: CachedObject, key: string, owned: readonly CachedObject[], reason: DegradedReason, message: string): Promise<void> {
   const previous = cr.status as DistributedKVStatus | undefined;
   const news = isNews(ctx, cr, key, reason, message);
   const generatedObjects: GeneratedObject[] = owned
@@ -129,7 +144,6 @@ export async function refuse(ctx: ReconcileContext, cr: CachedObject, key: strin
     degraded: { reason, message },
   });
   if (news) await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata }, 'Warning', reason, message);
-  throw new TerminalError(`${reason}: ${message}`);
 }
 
 async function writeStatus(ctx: ReconcileContext, cr: CachedObject, observed: ObservedState): Promise<void> {

@@ -1,11 +1,9 @@
 import { k8s } from 'cdk8s-plus-27';
 import { POD_IDENTITY_ENV, type Engine, type MemberContainer, type MemberContainerProps } from '../engine.js';
 import { clientUrl, memberName, peerUrl } from './peer-urls.js';
+import { clusterToken, dataDirectory, NAMESPACE, POD } from './member-settings.js';
+import { restoreContainer } from './restore-container.js';
 import { etcdImageChangeProblem } from './versions.js';
-
-/** Kubernetes expands these in arguments from the pod's own environment. */
-const POD = '$(POD_NAME)';
-const NAMESPACE = '$(POD_NAMESPACE)';
 
 /**
  * A real etcd member from the user's image (registry.k8s.io/etcd and
@@ -41,13 +39,13 @@ export const etcdEngine: Engine = {
       command: ['etcd'],
       args: [
         `--name=${POD}`,
-        `--data-dir=${config.dataPath}/etcd`,
+        `--data-dir=${dataDirectory(config)}`,
         `--listen-peer-urls=http://0.0.0.0:${peer}`,
         `--listen-client-urls=http://0.0.0.0:${client}`,
         `--listen-metrics-urls=http://0.0.0.0:${metrics}`,
         `--advertise-client-urls=${clientUrl(identity, POD, NAMESPACE, config)}`,
         `--initial-advertise-peer-urls=${peerUrl(identity, POD, config)}`,
-        `--initial-cluster-token=${identity.statefulSetName}.${NAMESPACE}`,
+        `--initial-cluster-token=${clusterToken(identity)}`,
       ],
       env: [...POD_IDENTITY_ENV],
       envFrom: [{ configMapRef: { name: identity.memberConfigName } }],
@@ -76,4 +74,5 @@ export const etcdEngine: Engine = {
   volumesWhenScaled: 'Delete',
   updateStrategy: 'OnDelete',
   imageChangeProblem: etcdImageChangeProblem,
+  restoreContainer,
 };

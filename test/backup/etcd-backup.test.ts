@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -32,8 +32,12 @@ interface Run { status: number | null; stdout: string; stderr: string }
 
 /** The compiled CLI in a process of its own, as the CronJob's container runs it. */
 function dkvBackup(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  return dkv(['backup', ...args], env);
+}
+
+function dkv(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), 'backup', ...args], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
+    const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), ...args], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -136,6 +140,30 @@ describeWithEtcd('dkv backup of a real etcd cluster into a real S3-compatible st
       await terminate(restored);
     }
   }, 180_000);
+
+  it('dkv restore refuses a snapshot that does not match its manifest, leaving no data directory, and never restores over a member\'s data', async () => {
+    const [folder] = (await keys(FOLDER)).filter((k) => k.endsWith('manifest.json')).map((k) => k.slice(0, -'manifest.json'.length));
+    const restore = (from: string, dataDir: string) => dkv(['restore', `--from=${from}`, `--data-dir=${dataDir}`, '--name=kv-0', '--initial-cluster=kv-0=http://127.0.0.1:2380',
+      '--initial-cluster-state=new', '--initial-cluster-token=kv.shop', '--initial-advertise-peer-urls=http://127.0.0.1:2380', '--config', configFile,
+      `--etcdutl=${join(tools, 'etcdutl')}`], s3.env);
+    // The same manifest over a snapshot one byte different: the sha256 disagrees.
+    const tampered = `tampered/${folder.slice(FOLDER.length)}`;
+    const original = Buffer.concat(await (await body(`${folder}snapshot.db`)).toArray() as Buffer[]);
+    original[original.length >> 1] ^= 0xff;
+    await client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: `${tampered}snapshot.db`, Body: original }));
+    await client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: `${tampered}manifest.json`, Body: await (await body(`${folder}manifest.json`)).toArray().then((c) => Buffer.concat(c as Buffer[])) }));
+    const dataDir = join(dir, 'member-data', 'etcd');
+    const refused = await restore(`s3://${s3.bucket}/${tampered}`, dataDir);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/dkv restore: failed: s3:\/\/.*snapshot\.db does not match its manifest: \d+ bytes sha256 [0-9a-f]{64}, the manifest says \d+ bytes sha256/);
+    expect(existsSync(dataDir)).toBe(false);
+    // The true backup restores; run again, it leaves the member's data as it is.
+    const restored = await restore(`s3://${s3.bucket}/${folder}`, dataDir);
+    expect(restored.stdout).toMatch(/^restored kv-0 from s3:\/\/.* as its manifest says\n$/);
+    expect(existsSync(join(dataDir, 'member', 'snap', 'db'))).toBe(true);
+    const again = await restore(`s3://${s3.bucket}/${folder}`, dataDir);
+    expect([again.status, again.stdout]).toEqual([0, `nothing restored: ${dataDir} exists: kv-0 keeps its data (a restore is never in place)\n`]);
+  }, 120_000);
 
   it('runs from exactly the environment the generated CronJob gives it, keeps the newest two complete backups (retain: 2) and sweeps an unfinished older one', async () => {
     // The CronJob a cluster with this configuration generates; its container's environment is the runner's whole input.

@@ -6,7 +6,10 @@
  * and stops it when its pod goes. As a kubelet does, it reads the pod's
  * ConfigMaps when the container starts, and gives it the volume of the pod's
  * claim: a claim with a new uid (the old one was deleted on scale-in) is a
- * new, empty volume. Polls every 100 ms until stopped.
+ * new, empty volume. Init containers run first, in order, each to
+ * completion; one that fails is run again after a pause (as the kubelet's
+ * restart backoff does) and the member does not start. Polls every 100 ms
+ * until stopped.
  *
  * No container engine runs here: every image runs the one etcd binary the
  * test control plane builds, except images `unrunnable` names, which never
@@ -14,7 +17,10 @@
  */
 import type { KubeClient } from '../../kube/client.js';
 import { KubeApiError } from '../../kube/client.js';
-import type { ContainerSpec, LocalEtcdCluster } from './etcd-members.js';
+import type { ContainerSpec, InitRun, LocalEtcdCluster } from './etcd-members.js';
+
+/** How long a pod whose init container failed waits before it is tried again. */
+const INIT_RETRY_MS = 2000;
 
 /** Holds a pod's object while its member process still runs. */
 const CONTAINER_FINALIZER = 'test.dkv.example.com/container';
@@ -25,6 +31,10 @@ export class EtcdKubelet {
   private stopped = false;
   private loop?: Promise<void>;
   readonly errors: string[] = [];
+  /** Every init container run, in order, with its pod. */
+  readonly initRuns: (InitRun & { pod: string })[] = [];
+  /** Pods whose init container failed: not tried again before this time. */
+  private readonly initRetryAt = new Map<string, number>();
 
   constructor(
     private readonly client: KubeClient,
@@ -92,8 +102,23 @@ export class EtcdKubelet {
       if (!pod.metadata.finalizers?.includes(CONTAINER_FINALIZER)) {
         await this.client.request('PATCH', podPath(name), { body: { metadata: { finalizers: [...(pod.metadata.finalizers ?? []), CONTAINER_FINALIZER] } }, contentType: 'application/merge-patch+json' });
       }
+      if ((this.initRetryAt.get(name) ?? 0) > Date.now()) continue;
+      if (this.unrunnable(pod.spec.containers[0].image)) {
+        this.running.set(name, pod.metadata.uid);
+        continue;
+      }
+      let initialized = true;
+      for (const init of (pod.spec.initContainers ?? []) as ContainerSpec[]) {
+        const run = await this.cluster.runInit(name, init, claim.metadata.uid);
+        this.initRuns.push({ ...run, pod: name });
+        if (run.code !== 0) {
+          initialized = false;
+          this.initRetryAt.set(name, Date.now() + INIT_RETRY_MS);
+          break;
+        }
+      }
+      if (!initialized) continue;
       this.running.set(name, pod.metadata.uid);
-      if (this.unrunnable(pod.spec.containers[0].image)) continue;
       await this.cluster.startPod(name, pod.spec.containers[0] as ContainerSpec, claim.metadata.uid);
     }
   }

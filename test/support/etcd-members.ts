@@ -3,37 +3,43 @@
  * loopback, playing the parts Kubernetes plays for a pod and nothing more:
  *
  * - the kubelet's: the container's environment from its fieldRefs
- *   (POD_NAME, POD_NAMESPACE) and its ConfigMaps (envFrom, read when the
- *   member starts), and `$(VAR)` expansion in its arguments;
+ *   (POD_NAME, POD_NAMESPACE), its ConfigMaps and Secrets (envFrom, read
+ *   when the container starts), and `$(VAR)` expansion in its arguments;
  *   the member's volume, a directory of its own mounted at the mount path;
+ *   init containers run to completion before the member starts (runInit);
  * - cluster DNS and the network's: every member's per-pod DNS name becomes
  *   127.0.0.1, and since all members share one address, each gets its own
  *   client, peer and metrics ports. Listen addresses (0.0.0.0) become
  *   127.0.0.1: tests stay on loopback.
  *
- * Every other argument reaches etcd exactly as the generator wrote it.
+ * Every other argument reaches etcd exactly as the generator wrote it. No
+ * container engine runs images: `etcd` is the binary the test control plane
+ * builds, `dkv` this project's compiled CLI, and `extraPath` (etcdutl, say)
+ * is on every container's PATH.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { exitDescription, freePort, launch, terminate } from '../cluster/control-plane.js';
+import { packageRoot } from '../../api/package-root.js';
 import { EtcdMembership } from '../../engines/etcd/membership.js';
 import { byRole, synth } from '../generator/support.js';
 import { eventually } from './eventually.js';
 import { httpProbe } from './http-probe.js';
 
 export interface ContainerSpec {
+  name?: string;
   command?: string[];
   args?: string[];
   env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
-  envFrom?: { configMapRef?: { name: string } }[];
+  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string; optional?: boolean } }[];
   ports?: { name: string; containerPort: number }[];
   volumeMounts?: { name: string; mountPath: string }[];
 }
 
 export interface StatefulSetLike {
   metadata: { name: string };
-  spec: { template: { spec: { containers: ContainerSpec[] } } };
+  spec: { template: { spec: { containers: ContainerSpec[]; initContainers?: ContainerSpec[] } } };
 }
 
 /** Where one member listens, on loopback. */
@@ -54,6 +60,23 @@ export interface LocalMember extends MemberAddress {
 
 /** The data of a ConfigMap by name, as the kubelet reads it when a container starts. */
 export type ConfigMapReader = (name: string) => Promise<Record<string, string>>;
+/** The decoded data of a Secret by name, or undefined when there is none. */
+export type SecretReader = (name: string) => Promise<Record<string, string> | undefined>;
+
+/** A container as it would run: the binary, its arguments and environment after the substitutions above. */
+interface PreparedContainer {
+  readonly binary: string;
+  readonly args: string[];
+  readonly environment: Record<string, string>;
+  readonly volume: string;
+}
+
+/** How an init container ended. */
+export interface InitRun {
+  readonly container: string;
+  readonly code: number | null;
+  readonly log: string;
+}
 
 export class LocalEtcdCluster {
   readonly members = new Map<string, LocalMember>();
@@ -66,6 +89,8 @@ export class LocalEtcdCluster {
     private readonly binDir: string,
     private readonly dir: string,
     private readonly configMaps: ConfigMapReader,
+    private readonly secrets: SecretReader = async () => undefined,
+    private readonly extraPath: readonly string[] = [],
   ) {}
 
   /** The loopback address of a member, by pod name (allocated on first use). */
@@ -107,15 +132,49 @@ export class LocalEtcdCluster {
    * PVC's uid, say): a new volume is a new, empty directory.
    */
   async startPod(pod: string, container: ContainerSpec, volumeId = 'volume'): Promise<LocalMember> {
+    const own = await this.address(pod);
+    const { binary, args, environment } = await this.prepare(pod, container, volumeId);
+    const log = join(this.dir, `${pod}.log`);
+    const child = launch(binary, args, log, environment);
+    const member: LocalMember = { ...own, args, environment, log, process: child };
+    this.members.set(pod, member);
+    return member;
+  }
+
+  /** Runs one init container of a pod to completion, on the same volume the member gets; its output is in the returned log. */
+  async runInit(pod: string, container: ContainerSpec, volumeId = 'volume'): Promise<InitRun> {
+    const { binary, args, environment } = await this.prepare(pod, container, volumeId);
+    const log = join(this.dir, `${pod}.${container.name ?? 'init'}.log`);
+    const fd = openSync(log, 'a');
+    try {
+      const child = spawn(binary, args, { stdio: ['ignore', fd, fd], env: environment });
+      const code = await new Promise<number | null>((resolve, reject) => {
+        child.on('error', reject);
+        child.on('close', resolve);
+      });
+      return { container: container.name ?? 'init', code, log };
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private async prepare(pod: string, container: ContainerSpec, volumeId: string): Promise<PreparedContainer> {
     const env: Record<string, string> = {};
-    for (const from of container.envFrom ?? []) if (from.configMapRef) Object.assign(env, await this.configMaps(from.configMapRef.name));
+    for (const from of container.envFrom ?? []) {
+      if (from.configMapRef) Object.assign(env, await this.configMaps(from.configMapRef.name));
+      if (from.secretRef) {
+        const data = await this.secrets(from.secretRef.name);
+        if (!data && !from.secretRef.optional) throw new Error(`${pod}: Secret ${from.secretRef.name} not found`);
+        Object.assign(env, data ?? {});
+      }
+    }
     for (const e of container.env ?? []) {
       const field = e.valueFrom?.fieldRef?.fieldPath;
       env[e.name] = field === 'metadata.name' ? pod : field === 'metadata.namespace' ? this.namespace : (e.value ?? '');
     }
     const expanded = [...(container.command ?? []), ...(container.args ?? [])].map((a) => a.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, name) => env[name] ?? m));
     const [binary, ...generated] = expanded;
-    const port = (name: string) => container.ports?.find((p) => p.name === name)?.containerPort;
+    const port = (name: string) => this.statefulSet.spec.template.spec.containers[0].ports?.find((p) => p.name === name)?.containerPort;
     const own = await this.address(pod);
     const volume = join(this.dir, `${pod}-${volumeId}`);
     const mountPath = container.volumeMounts?.[0]?.mountPath;
@@ -146,12 +205,9 @@ export class LocalEtcdCluster {
       }
     }
     mkdirSync(volume, { recursive: true });
-    const log = join(this.dir, `${pod}.log`);
-    const bin = binary.includes('/') ? binary : join(this.binDir, binary);
-    const child = launch(bin, args, log, { ...environment, PATH: process.env.PATH });
-    const member: LocalMember = { ...own, args, environment, log, process: child };
-    this.members.set(pod, member);
-    return member;
+    environment.PATH = [...this.extraPath, process.env.PATH].join(':');
+    if (binary === 'dkv') return { binary: process.execPath, args: [join(packageRoot(), 'bin', 'dkv.js'), ...args], environment, volume };
+    return { binary: binary.includes('/') ? binary : join(this.binDir, binary), args, environment, volume };
   }
 
   /** Why a member's process is gone, if it is. */

@@ -1,0 +1,64 @@
+/**
+ * A cluster created with `spec.restore.from` is created only from a backup
+ * that exists, is whole and was taken by the engine that will restore it:
+ * the controller reads the backup's manifest before it writes any of the
+ * cluster's objects. A bad source is Degraded/RestoreSourceInvalid, naming
+ * the location and the problem, with nothing created; it is looked at again
+ * with the retry backoff (the backup may still be uploading, S3 may be
+ * down). Once the members exist, they restored (or are restoring) and the
+ * source is not read again.
+ *
+ * The manifest is read with the configuration's S3 settings and the
+ * controller's own credentials (the AWS SDK's default chain), the ones the
+ * restore init containers get from the configuration's Secret.
+ */
+import { BackupSourceError, readBackupManifest } from '../backup/backup-source.js';
+import { ObjectStore, type S3Credentials } from '../backup/object-store.js';
+import { parseBackupUrl } from '../backup/s3-location.js';
+import type { ValidResource } from '../api/validate.js';
+import type { CachedObject } from '../kube/informer.js';
+import { clusterIdentity } from '../model/cluster-identity.js';
+import type { GeneratorConfig } from '../model/generator-config.js';
+import type { ReconcileContext } from './reconcile-context.js';
+
+/** Why a restore cannot start from `from`, or undefined when it can. */
+export type RestoreSourceCheck = (from: string, engine: string) => Promise<string | undefined>;
+
+/** Reads each backup's manifest from S3, as the configuration says to reach it (credentials: the default chain unless given). */
+export function s3RestoreSourceCheck(s3: GeneratorConfig['backup']['s3'], credentials?: S3Credentials): RestoreSourceCheck {
+  return async (from, engine) => {
+    let source;
+    try {
+      source = parseBackupUrl(from);
+    } catch (e) {
+      return (e as Error).message;
+    }
+    const store = ObjectStore.fromConfig(source.bucket, s3, credentials);
+    try {
+      await readBackupManifest(store, source, engine);
+      return undefined;
+    } catch (e) {
+      if (e instanceof BackupSourceError) return e.message;
+      return `cannot read the backup at ${from}: ${(e as Error).message}`;
+    } finally {
+      store.close();
+    }
+  };
+}
+
+/**
+ * Why this cluster cannot be created from its `restore.from`, when it is
+ * about to be created: it has no StatefulSet and no member volumes yet (a
+ * StatefulSet replaced for a storage change keeps the volumes, and is
+ * recreated without asking S3).
+ */
+export async function restoreSourceProblem(ctx: ReconcileContext, owned: readonly CachedObject[], resource: ValidResource): Promise<string | undefined> {
+  const from = resource.spec.restore?.from;
+  if (!from || owned.some((o) => o.kind === 'StatefulSet')) return undefined;
+  const identity = clusterIdentity(resource.metadata.name, ctx.config);
+  const selector = Object.entries(identity.serverLabels).map(([k, v]) => `${k}=${v}`).join(',');
+  const claims = await ctx.client.request<{ items: unknown[] }>('GET', `/api/v1/namespaces/${resource.metadata.namespace}/persistentvolumeclaims?labelSelector=${encodeURIComponent(selector)}&limit=1`);
+  if (claims.items.length > 0) return undefined;
+  const problem = await ctx.restoreSourceCheck(from, ctx.config.engine);
+  return problem && `spec.restore.from: ${problem}; nothing was created`;
+}

@@ -1,0 +1,62 @@
+/**
+ * spec.restore in the generator: what each member runs before it starts,
+ * spelled the same way as the member itself, and the inputs refused.
+ */
+import { customResourceDefinition } from '../../api/crd.js';
+import { validateDistributedKV } from '../../api/validate.js';
+import { byRole, DEFAULT_CONFIG, kvDocument, synth } from './support.js';
+
+const FROM = 's3://acme-kv-backups/nightly/shop/orders/20261123T093000.123Z/';
+const ETCD = 'registry.k8s.io/etcd:3.6.8-0';
+const flag = (args: readonly string[], name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+
+describe('a cluster created from a backup', () => {
+  it('restores in an init container of the runner image, with the member\'s own name, data directory, token and peer URL, and the S3 settings and credentials of a backup', () => {
+    const { statefulSet, cronJob } = byRole(synth({ image: ETCD, restore: { from: FROM }, backup: { s3Path: 's3://acme-kv-backups/nightly', schedule: '0 2 * * *' } }));
+    const pod = (statefulSet as any).spec.template.spec;
+    const [member] = pod.containers;
+    expect(pod.initContainers).toHaveLength(1);
+    const [restore] = pod.initContainers;
+    expect(restore.image).toBe(DEFAULT_CONFIG.backup.runner.image);
+    expect(restore.command).toEqual(['dkv', 'restore']);
+    expect(flag(restore.args, 'from')).toBe(FROM);
+    for (const name of ['name', 'data-dir', 'initial-cluster-token', 'initial-advertise-peer-urls']) expect([name, flag(restore.args, name)]).toEqual([name, flag(member.args, name)]);
+    // Whether to restore, and the initial cluster, are the member ConfigMap's, as etcd reads them.
+    expect(flag(restore.args, 'initial-cluster')).toBe('$(ETCD_INITIAL_CLUSTER)');
+    expect(flag(restore.args, 'initial-cluster-state')).toBe('$(ETCD_INITIAL_CLUSTER_STATE)');
+    expect(restore.envFrom).toEqual([...member.envFrom, { secretRef: { name: DEFAULT_CONFIG.backup.runner.credentialsSecret, optional: true } }]);
+    expect(restore.volumeMounts).toEqual(member.volumeMounts);
+    expect(restore.securityContext).toEqual(member.securityContext);
+    // The same S3 settings as the backup runner's (whose DKV_S3_PATH is where backups go, not where this one comes from).
+    const backupEnv = (cronJob as any).spec.jobTemplate.spec.template.spec.containers[0].env.filter((e: any) => e.name.startsWith('DKV_S3_') && e.name !== 'DKV_S3_PATH');
+    expect(restore.env.filter((e: any) => e.name.startsWith('DKV_S3_'))).toEqual(backupEnv);
+  });
+
+  it('adds nothing to a cluster without restore', () => {
+    const { statefulSet } = byRole(synth({ image: ETCD }));
+    expect((statefulSet as any).spec.template.spec.initContainers).toBeUndefined();
+  });
+
+  it('refuses a source that is not one backup\'s folder, and a restore the engine cannot do, naming the field', () => {
+    const problems = (spec: Record<string, unknown>, config = DEFAULT_CONFIG) => {
+      const result = validateDistributedKV(kvDocument({ image: ETCD, ...spec }), config);
+      return result.valid ? [] : result.problems.map((p) => `${p.segments.join('.')}: ${p.message}`);
+    };
+    expect(problems({ restore: { from: 's3://acme-kv-backups/nightly/shop/orders/' } })).toEqual([
+      expect.stringMatching(/^spec\.restore\.from: must be one backup's folder, s3:\/\/bucket\/prefix\/<namespace>\/<name>\/<YYYYMMDDThhmmss\.mmmZ>\//),
+    ]);
+    expect(problems({ restore: {} })).toEqual([expect.stringMatching(/^spec\.restore\.from: required/)]);
+    expect(problems({ restore: { from: FROM } }, { ...DEFAULT_CONFIG, engine: 'generic' })).toEqual([
+      'spec.restore: the generic engine cannot restore a backup: dkv restore restores etcd members only',
+    ]);
+    expect(problems({ restore: { from: FROM } })).toEqual([]);
+  });
+
+  it('is fixed at creation: the CRD refuses adding, changing or removing it', () => {
+    const crd = customResourceDefinition(DEFAULT_CONFIG) as any;
+    const spec = crd.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+    expect(spec['x-kubernetes-validations']).toEqual([expect.objectContaining({
+      rule: 'has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore.from == oldSelf.restore.from)',
+    })]);
+  });
+});

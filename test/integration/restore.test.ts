@@ -1,0 +1,235 @@
+/**
+ * Restore, on real components: the API server, kube-controller-manager,
+ * kube-scheduler and kwok's nodes run the pods; real etcd processes are the
+ * members; a real S3-compatible server (versitygw) holds the backup; the
+ * restore init container is the compiled `dkv restore` with etcd's own
+ * `etcdutl`. No component can run a pod's containers here, so a test-side
+ * loop plays the kubelet's part (test/support/etcd-kubelet.ts): it runs each
+ * pod's init containers to completion, then the member.
+ *
+ * 10,000 keys are written to a cluster, backed up with `dkv backup`, the
+ * cluster is deleted, and a new cluster created with `spec.restore.from`
+ * serves every key. Bad sources are refused before anything is created.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CopyObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
+import { customResourceDefinition } from '../../api/crd.js';
+import { packageRoot } from '../../api/package-root.js';
+import { KubeApiError, KubeClient, resourcePath } from '../../kube/client.js';
+import { createLogger } from '../../kube/log.js';
+import { Controller } from '../../reconciler/controller.js';
+import { s3RestoreSourceCheck } from '../../reconciler/restore-source.js';
+import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
+import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
+import { byRole, synth } from '../generator/support.js';
+import { EtcdKubelet } from '../support/etcd-kubelet.js';
+import { b64, etcdPost, LocalEtcdCluster } from '../support/etcd-members.js';
+import { backupTools, S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
+import { clusterPath, createCluster } from './controller-harness.js';
+
+const KEYS = 10_000;
+const NAME = 'kv';
+const IMAGE = 'registry.k8s.io/etcd:3.6.8-0';
+const pods = Array.from({ length: 9 }, (_, i) => `${NAME}-${i}`);
+
+describeWithCluster('a new cluster restored from a backup in S3', () => {
+  let plane: ControlPlane;
+  let client: KubeClient;
+  let s3: S3Server;
+  let s3Client: S3Client;
+  let config: GeneratorConfig;
+  let dir: string;
+  let controller: Controller | undefined;
+  /** The backup the first test took: its folder's key. */
+  let backupFolder: string | undefined;
+  /** Per namespace: its members and the loop that runs them. */
+  const members = new Map<string, { cluster: LocalEtcdCluster; kubelet: EtcdKubelet }>();
+
+  /** A namespace whose pods of StatefulSet `kv` run as real etcd members, with the runner's credentials Secret. */
+  const namespaceWithMembers = async (prefix: string): Promise<string> => {
+    const namespace = await createNamespace(client, prefix);
+    await client.request('POST', `/api/v1/namespaces/${namespace}/secrets`, {
+      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: config.backup.runner.credentialsSecret }, stringData: { AWS_ACCESS_KEY_ID: S3_ACCESS_KEY, AWS_SECRET_ACCESS_KEY: S3_SECRET_KEY } },
+    });
+    const { statefulSet } = byRole(synth({ name: NAME, namespace, size: 3 }, config));
+    const configMaps = async (name: string) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data;
+    const secrets = async (name: string) => {
+      const secret = await client.request('GET', `/api/v1/namespaces/${namespace}/secrets/${name}`).catch((e) => {
+        if (e instanceof KubeApiError && e.status === 404) return undefined;
+        throw e;
+      });
+      return secret && Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+    };
+    const cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(), join(dir, namespace), configMaps, secrets, [backupTools()]);
+    for (const pod of pods) await cluster.address(pod);
+    const kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
+    kubelet.start();
+    members.set(namespace, { cluster, kubelet });
+    return namespace;
+  };
+  const clientUrl = (namespace: string, pod: string) => members.get(namespace)!.cluster.addressOf(pod).clientUrl;
+  const status = (namespace: string, name = NAME) => client.request('GET', clusterPath(namespace, name));
+  const healthy = (namespace: string, size: number) => eventually(`${namespace}: ${size} healthy voting members`, async () => {
+    const cr = await status(namespace);
+    const voting = (cr.status?.members ?? []).filter((m: any) => m.role !== 'learner' && m.healthy);
+    const scaling = cr.status?.conditions?.find((c: any) => c.type === 'Scaling');
+    return voting.length === size && cr.status.members.length === size && scaling?.status === 'False' ? cr : undefined;
+  }, 120_000, 200, () => {
+    // Gives up at once, saying why, when a member cannot start: the kubelet loop's errors, or a failed init container's output.
+    const { kubelet } = members.get(namespace)!;
+    const failedInit = kubelet.initRuns.find((r) => r.code !== 0);
+    if (failedInit) return `${failedInit.pod}'s ${failedInit.container} exited ${failedInit.code}: ${readFileSync(failedInit.log, 'utf8').slice(-2000)}`;
+    return kubelet.errors.length > 0 ? kubelet.errors.join('; ') : undefined;
+  });
+  const degraded = (namespace: string, name: string) => eventually(`${namespace}/${name} to be Degraded`, async () => {
+    const cr = await status(namespace, name);
+    return cr.status?.conditions?.find((c: any) => c.type === 'Degraded' && c.status === 'True');
+  }, 30_000, 100);
+  /** Every object the controller generated for a cluster, by the instance label. */
+  const generated = async (namespace: string, name: string): Promise<string[]> => {
+    const selector = `app.kubernetes.io/instance=${name}`;
+    const paths = ['/api/v1/namespaces/%s/services', '/api/v1/namespaces/%s/configmaps', '/apis/apps/v1/namespaces/%s/statefulsets',
+      '/apis/policy/v1/namespaces/%s/poddisruptionbudgets', '/apis/batch/v1/namespaces/%s/cronjobs', '/api/v1/namespaces/%s/persistentvolumeclaims'];
+    const lists = await Promise.all(paths.map((p) => client.request('GET', p.replace('%s', namespace), { query: { labelSelector: selector } })));
+    return lists.flatMap((l) => l.items.map((o: any) => o.metadata.name));
+  };
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'dkv-restore-'));
+    s3 = await startS3Server();
+    s3Client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY } });
+    const defaults = loadDefaultConfig(); // the etcd engine
+    config = { ...defaults, backup: { ...defaults.backup, s3: { ...defaults.backup.s3, endpoint: s3.endpoint, forcePathStyle: true, partSizeMiB: 5 } } };
+    plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>] } });
+    client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+    await installCrd(client);
+    controller = new Controller({
+      client: KubeClient.fromKubeconfig(plane.kubeconfigPath), config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), workers: 2,
+      backoff: { baseMs: 500, maxMs: 3000 },
+      memberAddresses: { client: (namespace, pod) => clientUrl(namespace, pod), peer: (namespace, pod) => members.get(namespace)!.cluster.addressOf(pod).peerUrl },
+      memberTimeoutMs: 1000,
+      // The controller's credentials, as its Deployment gets them from the Secret; the check itself is the production one.
+      restoreSourceCheck: s3RestoreSourceCheck(config.backup.s3, { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY }),
+    });
+    await controller.startCaches();
+    await controller.startWorkers();
+  }, 240_000);
+
+  afterAll(async () => {
+    await controller?.stop();
+    for (const { kubelet } of members.values()) await kubelet.stop();
+    s3Client?.destroy();
+    client?.close();
+    await plane?.stop();
+    await s3?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('backs up 10,000 keys, deletes the cluster, and a new cluster restored from the backup serves every key; members added later join empty', async () => {
+    const source = await namespaceWithMembers('source');
+    await createCluster(client, source, NAME, { size: 3, image: IMAGE, backup: { s3Path: `s3://${s3.bucket}/nightly`, schedule: '0 3 * * *' } },
+      { [config.backup.final.skipAnnotation]: 'true' });
+    await healthy(source, 3);
+    for (let i = 0; i < KEYS; i += 100) {
+      const success = Array.from({ length: 100 }, (_, j) => ({ requestPut: { key: b64(`orders/${String(i + j).padStart(5, '0')}`), value: b64(`order ${i + j}`) } }));
+      await etcdPost(clientUrl(source, 'kv-0'), '/v3/kv/txn', { success });
+    }
+    // One backup, as the CronJob's container takes it (its members reached on loopback).
+    const backup = await dkv(['backup', '--cluster', NAME, '--namespace', source, '--size', '3', '--s3-path', `s3://${s3.bucket}/nightly`,
+      ...pods.slice(0, 3).flatMap((p) => ['--member', `${p}=${clientUrl(source, p)}`])], { ...s3.env, DKV_S3_ENDPOINT: s3.endpoint, DKV_S3_FORCE_PATH_STYLE: 'true' });
+    expect(backup.stderr).not.toMatch(/failed/);
+    const from = /^(s3:\/\/\S+\/)/.exec(backup.stdout)![1];
+    backupFolder = from.slice(`s3://${s3.bucket}/`.length);
+
+    // The cluster is gone, members and all.
+    await client.request('DELETE', clusterPath(source, NAME));
+    await members.get(source)!.kubelet.stop();
+
+    const target = await namespaceWithMembers('restored');
+    const created = await createCluster(client, target, NAME, { size: 3, image: IMAGE, restore: { from } });
+    const restored = await healthy(target, 3);
+    expect(restored.status.conditions.find((c: any) => c.type === 'Available')).toMatchObject({ status: 'True' });
+    const count = await etcdPost(clientUrl(target, 'kv-1'), '/v3/kv/range', { key: b64('orders/'), range_end: b64('orders0'), count_only: true });
+    expect(Number(count.count)).toBe(KEYS);
+    const all = await etcdPost(clientUrl(target, 'kv-2'), '/v3/kv/range', { key: b64('orders/'), range_end: b64('orders0') }, 30_000);
+    const values = new Map(all.kvs.map((kv: any) => [Buffer.from(kv.key, 'base64').toString(), Buffer.from(kv.value, 'base64').toString()]));
+    for (let i = 0; i < KEYS; i++) expect(values.get(`orders/${String(i).padStart(5, '0')}`)).toBe(`order ${i}`);
+
+    // Each member restored the backup itself, checked against the manifest's sha256, before etcd started.
+    const kubelet = members.get(target)!.kubelet;
+    const firstRuns = kubelet.initRuns.filter((r) => r.container === 'restore');
+    expect(firstRuns.map((r) => [r.pod, r.code]).sort()).toEqual([['kv-0', 0], ['kv-1', 0], ['kv-2', 0]]);
+    for (const run of firstRuns) expect(readFileSync(run.log, 'utf8')).toMatch(new RegExp(`restored ${run.pod} from ${from.replace(/[.]/g, '\\.')} .*sha256 [0-9a-f]{64}, as its manifest says`));
+
+    // A member added later joins the running cluster empty and copies from the others: nothing is restored into it.
+    await client.request('PATCH', clusterPath(target, NAME), { body: { spec: { size: 5 } }, contentType: 'application/merge-patch+json' });
+    await healthy(target, 5);
+    const joined = kubelet.initRuns.filter((r) => r.pod === 'kv-3' || r.pod === 'kv-4');
+    expect(joined.map((r) => r.code)).toEqual([0, 0]);
+    for (const run of joined) expect(readFileSync(run.log, 'utf8')).toMatch(/nothing restored: kv-\d joins the running cluster/);
+    const onNew = await etcdPost(clientUrl(target, 'kv-4'), '/v3/kv/range', { key: b64('orders/04242'), serializable: true });
+    expect(Buffer.from(onNew.kvs[0].value, 'base64').toString()).toBe('order 4242');
+
+    // The restore is fixed at creation: the API server refuses a change, and never in place.
+    await expect(client.request('PATCH', clusterPath(target, NAME), { body: { spec: { restore: { from: from.replace(/\/$/, '') } } }, contentType: 'application/merge-patch+json' }))
+      .rejects.toThrow(/restore is set only when a cluster is created/);
+    await expect(client.request('PATCH', clusterPath(target, NAME), { body: { spec: { restore: null } }, contentType: 'application/merge-patch+json' }))
+      .rejects.toThrow(/restore is set only when a cluster is created/);
+    expect((await status(target)).metadata.generation).toBe(created.metadata.generation + 1);
+  }, 300_000);
+
+  it('refuses a source that holds no backup, or one another engine took, naming it, and creates nothing; once the backup is there, the cluster is created from it', async () => {
+    const namespace = await namespaceWithMembers('badsource');
+    const missingFolder = 'nightly/elsewhere/kv/20200101T000000.000Z/';
+    const missing = `s3://${s3.bucket}/${missingFolder}`;
+    await createCluster(client, namespace, NAME, { size: 3, image: IMAGE, restore: { from: missing } });
+    // A whole backup, by another engine.
+    const folder = 'other/shop/kv/20260101T000000.000Z/';
+    await s3Client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: `${folder}manifest.json`, Body: JSON.stringify({
+      apiVersion: 'dkv.example.com/v1', kind: 'BackupManifest', cluster: { namespace: 'shop', name: 'kv' }, engine: 'generic', member: { name: 'kv-0' },
+      startedAt: '2026-01-01T00:00:00.000Z', finishedAt: '2026-01-01T00:00:01.000Z', files: [{ name: 'snapshot.db', bytes: 1, sha256: '0'.repeat(64) }],
+    }) }));
+    await createCluster(client, namespace, 'foreign', { size: 3, image: IMAGE, restore: { from: `s3://${s3.bucket}/${folder}` } });
+
+    const noBackup = await degraded(namespace, NAME);
+    expect(noBackup).toMatchObject({ reason: 'RestoreSourceInvalid' });
+    expect(noBackup.message).toBe(`spec.restore.from: no backup at ${missing}: it has no manifest.json (a backup is whole only once its manifest is written); nothing was created`);
+    const foreign = await degraded(namespace, 'foreign');
+    expect(foreign.message).toMatch(/^spec\.restore\.from: the backup at s3:\/\/.*other\/shop\/kv\/20260101T000000\.000Z\/ was taken by the "generic" engine; this cluster runs "etcd", which cannot restore it/);
+    const warnings = (await client.request('GET', `/api/v1/namespaces/${namespace}/events`)).items.filter((e: any) => e.reason === 'RestoreSourceInvalid');
+    expect(warnings.map((e: any) => e.involvedObject.name).sort()).toEqual(['foreign', NAME]);
+    expect(await generated(namespace, NAME)).toEqual([]);
+    expect(await generated(namespace, 'foreign')).toEqual([]);
+
+    // The backup arrives (data first, manifest last, as dkv backup writes it): the refusal was retried with backoff, and the cluster is created from it.
+    expect(backupFolder).toBeDefined();
+    for (const file of ['snapshot.db', 'manifest.json']) {
+      await s3Client.send(new CopyObjectCommand({ Bucket: s3.bucket, CopySource: `${s3.bucket}/${backupFolder}${file}`, Key: `${missingFolder}${file}` }));
+    }
+    await healthy(namespace, 3);
+    const count = await etcdPost(clientUrl(namespace, 'kv-0'), '/v3/kv/range', { key: b64('orders/'), range_end: b64('orders0'), count_only: true });
+    expect(Number(count.count)).toBe(KEYS);
+    expect((await status(namespace)).status.conditions.find((c: any) => c.type === 'Degraded')).toMatchObject({ status: 'False' });
+    // The other stays refused, with nothing created.
+    expect(await generated(namespace, 'foreign')).toEqual([]);
+  }, 180_000);
+});
+
+interface Run { status: number | null; stdout: string; stderr: string }
+
+/** The compiled CLI in a process of its own. */
+function dkv(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), ...args], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
