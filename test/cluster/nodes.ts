@@ -35,6 +35,12 @@ export interface NodesOptions {
    * collection waits for that resync plus retry backoff (~30-80 s instead of ~1 s).
    */
   readonly crds?: readonly Record<string, any>[];
+  /**
+   * kwok Stages to leave out, by name: `pod-complete` for a test whose loop
+   * runs Job pods' containers and reports how they ended (kwok would report
+   * every Job pod Succeeded at once).
+   */
+  readonly withoutStages?: readonly string[];
 }
 
 export interface NodeComponents {
@@ -84,7 +90,7 @@ async function create(client: KubeClient, path: string, object: unknown): Promis
 }
 
 /** kwok's Stage documents (for --config) and the other objects shipped with them (the `kwok-volume` StorageClass). */
-function readStages(binDir: string): { stages: string; objects: Record<string, any>[] } {
+function readStages(binDir: string, without: readonly string[] = []): { stages: string; objects: Record<string, any>[] } {
   const stageDir = join(binDir, 'kwok-stages');
   const stages: string[] = [];
   const objects: Record<string, any>[] = [];
@@ -92,6 +98,7 @@ function readStages(binDir: string): { stages: string; objects: Record<string, a
     for (const doc of parseAllDocuments(readFileSync(join(stageDir, file), 'utf8'))) {
       const object = doc.toJS();
       if (!object) continue;
+      if (object.kind === 'Stage' && without.includes(object.metadata?.name)) continue;
       if (object.kind === 'Stage') stages.push(`# ${file}\n${doc.toString()}`);
       else objects.push(object);
     }
@@ -140,7 +147,7 @@ export async function startNodeComponents(ctx: NodeComponentsContext, options: N
 
   try {
     // The `kwok-volume` StorageClass must exist (as the default) before any PVC is created.
-    const { stages, objects } = readStages(binDir);
+    const { stages, objects } = readStages(binDir, options.withoutStages);
     for (const object of objects) {
       if (object.kind !== 'StorageClass') continue; // the stage files' RBAC is for an in-cluster kwok; ours is admin
       await create(client, '/apis/storage.k8s.io/v1/storageclasses', object);

@@ -19,22 +19,18 @@ import { CopyObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s
 import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import { packageRoot } from '../../api/package-root.js';
-import { KubeApiError, KubeClient, resourcePath } from '../../kube/client.js';
+import { KubeClient } from '../../kube/client.js';
 import { createLogger } from '../../kube/log.js';
 import { Controller } from '../../reconciler/controller.js';
 import { s3RestoreSourceCheck } from '../../reconciler/restore-source.js';
-import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
-import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
-import { byRole, synth } from '../generator/support.js';
-import { EtcdKubelet } from '../support/etcd-kubelet.js';
-import { b64, etcdPost, LocalEtcdCluster } from '../support/etcd-members.js';
-import { backupTools, S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
+import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
+import { describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
+import { b64, etcdPost } from '../support/etcd-members.js';
+import { EtcdNamespaces, IMAGE, NAME } from '../support/etcd-namespaces.js';
+import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
 import { clusterPath, createCluster } from './controller-harness.js';
 
 const KEYS = 10_000;
-const NAME = 'kv';
-const IMAGE = 'registry.k8s.io/etcd:3.6.8-0';
-const pods = Array.from({ length: 9 }, (_, i) => `${NAME}-${i}`);
 
 describeWithCluster('a new cluster restored from a backup in S3', () => {
   let plane: ControlPlane;
@@ -44,47 +40,13 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
   let config: GeneratorConfig;
   let dir: string;
   let controller: Controller | undefined;
+  let namespaces: EtcdNamespaces;
   /** The backup the first test took: its folder's key. */
   let backupFolder: string | undefined;
-  /** Per namespace: its members and the loop that runs them. */
-  const members = new Map<string, { cluster: LocalEtcdCluster; kubelet: EtcdKubelet }>();
 
-  /** A namespace whose pods of StatefulSet `kv` run as real etcd members, with the runner's credentials Secret. */
-  const namespaceWithMembers = async (prefix: string): Promise<string> => {
-    const namespace = await createNamespace(client, prefix);
-    await client.request('POST', `/api/v1/namespaces/${namespace}/secrets`, {
-      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: config.backup.runner.credentialsSecret }, stringData: { AWS_ACCESS_KEY_ID: S3_ACCESS_KEY, AWS_SECRET_ACCESS_KEY: S3_SECRET_KEY } },
-    });
-    const { statefulSet } = byRole(synth({ name: NAME, namespace, size: 3 }, config));
-    const configMaps = async (name: string) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data;
-    const secrets = async (name: string) => {
-      const secret = await client.request('GET', `/api/v1/namespaces/${namespace}/secrets/${name}`).catch((e) => {
-        if (e instanceof KubeApiError && e.status === 404) return undefined;
-        throw e;
-      });
-      return secret && Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
-    };
-    const cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(), join(dir, namespace), configMaps, secrets, [backupTools()]);
-    for (const pod of pods) await cluster.address(pod);
-    const kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
-    kubelet.start();
-    members.set(namespace, { cluster, kubelet });
-    return namespace;
-  };
-  const clientUrl = (namespace: string, pod: string) => members.get(namespace)!.cluster.addressOf(pod).clientUrl;
+  const clientUrl = (namespace: string, pod: string) => namespaces.clientUrl(namespace, pod);
   const status = (namespace: string, name = NAME) => client.request('GET', clusterPath(namespace, name));
-  const healthy = (namespace: string, size: number) => eventually(`${namespace}: ${size} healthy voting members`, async () => {
-    const cr = await status(namespace);
-    const voting = (cr.status?.members ?? []).filter((m: any) => m.role !== 'learner' && m.healthy);
-    const scaling = cr.status?.conditions?.find((c: any) => c.type === 'Scaling');
-    return voting.length === size && cr.status.members.length === size && scaling?.status === 'False' ? cr : undefined;
-  }, 120_000, 200, () => {
-    // Gives up at once, saying why, when a member cannot start: the kubelet loop's errors, or a failed init container's output.
-    const { kubelet } = members.get(namespace)!;
-    const failedInit = kubelet.initRuns.find((r) => r.code !== 0);
-    if (failedInit) return `${failedInit.pod}'s ${failedInit.container} exited ${failedInit.code}: ${readFileSync(failedInit.log, 'utf8').slice(-2000)}`;
-    return kubelet.errors.length > 0 ? kubelet.errors.join('; ') : undefined;
-  });
+  const healthy = (namespace: string, size: number) => namespaces.healthy(namespace, size, clusterPath(namespace, NAME));
   const degraded = (namespace: string, name: string) => eventually(`${namespace}/${name} to be Degraded`, async () => {
     const cr = await status(namespace, name);
     return cr.status?.conditions?.find((c: any) => c.type === 'Degraded' && c.status === 'True');
@@ -107,10 +69,11 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
     plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>] } });
     client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
     await installCrd(client);
+    namespaces = new EtcdNamespaces(client, config, dir);
     controller = new Controller({
       client: KubeClient.fromKubeconfig(plane.kubeconfigPath), config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), workers: 2,
       backoff: { baseMs: 500, maxMs: 3000 },
-      memberAddresses: { client: (namespace, pod) => clientUrl(namespace, pod), peer: (namespace, pod) => members.get(namespace)!.cluster.addressOf(pod).peerUrl },
+      memberAddresses: namespaces.addresses,
       memberTimeoutMs: 1000,
       // The controller's credentials, as its Deployment gets them from the Secret; the check itself is the production one.
       restoreSourceCheck: s3RestoreSourceCheck(config.backup.s3, { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY }),
@@ -121,7 +84,7 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
 
   afterAll(async () => {
     await controller?.stop();
-    for (const { kubelet } of members.values()) await kubelet.stop();
+    await namespaces?.stop();
     s3Client?.destroy();
     client?.close();
     await plane?.stop();
@@ -130,7 +93,7 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
   });
 
   it('backs up 10,000 keys, deletes the cluster, and a new cluster restored from the backup serves every key; members added later join empty', async () => {
-    const source = await namespaceWithMembers('source');
+    const source = await namespaces.add('source');
     await createCluster(client, source, NAME, { size: 3, image: IMAGE, backup: { s3Path: `s3://${s3.bucket}/nightly`, schedule: '0 3 * * *' } },
       { [config.backup.final.skipAnnotation]: 'true' });
     await healthy(source, 3);
@@ -139,17 +102,17 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
       await etcdPost(clientUrl(source, 'kv-0'), '/v3/kv/txn', { success });
     }
     // One backup, as the CronJob's container takes it (its members reached on loopback).
-    const backup = await dkv(['backup', '--cluster', NAME, '--namespace', source, '--size', '3', '--s3-path', `s3://${s3.bucket}/nightly`,
-      ...pods.slice(0, 3).flatMap((p) => ['--member', `${p}=${clientUrl(source, p)}`])], { ...s3.env, DKV_S3_ENDPOINT: s3.endpoint, DKV_S3_FORCE_PATH_STYLE: 'true' });
+    const backup = await dkv(['backup', '--cluster', NAME, '--namespace', source, '--s3-path', `s3://${s3.bucket}/nightly`,
+      ...namespaces.memberArgs(source)], { ...s3.env, DKV_S3_ENDPOINT: s3.endpoint, DKV_S3_FORCE_PATH_STYLE: 'true' });
     expect(backup.stderr).not.toMatch(/failed/);
     const from = /^(s3:\/\/\S+\/)/.exec(backup.stdout)![1];
     backupFolder = from.slice(`s3://${s3.bucket}/`.length);
 
     // The cluster is gone, members and all.
     await client.request('DELETE', clusterPath(source, NAME));
-    await members.get(source)!.kubelet.stop();
+    await namespaces.stop(source);
 
-    const target = await namespaceWithMembers('restored');
+    const target = await namespaces.add('restored');
     const created = await createCluster(client, target, NAME, { size: 3, image: IMAGE, restore: { from } });
     const restored = await healthy(target, 3);
     expect(restored.status.conditions.find((c: any) => c.type === 'Available')).toMatchObject({ status: 'True' });
@@ -160,7 +123,7 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
     for (let i = 0; i < KEYS; i++) expect(values.get(`orders/${String(i).padStart(5, '0')}`)).toBe(`order ${i}`);
 
     // Each member restored the backup itself, checked against the manifest's sha256, before etcd started.
-    const kubelet = members.get(target)!.kubelet;
+    const kubelet = namespaces.kubelet(target);
     const firstRuns = kubelet.initRuns.filter((r) => r.container === 'restore');
     expect(firstRuns.map((r) => [r.pod, r.code]).sort()).toEqual([['kv-0', 0], ['kv-1', 0], ['kv-2', 0]]);
     for (const run of firstRuns) expect(readFileSync(run.log, 'utf8')).toMatch(new RegExp(`restored ${run.pod} from ${from.replace(/[.]/g, '\\.')} .*sha256 [0-9a-f]{64}, as its manifest says`));
@@ -183,7 +146,7 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
   }, 300_000);
 
   it('refuses a source that holds no backup, or one another engine took, naming it, and creates nothing; once the backup is there, the cluster is created from it', async () => {
-    const namespace = await namespaceWithMembers('badsource');
+    const namespace = await namespaces.add('badsource');
     const missingFolder = 'nightly/elsewhere/kv/20200101T000000.000Z/';
     const missing = `s3://${s3.bucket}/${missingFolder}`;
     await createCluster(client, namespace, NAME, { size: 3, image: IMAGE, restore: { from: missing } });

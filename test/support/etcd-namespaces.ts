@@ -1,0 +1,102 @@
+/**
+ * Namespaces whose DistributedKV `kv` runs as real etcd members: each has
+ * the backup runner's credentials Secret (for the test S3 server) and a
+ * test-side kubelet (etcd-kubelet.ts) that runs the pods' init containers
+ * and members. Shared by the tests that need a controller, real members and
+ * S3 together (restore, scheduled backups).
+ */
+import { join } from 'node:path';
+import type { GeneratorConfig } from '../../api/config.js';
+import { KubeApiError, resourcePath, type KubeClient } from '../../kube/client.js';
+import type { MemberAddresses } from '../../reconciler/membership-step.js';
+import { locateBinaries } from '../cluster/control-plane.js';
+import { createNamespace } from '../cluster/kube.js';
+import { byRole, synth } from '../generator/support.js';
+import { EtcdKubelet } from './etcd-kubelet.js';
+import { LocalEtcdCluster } from './etcd-members.js';
+import { eventually } from './eventually.js';
+import { backupTools, S3_ACCESS_KEY, S3_SECRET_KEY } from './s3-server.js';
+import { readFileSync } from 'node:fs';
+
+export const NAME = 'kv';
+export const IMAGE = 'registry.k8s.io/etcd:3.6.8-0';
+/** Every member a cluster can have: addresses are allocated for all, so a runner asking each ordinal in turn finds them. */
+export const PODS = Array.from({ length: 9 }, (_, i) => `${NAME}-${i}`);
+
+export class EtcdNamespaces {
+  private readonly members = new Map<string, { cluster: LocalEtcdCluster; kubelet: EtcdKubelet }>();
+
+  constructor(private readonly client: KubeClient, private readonly config: GeneratorConfig, private readonly dir: string) {}
+
+  async add(prefix: string): Promise<string> {
+    const { client, config } = this;
+    const namespace = await createNamespace(client, prefix);
+    await client.request('POST', `/api/v1/namespaces/${namespace}/secrets`, {
+      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: config.backup.runner.credentialsSecret }, stringData: { AWS_ACCESS_KEY_ID: S3_ACCESS_KEY, AWS_SECRET_ACCESS_KEY: S3_SECRET_KEY } },
+    });
+    const { statefulSet } = byRole(synth({ name: NAME, namespace, size: 3 }, config));
+    const configMaps = async (name: string) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data;
+    const secrets = async (name: string) => {
+      const secret = await client.request('GET', `/api/v1/namespaces/${namespace}/secrets/${name}`).catch((e) => {
+        if (e instanceof KubeApiError && e.status === 404) return undefined;
+        throw e;
+      });
+      return secret && Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+    };
+    const cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(), join(this.dir, namespace), configMaps, secrets, [backupTools()]);
+    for (const pod of PODS) await cluster.address(pod);
+    const kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
+    kubelet.start();
+    this.members.set(namespace, { cluster, kubelet });
+    return namespace;
+  }
+
+  clientUrl(namespace: string, pod: string): string {
+    return this.of(namespace).cluster.addressOf(pod).clientUrl;
+  }
+
+  kubelet(namespace: string): EtcdKubelet {
+    return this.of(namespace).kubelet;
+  }
+
+  /** For the controller: where each namespace's members listen. */
+  readonly addresses: MemberAddresses = {
+    client: (namespace, pod) => this.clientUrl(namespace, pod),
+    peer: (namespace, pod) => this.of(namespace).cluster.addressOf(pod).peerUrl,
+  };
+
+  /** `--member pod=url` for every ordinal: what cluster DNS gives a runner inside the cluster. */
+  memberArgs(namespace: string): string[] {
+    return PODS.flatMap((pod) => ['--member', `${pod}=${this.clientUrl(namespace, pod)}`]);
+  }
+
+  /**
+   * Waits until the cluster reports `size` healthy voting members and no
+   * scaling under way; gives up at once, saying why, when a member cannot
+   * start (the kubelet loop's errors, a failed init container's output).
+   */
+  healthy(namespace: string, size: number, statusPath: string): Promise<any> {
+    return eventually(`${namespace}: ${size} healthy voting members`, async () => {
+      const cr = await this.client.request('GET', statusPath);
+      const voting = (cr.status?.members ?? []).filter((m: any) => m.role !== 'learner' && m.healthy);
+      const scaling = cr.status?.conditions?.find((c: any) => c.type === 'Scaling');
+      return voting.length === size && cr.status.members.length === size && scaling?.status === 'False' ? cr : undefined;
+    }, 120_000, 200, () => {
+      const { kubelet } = this.of(namespace);
+      const failedInit = kubelet.initRuns.find((r) => r.code !== 0);
+      if (failedInit) return `${failedInit.pod}'s ${failedInit.container} exited ${failedInit.code}: ${readFileSync(failedInit.log, 'utf8').slice(-2000)}`;
+      return kubelet.errors.length > 0 ? kubelet.errors.join('; ') : undefined;
+    });
+  }
+
+  /** Stops one namespace's members (its cluster was deleted), or all. */
+  async stop(namespace?: string): Promise<void> {
+    for (const [ns, { kubelet }] of this.members) if (!namespace || ns === namespace) await kubelet.stop();
+  }
+
+  private of(namespace: string): { cluster: LocalEtcdCluster; kubelet: EtcdKubelet } {
+    const found = this.members.get(namespace);
+    if (!found) throw new Error(`no members in namespace ${namespace}`);
+    return found;
+  }
+}
