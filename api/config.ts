@@ -57,15 +57,16 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
 }
 
 type BackupConfig = GeneratorConfig['backup'];
-type BackupOverrides = Partial<Pick<BackupConfig, 'retain'>> & { [K in 's3' | 'final' | 'runner']?: Partial<BackupConfig[K]> };
+type BackupOverrides = Partial<Pick<BackupConfig, 'retain'>> & { [K in 's3' | 'final' | 'runner' | 'volumeSnapshots']?: Partial<BackupConfig[K]> };
 
-/** The backup section merges one level deeper: its maps (s3, final, runner) key by key too. */
+/** The backup section merges one level deeper: its maps (s3, final, runner, volumeSnapshots) key by key too. */
 function mergeBackup(base: BackupConfig, overrides: BackupOverrides | undefined): BackupConfig {
   return {
     retain: overrides?.retain ?? base.retain,
     s3: { ...base.s3, ...overrides?.s3 },
     final: { ...base.final, ...overrides?.final },
     runner: { ...base.runner, ...overrides?.runner },
+    volumeSnapshots: { ...base.volumeSnapshots, ...overrides?.volumeSnapshots },
   };
 }
 

@@ -14,6 +14,17 @@ export interface BackupManifest {
   readonly startedAt: string;
   readonly finishedAt: string;
   readonly files: readonly BackupFile[];
+  /** The CSI VolumeSnapshot of the member's volume cut with this backup, when volume snapshots are on. */
+  readonly volumeSnapshot?: {
+    readonly namespace: string;
+    readonly name: string;
+    readonly claim: string;
+    /** The point in time the snapshot holds. */
+    readonly creationTime: string;
+    readonly restoreSize?: string;
+    /** From asking for the snapshot to seeing it cut: how long a store that needs quiescing would be held. */
+    readonly cutSeconds: number;
+  };
 }
 
 export interface BackupFile {

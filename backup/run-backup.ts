@@ -5,8 +5,15 @@
  *      no follower is healthy: a snapshot costs the member that serves it);
  *   2. stream its logical snapshot (engines/etcd/snapshot.ts: consistent by
  *      itself, so nothing is quiesced) into `snapshot.db`, hashing as it goes;
- *   3. write `manifest.json` last, so a backup exists only once it is whole;
- *   4. delete what the retention keeps no longer (backup/retention.ts).
+ *   3. with volume snapshots on, cut a CSI VolumeSnapshot of the same
+ *      member's volume first (volume-snapshot.ts): etcd's data on disk is
+ *      crash-consistent (the WAL is synced before a write is acknowledged),
+ *      so the engine has nothing to quiesce; the window from asking to the
+ *      cut is measured and recorded all the same. The snapshot must be ready
+ *      to use before the backup counts;
+ *   4. write `manifest.json` last, so a backup exists only once it is whole;
+ *   5. delete what the retention keeps no longer (backup/retention.ts), with
+ *      its VolumeSnapshot, and VolumeSnapshots of runs that failed.
  *
  * Every run writes a new folder: a run killed part-way leaves a folder
  * without a manifest (and a multipart upload the store aborts), which no
@@ -19,6 +26,7 @@ import type { Logger } from '../kube/log.js';
 import type { BackupManifest } from './manifest.js';
 import type { ObjectStore } from './object-store.js';
 import { backupsToDelete } from './retention.js';
+import { SNAPSHOT_ANNOTATIONS, SNAPSHOT_LABELS, type VolumeSnapshots } from './volume-snapshot.js';
 import { backupStamp, clusterFolder, MANIFEST_FILE, SNAPSHOT_FILE, type S3Location } from './s3-location.js';
 
 export interface BackupRun {
@@ -33,6 +41,24 @@ export interface BackupRun {
   readonly log: Logger;
   /** Aborts the snapshot and the upload (a deadline, SIGTERM). */
   readonly signal?: AbortSignal;
+  /** CSI VolumeSnapshots of the member backed up; undefined: none. */
+  readonly volumeSnapshots?: VolumeSnapshotPlan;
+}
+
+export interface VolumeSnapshotPlan {
+  readonly snapshots: VolumeSnapshots;
+  readonly className: string;
+  /** The member's claim. */
+  readonly claimOf: (pod: string) => string;
+  /** The cluster's own labels: the snapshots of one cluster are found by them. */
+  readonly clusterLabels: Readonly<Record<string, string>>;
+  readonly cutTimeoutMs: number;
+  readonly readyTimeoutMs: number;
+}
+
+/** A backup's VolumeSnapshot name: the member and the backup's stamp, lower-cased (`kv-1-20261123t093000123z`). */
+export function volumeSnapshotName(pod: string, stamp: string): string {
+  return `${pod}-${stamp.toLowerCase().replace('.', '')}`;
 }
 
 export interface BackupResult {
@@ -66,7 +92,29 @@ export async function runEtcdBackup(run: BackupRun): Promise<BackupResult> {
   const log = run.log.child({ cluster: `${run.cluster.namespace}/${run.cluster.name}`, backup: stamp, member: source.name });
   log.info('backup started', { role: source.leader ? 'leader' : 'follower' });
 
-  const snapshot = await run.store.upload(`${folder}${stamp}/${SNAPSHOT_FILE}`, etcdSnapshot(run.endpoint(source.name), run.signal), run.signal);
+  const plan = run.volumeSnapshots;
+  const namespace = run.cluster.namespace;
+  let volumeSnapshot: BackupManifest['volumeSnapshot'];
+  let snapshot;
+  const snapshotName = volumeSnapshotName(source.name, stamp);
+  try {
+    const cut = plan && await plan.snapshots.cut({
+      namespace, name: snapshotName, claim: plan.claimOf(source.name), className: plan.className,
+      labels: { ...plan.clusterLabels, [SNAPSHOT_LABELS.backup]: stamp, [SNAPSHOT_LABELS.member]: source.name },
+      annotations: { [SNAPSHOT_ANNOTATIONS.engine]: 'etcd', [SNAPSHOT_ANNOTATIONS.serverVersion]: source.version ?? '', [SNAPSHOT_ANNOTATIONS.takenAt]: started.toISOString() },
+    }, plan.cutTimeoutMs, run.signal);
+    if (cut) log.info('volume snapshot cut', { volumeSnapshot: cut.name, creationTime: cut.creationTime, cutMs: Math.round(cut.cutMs) });
+    snapshot = await run.store.upload(`${folder}${stamp}/${SNAPSHOT_FILE}`, etcdSnapshot(run.endpoint(source.name), run.signal), run.signal);
+    if (plan && cut) {
+      const restoreSize = await plan.snapshots.ready(namespace, cut.name, plan.readyTimeoutMs, run.signal);
+      volumeSnapshot = { namespace, name: cut.name, claim: plan.claimOf(source.name), creationTime: cut.creationTime, restoreSize, cutSeconds: Math.round(cut.cutMs) / 1000 };
+      log.info('volume snapshot ready', { volumeSnapshot: cut.name, restoreSize });
+    }
+  } catch (e) {
+    // A backup that failed leaves no VolumeSnapshot to pay for (best effort: the retention sweeps what remains).
+    if (plan) await plan.snapshots.delete(namespace, snapshotName).catch(() => undefined);
+    throw e;
+  }
   const manifest: BackupManifest = {
     apiVersion: 'dkv.example.com/v1',
     kind: 'BackupManifest',
@@ -76,6 +124,7 @@ export async function runEtcdBackup(run: BackupRun): Promise<BackupResult> {
     startedAt: started.toISOString(),
     finishedAt: new Date(run.clock.now()).toISOString(),
     files: [{ name: SNAPSHOT_FILE, ...snapshot }],
+    ...(volumeSnapshot ? { volumeSnapshot } : {}),
   };
   await run.store.putJson(`${folder}${stamp}/${MANIFEST_FILE}`, manifest);
   log.info('backup written', { bytes: snapshot.bytes, sha256: snapshot.sha256 });
@@ -86,5 +135,25 @@ export async function runEtcdBackup(run: BackupRun): Promise<BackupResult> {
     deleted.push(old.stamp);
   }
   if (deleted.length > 0) log.info('old backups deleted', { deleted });
+  if (plan) await sweepVolumeSnapshots(run, plan, folder, log);
   return { manifest, url: `s3://${run.location.bucket}/${folder}${stamp}/`, deleted };
+}
+
+/**
+ * Deletes the cluster's VolumeSnapshots whose backup is gone: deleted by the
+ * retention, or never finished (older than the newest complete backup and
+ * without a manifest). A snapshot newer than every complete backup may be a
+ * run under way and is left alone.
+ */
+async function sweepVolumeSnapshots(run: BackupRun, plan: VolumeSnapshotPlan, folder: string, log: Logger): Promise<void> {
+  const backups = await run.store.listBackups(folder);
+  const complete = new Set(backups.filter((b) => b.complete).map((b) => b.stamp));
+  const newest = [...complete].sort().at(-1);
+  const selector = Object.entries(plan.clusterLabels).map(([k, v]) => `${k}=${v}`).concat(SNAPSHOT_LABELS.backup).join(',');
+  for (const snapshot of await plan.snapshots.list(run.cluster.namespace, selector)) {
+    const stamp = snapshot.labels[SNAPSHOT_LABELS.backup];
+    if (!stamp || complete.has(stamp) || !newest || stamp > newest) continue;
+    await plan.snapshots.delete(run.cluster.namespace, snapshot.name);
+    log.info('volume snapshot deleted with its backup', { volumeSnapshot: snapshot.name, backup: stamp });
+  }
 }

@@ -47,3 +47,6 @@ export function parseBackupUrl(url: string): BackupFolder {
   if (!match) throw new S3PathError(`${JSON.stringify(url)} is not one backup's folder of the form s3://bucket/prefix/<namespace>/<name>/<YYYYMMDDThhmmss.mmmZ>/`);
   return { bucket: match[1], folder: `${match[2]}/` };
 }
+
+/** Whether a restore's source names a backup in S3 (else it names a VolumeSnapshot). */
+export const isS3Source = (from: string): boolean => from.startsWith('s3://');

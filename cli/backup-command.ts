@@ -12,6 +12,9 @@ import { realClock } from '../kube/clock.js';
 import { createLogger } from '../kube/log.js';
 import { clusterIdentity } from '../model/cluster-identity.js';
 import { ObjectStore } from '../backup/object-store.js';
+import { VolumeSnapshots } from '../backup/volume-snapshot.js';
+import { DATA_VOLUME } from '../constructs/stateful-set.js';
+import { KubeClient } from '../kube/client.js';
 import { runEtcdBackup } from '../backup/run-backup.js';
 import { parseS3Path } from '../backup/s3-location.js';
 import { withEnvironment } from './s3-environment.js';
@@ -28,7 +31,10 @@ export const BACKUP_USAGE = `usage: dkv backup [options]
   --deadline-seconds <n>    give up after this long (default 3600)
   --config <file>           generator configuration (S3 endpoint, path style, retention); the CronJob
                             sets DKV_S3_ENDPOINT, DKV_S3_REGION, DKV_S3_FORCE_PATH_STYLE, DKV_S3_PART_SIZE_MIB
-                            and DKV_BACKUP_RETAIN from the configuration that generated it, which win
+                            DKV_BACKUP_RETAIN, DKV_VOLUME_SNAPSHOT_CLASS and DKV_VOLUME_SNAPSHOT_READY_TIMEOUT_SECONDS
+                            from the configuration that generated it, which win
+With a VolumeSnapshotClass, a CSI VolumeSnapshot of the member's volume is cut too (the Kubernetes API
+through the pod's ServiceAccount, or $KUBECONFIG).
 Credentials: the AWS SDK's default chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, web identity, ...).
 Exit codes: 0 backed up, 1 failed (the reason on stderr), 2 usage.`;
 
@@ -76,14 +82,27 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
   const deadline = AbortSignal.timeout(deadlineSeconds * 1000);
   const store = ObjectStore.fromConfig(location.bucket, config.backup.s3);
   const log = createLogger(env.DKV_LOG_LEVEL ?? 'info', pino.destination(2), 'dkv-backup'); // stdout holds the one result line
+  let kubeClient: KubeClient | undefined;
   try {
+    const { volumeSnapshots } = config.backup;
+    const volumes = volumeSnapshots.className ? KubeClient.fromKubeconfig() : undefined;
+    kubeClient = volumes;
     const result = await runEtcdBackup({
       cluster: { namespace: namespace!, name: name! }, location, store,
       membership: new EtcdMembership(() => pods, endpoint, 5000),
       endpoint, retain: config.backup.retain, clock: realClock, log, signal: deadline,
+      volumeSnapshots: volumes && {
+        snapshots: new VolumeSnapshots(volumes, realClock),
+        className: volumeSnapshots.className,
+        claimOf: (pod) => `${DATA_VOLUME}-${pod}`,
+        clusterLabels: identity.backupLabels,
+        cutTimeoutMs: volumeSnapshots.readyTimeoutSeconds * 1000,
+        readyTimeoutMs: volumeSnapshots.readyTimeoutSeconds * 1000,
+      },
     });
     const file = result.manifest.files[0];
-    process.stdout.write(`${result.url} ${file.bytes} bytes sha256 ${file.sha256} from ${result.manifest.member.name}${result.deleted.length > 0 ? `; deleted ${result.deleted.join(', ')}` : ''}\n`);
+    const volume = result.manifest.volumeSnapshot;
+    process.stdout.write(`${result.url} ${file.bytes} bytes sha256 ${file.sha256} from ${result.manifest.member.name}${volume ? `; volume snapshot ${volume.name} cut in ${volume.cutSeconds} s` : ''}${result.deleted.length > 0 ? `; deleted ${result.deleted.join(', ')}` : ''}\n`);
     return 0;
   } catch (e) {
     // The Job fails (and the CronJob's history shows it); the reason goes to the log and stderr.
@@ -93,5 +112,6 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
     return 1;
   } finally {
     store.close();
+    kubeClient?.close();
   }
 }

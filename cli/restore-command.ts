@@ -9,17 +9,18 @@ import pino from 'pino';
 import { loadConfig } from '../api/config.js';
 import { BackupSourceError } from '../backup/backup-source.js';
 import { ObjectStore } from '../backup/object-store.js';
-import { parseBackupUrl, S3PathError, type BackupFolder } from '../backup/s3-location.js';
-import { restoreEtcdMember, RestoreError } from '../engines/etcd/restore.js';
+import { isS3Source, parseBackupUrl, S3PathError, type BackupFolder } from '../backup/s3-location.js';
+import { restoreEtcdMember, RestoreError, type RestoreSource } from '../engines/etcd/restore.js';
 import { createLogger } from '../kube/log.js';
 import { withEnvironment } from './s3-environment.js';
 
-export const RESTORE_USAGE = `usage: dkv restore --from <s3://bucket/prefix/ns/name/stamp/> --data-dir <dir> --name <member>
+export const RESTORE_USAGE = `usage: dkv restore --from <s3://bucket/prefix/ns/name/stamp/ | VolumeSnapshot> --data-dir <dir> --name <member>
                    --initial-cluster <name=url,...> --initial-cluster-state <new|existing>
                    --initial-cluster-token <token> --initial-advertise-peer-urls <url> [--etcdutl <path>]
   Restores one etcd member's data directory from a backup, unless the directory exists (a restore is
   never in place) or the member joins a running cluster (state existing). The backup's snapshot must
-  match its manifest's sha256. S3 settings: DKV_S3_ENDPOINT, DKV_S3_REGION, DKV_S3_FORCE_PATH_STYLE
+  match its manifest's sha256. From a VolumeSnapshot (the name), the volume already holds the copy the
+  snapshot was cut from: its database becomes this member's own, once. S3 settings: DKV_S3_ENDPOINT, DKV_S3_REGION, DKV_S3_FORCE_PATH_STYLE
   (or --config); credentials: the AWS SDK's default chain. --etcdutl defaults to DKV_ETCDUTL, else
   etcdutl on the PATH.
 Exit codes: 0 restored or nothing to restore, 1 failed (the reason on stderr), 2 usage.`;
@@ -49,22 +50,28 @@ export async function restoreCommand(args: string[], env: NodeJS.ProcessEnv = pr
   if (missing.length > 0) return usage(`missing ${missing.map((m) => `--${m}`).join(', ')}`);
   const deadlineSeconds = Number(values['deadline-seconds'] ?? '3600');
   if (!(deadlineSeconds > 0)) return usage('--deadline-seconds must be a positive number');
-  let source: BackupFolder;
-  try {
-    source = parseBackupUrl(option('from'));
-  } catch (e) {
-    if (e instanceof S3PathError) return usage(`--from: ${e.message}`);
-    throw e;
+  const from = option('from');
+  let folder: BackupFolder | undefined;
+  if (isS3Source(from)) {
+    try {
+      folder = parseBackupUrl(from);
+    } catch (e) {
+      if (e instanceof S3PathError) return usage(`--from: ${e.message}`);
+      throw e;
+    }
+  } else if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(from)) {
+    return usage(`--from: ${JSON.stringify(from)} is neither one backup's folder in S3 nor a VolumeSnapshot's name`);
   }
   const config = withEnvironment(loadConfig(values.config), env);
   if (typeof config === 'string') return usage(config);
 
   const log = createLogger(env.DKV_LOG_LEVEL ?? 'info', pino.destination(2), 'dkv-restore');
-  const store = ObjectStore.fromConfig(source.bucket, config.backup.s3);
+  const store = folder && ObjectStore.fromConfig(folder.bucket, config.backup.s3);
+  const source: RestoreSource = folder && store ? { kind: 's3', folder, store } : { kind: 'volumeSnapshot', name: from };
   const deadline = AbortSignal.timeout(deadlineSeconds * 1000);
   try {
     const outcome = await restoreEtcdMember({
-      source, store,
+      source,
       dataDir: option('data-dir'),
       name: option('name'),
       initialCluster: option('initial-cluster'),
@@ -75,7 +82,7 @@ export async function restoreCommand(args: string[], env: NodeJS.ProcessEnv = pr
       log, signal: deadline,
     });
     process.stdout.write(outcome.kind === 'restored'
-      ? `restored ${option('name')} from ${outcome.from} (taken ${outcome.takenAt}): ${outcome.bytes} bytes sha256 ${outcome.sha256}, as its manifest says\n`
+      ? `restored ${option('name')} from ${outcome.from}${outcome.takenAt ? ` (taken ${outcome.takenAt})` : ''}: ${outcome.bytes} bytes sha256 ${outcome.sha256}${folder ? ', as its manifest says' : ''}\n`
       : `nothing restored: ${outcome.reason}\n`);
     return 0;
   } catch (e) {
@@ -86,6 +93,6 @@ export async function restoreCommand(args: string[], env: NodeJS.ProcessEnv = pr
     if (!known && !deadline.aborted) log.error('unexpected error', { stack: (e as Error).stack });
     return 1;
   } finally {
-    store.close();
+    store?.close();
   }
 }

@@ -37,6 +37,7 @@ export class KVBackupCronJob extends Construct {
     const { identity, backup, config } = props;
     const ownRunner = backup.backupImage && backup.backupImage !== FORMER_PLACEHOLDER_IMAGE ? backup.backupImage : undefined;
     const runner = s3RunnerEnvironment(config);
+    const snapshots = config.backup.volumeSnapshots;
     const labels = { ...identity.backupLabels };
     this.apiObject = new k8s.KubeCronJob(this, 'Resource', {
       metadata: { name: identity.backupCronJobName, labels, annotations: identity.annotations },
@@ -54,7 +55,10 @@ export class KVBackupCronJob extends Construct {
               metadata: { labels: { ...labels }, annotations: identity.annotations },
               spec: {
                 restartPolicy: 'Never',
-                automountServiceAccountToken: false,
+                // Only a runner that cuts VolumeSnapshots talks to the Kubernetes API, as the ServiceAccount the configuration names.
+                ...(snapshots.className
+                  ? { serviceAccountName: snapshots.serviceAccountName, automountServiceAccountToken: true }
+                  : { automountServiceAccountToken: false }),
                 enableServiceLinks: false,
                 securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
                 containers: [
@@ -72,6 +76,10 @@ export class KVBackupCronJob extends Construct {
                       { name: 'DKV_CLUSTER_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
                       ...runner.env,
                       { name: 'DKV_BACKUP_RETAIN', value: String(config.backup.retain) },
+                      ...(snapshots.className ? [
+                        { name: 'DKV_VOLUME_SNAPSHOT_CLASS', value: snapshots.className },
+                        { name: 'DKV_VOLUME_SNAPSHOT_READY_TIMEOUT_SECONDS', value: String(snapshots.readyTimeoutSeconds) },
+                      ] : []),
                     ],
                     envFrom: runner.envFrom,
                     securityContext: restrictedContainerSecurityContext(),

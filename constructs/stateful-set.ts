@@ -4,6 +4,7 @@ import type { DistributedKVSpec } from '../imports/distributedkv.js';
 import type { GeneratorConfig } from '../api/config.js';
 import type { ClusterIdentity } from '../model/cluster-identity.js';
 import { engineFor, type MembershipPlan } from '../engines/index.js';
+import { isS3Source } from '../backup/s3-location.js';
 import { s3RunnerEnvironment } from './backup-runner.js';
 import { quantities, restrictedContainerSecurityContext } from './pod-defaults.js';
 
@@ -108,6 +109,10 @@ export class KVStatefulSet extends Construct {
               accessModes: ['ReadWriteOnce'],
               storageClassName: spec.storage?.storageClassName,
               resources: { requests: { storage: k8s.Quantity.fromString(spec.storage?.size ?? '10Gi') } },
+              // Restored from a VolumeSnapshot: every member's volume starts as a copy of it (the restore init container makes it the member's own).
+              dataSource: restore && spec.restore && !isS3Source(spec.restore.from)
+                ? { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: spec.restore.from }
+                : undefined,
             },
           },
         ],

@@ -119,7 +119,7 @@ export interface DistributedKVSpec {
    */
   restore?: {
     /**
-     * One backup's folder, as `dkv backup` prints it: `s3://bucket/prefix/<namespace>/<name>/<time>/` (the folder holding manifest.json). The backup must have been taken by the same engine; the controller checks it before creating anything, with the S3 settings and credentials of the configuration's backup section.
+     * Where the data comes from: one backup's folder in S3, as `dkv backup` prints it (`s3://bucket/prefix/<namespace>/<name>/<time>/`, the folder holding manifest.json), or the name of a CSI VolumeSnapshot in the cluster's namespace that `dkv backup` cut (each member's volume is created from it; volume snapshots must be on in the configuration). The backup must have been taken by the same engine; the controller checks it before creating anything (S3: with the S3 settings of the configuration's backup section and the controller's credentials).
      */
     from: string;
   };

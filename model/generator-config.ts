@@ -70,6 +70,18 @@ export interface GeneratorConfig {
       /** A DistributedKV with this annotation set to "true" is deleted without a final backup. */
       readonly skipAnnotation: string;
     };
+    /**
+     * CSI VolumeSnapshots: with a class, each backup also cuts a VolumeSnapshot
+     * of the member it backs up (and retention deletes it with its backup).
+     */
+    readonly volumeSnapshots: {
+      /** A VolumeSnapshotClass; empty: no volume snapshots. */
+      readonly className: string;
+      /** The runner's ServiceAccount when volume snapshots are on: it creates, reads and deletes VolumeSnapshots (deploy/backup-runner-rbac.yaml). */
+      readonly serviceAccountName: string;
+      /** How long a backup waits for its VolumeSnapshot to be ready to use. */
+      readonly readyTimeoutSeconds: number;
+    };
     readonly s3: {
       /** Empty: AWS S3 for the region. Else an S3-compatible store's URL. */
       readonly endpoint: string;

@@ -1,8 +1,8 @@
 /**
  * A cluster created with `spec.restore.from` is created only from a backup
  * that exists, is whole and was taken by the engine that will restore it:
- * the controller reads the backup's manifest before it writes any of the
- * cluster's objects. A bad source is Degraded/RestoreSourceInvalid, naming
+ * the controller reads the backup's manifest (or the VolumeSnapshot) before
+ * it writes any of the cluster's objects. A bad source is Degraded/RestoreSourceInvalid, naming
  * the location and the problem, with nothing created; it is looked at again
  * with the retry backoff (the backup may still be uploading, S3 may be
  * down). Once the members exist, they restored (or are restoring) and the
@@ -14,7 +14,9 @@
  */
 import { BackupSourceError, readBackupManifest } from '../backup/backup-source.js';
 import { ObjectStore, type S3Credentials } from '../backup/object-store.js';
-import { parseBackupUrl } from '../backup/s3-location.js';
+import { isS3Source, parseBackupUrl } from '../backup/s3-location.js';
+import { SNAPSHOT_ANNOTATIONS, VOLUME_SNAPSHOTS } from '../backup/volume-snapshot.js';
+import { KubeApiError } from '../kube/client.js';
 import type { ValidResource } from '../api/validate.js';
 import type { CachedObject } from '../kube/informer.js';
 import { clusterIdentity } from '../model/cluster-identity.js';
@@ -59,6 +61,24 @@ export async function restoreSourceProblem(ctx: ReconcileContext, owned: readonl
   const selector = Object.entries(identity.serverLabels).map(([k, v]) => `${k}=${v}`).join(',');
   const claims = await ctx.client.request<{ items: unknown[] }>('GET', `/api/v1/namespaces/${resource.metadata.namespace}/persistentvolumeclaims?labelSelector=${encodeURIComponent(selector)}&limit=1`);
   if (claims.items.length > 0) return undefined;
-  const problem = await ctx.restoreSourceCheck(from, ctx.config.engine);
+  const problem = isS3Source(from) ? await ctx.restoreSourceCheck(from, ctx.config.engine) : await volumeSnapshotProblem(ctx, resource.metadata.namespace!, from);
   return problem && `spec.restore.from: ${problem}; nothing was created`;
+}
+
+/** Why the members' volumes cannot be created from this VolumeSnapshot: it must exist, be ready, and come from a backup of this engine. */
+async function volumeSnapshotProblem(ctx: ReconcileContext, namespace: string, name: string): Promise<string | undefined> {
+  let snapshot: { metadata: { annotations?: Record<string, string>; deletionTimestamp?: string }; status?: { readyToUse?: boolean; error?: { message?: string } } };
+  try {
+    snapshot = await ctx.client.request('GET', `${VOLUME_SNAPSHOTS}/namespaces/${encodeURIComponent(namespace)}/volumesnapshots/${encodeURIComponent(name)}`);
+  } catch (e) {
+    if (e instanceof KubeApiError && e.status === 404) return `no VolumeSnapshot ${name} in namespace ${namespace} (or this cluster serves no VolumeSnapshots)`;
+    throw e;
+  }
+  const engine = snapshot.metadata.annotations?.[SNAPSHOT_ANNOTATIONS.engine];
+  if (!engine) return `VolumeSnapshot ${name} was not cut by dkv backup (it has no ${SNAPSHOT_ANNOTATIONS.engine} annotation): which engine's data it holds is unknown`;
+  if (engine !== ctx.config.engine) return `VolumeSnapshot ${name} holds data of the ${JSON.stringify(engine)} engine; this cluster runs ${JSON.stringify(ctx.config.engine)}, which cannot restore it`;
+  if (snapshot.metadata.deletionTimestamp) return `VolumeSnapshot ${name} is being deleted`;
+  if (snapshot.status?.error?.message) return `VolumeSnapshot ${name} failed: ${snapshot.status.error.message}`;
+  if (snapshot.status?.readyToUse !== true) return `VolumeSnapshot ${name} is not ready to use yet`;
+  return undefined;
 }

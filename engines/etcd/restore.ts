@@ -2,6 +2,7 @@
  * `dkv restore` for one etcd member (restore-container.ts runs it before
  * etcd starts): the member's data directory from one backup, or nothing.
  *
+ * From a backup in S3:
  *   - a member that has a data directory keeps it: a restore is never in
  *     place (the pod restarted, or the volume holds data already);
  *   - a member that joins a running cluster (`existing`, added after the
@@ -11,21 +12,33 @@
  *     manifest's sha256, and `etcdutl snapshot restore` (which checks etcd's
  *     own hash inside the snapshot) writes the data directory.
  *
+ * From a VolumeSnapshot, the volume already holds a copy of the member the
+ * snapshot was cut from, its identity included, which no other member may
+ * start with: the copy's database is restored as this member's own
+ * (`etcdutl snapshot restore --skip-hash-check`: a database file copied
+ * from a volume carries no appended hash), once, which `<data-dir>.restored`
+ * records; a member joining later drops the copy and starts empty.
+ *
  * Everything is written under `<data-dir>.restoring` and renamed into place
  * last, so a run killed part-way leaves no data directory: the next run
  * (the kubelet restarts a failed init container) starts over.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { downloadVerifiedSnapshot, readBackupManifest } from '../../backup/backup-source.js';
 import type { ObjectStore } from '../../backup/object-store.js';
 import type { BackupFolder } from '../../backup/s3-location.js';
 import type { Logger } from '../../kube/log.js';
 
+/** Where the data comes from: a backup in S3, or the VolumeSnapshot the member's volume was created from. */
+export type RestoreSource =
+  | { readonly kind: 's3'; readonly folder: BackupFolder; readonly store: ObjectStore }
+  | { readonly kind: 'volumeSnapshot'; readonly name: string };
+
 export interface EtcdMemberRestore {
-  readonly source: BackupFolder;
-  readonly store: ObjectStore;
+  readonly source: RestoreSource;
   /** The member's own settings, exactly as its etcd container has them (member-settings.ts). */
   readonly dataDir: string;
   readonly name: string;
@@ -41,35 +54,85 @@ export interface EtcdMemberRestore {
 
 export type RestoreOutcome =
   | { readonly kind: 'skipped'; readonly reason: string }
-  | { readonly kind: 'restored'; readonly bytes: number; readonly sha256: string; readonly takenAt: string; readonly from: string };
+  | { readonly kind: 'restored'; readonly bytes: number; readonly sha256: string; readonly takenAt?: string; readonly from: string };
 
 export class RestoreError extends Error {}
 
 export async function restoreEtcdMember(restore: EtcdMemberRestore): Promise<RestoreOutcome> {
+  return restore.source.kind === 's3' ? restoreFromS3(restore, restore.source) : restoreFromVolume(restore, restore.source.name);
+}
+
+async function restoreFromS3(restore: EtcdMemberRestore, source: Extract<RestoreSource, { kind: 's3' }>): Promise<RestoreOutcome> {
   const { dataDir, name, log } = restore;
   if (existsSync(dataDir)) return { kind: 'skipped', reason: `${dataDir} exists: ${name} keeps its data (a restore is never in place)` };
-  if (restore.initialClusterState !== 'new') {
-    return { kind: 'skipped', reason: `${name} joins the running cluster (initial cluster state ${JSON.stringify(restore.initialClusterState)}): it starts empty and copies from the others` };
-  }
-  const work = `${dataDir}.restoring`;
-  rmSync(work, { recursive: true, force: true }); // what a killed run left
-  mkdirSync(work, { recursive: true, mode: 0o700 });
-  const manifest = await readBackupManifest(restore.store, restore.source, 'etcd');
+  if (restore.initialClusterState !== 'new') return joinsEmpty(restore);
+  const work = freshWorkDirectory(dataDir);
+  const manifest = await readBackupManifest(source.store, source.folder, 'etcd');
   const snapshot = join(work, 'snapshot.db');
-  log.info('downloading the backup', { from: `s3://${restore.source.bucket}/${restore.source.folder}`, takenAt: manifest.startedAt });
-  const file = await downloadVerifiedSnapshot(restore.store, restore.source, manifest, snapshot, restore.signal);
+  const from = `s3://${source.folder.bucket}/${source.folder.folder}`;
+  log.info('downloading the backup', { from, takenAt: manifest.startedAt });
+  const file = await downloadVerifiedSnapshot(source.store, source.folder, manifest, snapshot, restore.signal);
+  await restoreInto(restore, snapshot, work, []);
+  return { kind: 'restored', bytes: file.bytes, sha256: file.sha256, takenAt: manifest.startedAt, from };
+}
+
+async function restoreFromVolume(restore: EtcdMemberRestore, snapshotName: string): Promise<RestoreOutcome> {
+  const { dataDir, name } = restore;
+  const marker = `${dataDir}.restored`;
+  if (existsSync(marker)) return { kind: 'skipped', reason: `${name} was restored from VolumeSnapshot ${snapshotName} before: it keeps its data` };
+  if (restore.initialClusterState !== 'new') {
+    // The volume was created from the snapshot too: that copy is another member's, never this one's.
+    rmSync(dataDir, { recursive: true, force: true });
+    writeFileSync(marker, `joined empty; the copy of VolumeSnapshot ${snapshotName} was removed\n`);
+    return joinsEmpty(restore);
+  }
+  const copy = `${dataDir}.snapshot`;
+  if (!existsSync(copy)) {
+    if (!existsSync(join(dataDir, 'member', 'snap', 'db'))) {
+      throw new RestoreError(`${dataDir} holds no etcd data: the volume was not created from VolumeSnapshot ${snapshotName} (the claim's dataSource), or the snapshot holds no etcd member`);
+    }
+    renameSync(dataDir, copy);
+  }
+  const database = join(copy, 'member', 'snap', 'db');
+  const bytes = statSync(database).size;
+  const sha256 = await sha256Of(database);
+  await restoreInto(restore, database, freshWorkDirectory(dataDir), ['--skip-hash-check']);
+  rmSync(copy, { recursive: true, force: true });
+  writeFileSync(marker, `restored from VolumeSnapshot ${snapshotName}\n`);
+  return { kind: 'restored', bytes, sha256, from: `VolumeSnapshot ${snapshotName}` };
+}
+
+function joinsEmpty(restore: EtcdMemberRestore): RestoreOutcome {
+  return { kind: 'skipped', reason: `${restore.name} joins the running cluster (initial cluster state ${JSON.stringify(restore.initialClusterState)}): it starts empty and copies from the others` };
+}
+
+/** `<data-dir>.restoring`, emptied of what a killed run left. */
+function freshWorkDirectory(dataDir: string): string {
+  const work = `${dataDir}.restoring`;
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true, mode: 0o700 });
+  return work;
+}
+
+/** etcdutl writes the member's data directory under `work`; it is renamed into place last. */
+async function restoreInto(restore: EtcdMemberRestore, database: string, work: string, extra: string[]): Promise<void> {
   const restored = join(work, 'data');
   await etcdutl(restore.etcdutl, [
-    'snapshot', 'restore', snapshot,
+    'snapshot', 'restore', database, ...extra,
     `--data-dir=${restored}`,
-    `--name=${name}`,
+    `--name=${restore.name}`,
     `--initial-cluster=${restore.initialCluster}`,
     `--initial-cluster-token=${restore.initialClusterToken}`,
     `--initial-advertise-peer-urls=${restore.initialAdvertisePeerUrls}`,
   ], restore.signal);
-  renameSync(restored, dataDir);
+  renameSync(restored, restore.dataDir);
   rmSync(work, { recursive: true, force: true });
-  return { kind: 'restored', bytes: file.bytes, sha256: file.sha256, takenAt: manifest.startedAt, from: `s3://${restore.source.bucket}/${restore.source.folder}` };
+}
+
+async function sha256Of(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
 }
 
 function etcdutl(binary: string, args: string[], signal?: AbortSignal): Promise<void> {

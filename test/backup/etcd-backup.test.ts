@@ -15,10 +15,10 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { exitDescription, freePort, launch, locateBinaries, terminate } from '../cluster/control-plane.js';
-import { packageRoot } from '../../api/package-root.js';
 import { loadConfig } from '../../api/config.js';
 import { synth } from '../generator/support.js';
 import type { BackupManifest } from '../../backup/manifest.js';
+import { dkv, type CliRun } from '../support/dkv-cli.js';
 import { b64, etcdPost, startLocalEtcdCluster, type LocalEtcdCluster } from '../support/etcd-members.js';
 import { eventually, yes } from '../support/eventually.js';
 import { httpProbe } from '../support/http-probe.js';
@@ -28,23 +28,11 @@ const describeWithEtcd = process.env.DKV_SKIP_CLUSTER ? describe.skip : describe
 const KEYS = 10_000;
 const FOLDER = 'nightly/shop/kv/';
 
-interface Run { status: number | null; stdout: string; stderr: string }
+type Run = CliRun;
 
 /** The compiled CLI in a process of its own, as the CronJob's container runs it. */
 function dkvBackup(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   return dkv(['backup', ...args], env);
-}
-
-function dkv(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), ...args], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
 }
 
 describeWithEtcd('dkv backup of a real etcd cluster into a real S3-compatible store', () => {

@@ -60,3 +60,30 @@ describe('a cluster created from a backup', () => {
     })]);
   });
 });
+
+describe('CSI volume snapshots', () => {
+  const withSnapshots = { ...DEFAULT_CONFIG, backup: { ...DEFAULT_CONFIG.backup, volumeSnapshots: { ...DEFAULT_CONFIG.backup.volumeSnapshots, className: 'fast-snapshots' } } };
+  const BACKUP = { s3Path: 's3://acme-kv-backups/nightly', schedule: '0 2 * * *' };
+
+  it('gives the backup runner the configured ServiceAccount and snapshot class only when volume snapshots are on', () => {
+    const pod = (config = DEFAULT_CONFIG) => (byRole(synth({ image: ETCD, backup: BACKUP }, config)).cronJob as any).spec.jobTemplate.spec.template.spec;
+    const off = pod();
+    expect(off.automountServiceAccountToken).toBe(false);
+    expect(off.serviceAccountName).toBeUndefined();
+    expect(off.containers[0].env.map((e: any) => e.name)).not.toContain('DKV_VOLUME_SNAPSHOT_CLASS');
+    const on = pod(withSnapshots);
+    expect(on).toMatchObject({ serviceAccountName: 'dkv-backup-runner', automountServiceAccountToken: true });
+    expect(on.containers[0].env).toEqual(expect.arrayContaining([
+      { name: 'DKV_VOLUME_SNAPSHOT_CLASS', value: 'fast-snapshots' },
+      { name: 'DKV_VOLUME_SNAPSHOT_READY_TIMEOUT_SECONDS', value: String(DEFAULT_CONFIG.backup.volumeSnapshots.readyTimeoutSeconds) },
+    ]));
+  });
+
+  it('creates every member\'s volume from a VolumeSnapshot a restore names, and from nothing for a backup in S3', () => {
+    const template = (from: string) => (byRole(synth({ image: ETCD, restore: { from } })).statefulSet as any).spec.volumeClaimTemplates[0].spec;
+    expect(template('kv-1-20261123t093000123z').dataSource).toEqual({ apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'kv-1-20261123t093000123z' });
+    expect(template(FROM).dataSource).toBeUndefined();
+    const restore = (byRole(synth({ image: ETCD, restore: { from: 'kv-1-20261123t093000123z' } })).statefulSet as any).spec.template.spec.initContainers[0];
+    expect(flag(restore.args, 'from')).toBe('kv-1-20261123t093000123z');
+  });
+});

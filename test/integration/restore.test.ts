@@ -11,20 +11,19 @@
  * cluster is deleted, and a new cluster created with `spec.restore.from`
  * serves every key. Bad sources are refused before anything is created.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CopyObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
 import { customResourceDefinition } from '../../api/crd.js';
-import { packageRoot } from '../../api/package-root.js';
 import { KubeClient } from '../../kube/client.js';
 import { createLogger } from '../../kube/log.js';
 import { Controller } from '../../reconciler/controller.js';
 import { s3RestoreSourceCheck } from '../../reconciler/restore-source.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
+import { dkv } from '../support/dkv-cli.js';
 import { b64, etcdPost } from '../support/etcd-members.js';
 import { EtcdNamespaces, IMAGE, NAME } from '../support/etcd-namespaces.js';
 import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
@@ -181,18 +180,3 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
     expect(await generated(namespace, 'foreign')).toEqual([]);
   }, 180_000);
 });
-
-interface Run { status: number | null; stdout: string; stderr: string }
-
-/** The compiled CLI in a process of its own. */
-function dkv(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), ...args], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
-}

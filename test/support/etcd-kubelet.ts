@@ -98,7 +98,8 @@ export class EtcdKubelet {
         if (e instanceof KubeApiError && e.status === 404) return undefined;
         throw e;
       });
-      if (!claim || claim.metadata.deletionTimestamp) continue; // the StatefulSet controller creates it first
+      // The StatefulSet controller creates the claim first; as a kubelet, wait until its volume is there (Bound) to mount it.
+      if (!claim || claim.metadata.deletionTimestamp || claim.status?.phase !== 'Bound') continue;
       if (!pod.metadata.finalizers?.includes(CONTAINER_FINALIZER)) {
         await this.client.request('PATCH', podPath(name), { body: { metadata: { finalizers: [...(pod.metadata.finalizers ?? []), CONTAINER_FINALIZER] } }, contentType: 'application/merge-patch+json' });
       }

@@ -34,6 +34,13 @@ export class EtcdNamespaces {
     await client.request('POST', `/api/v1/namespaces/${namespace}/secrets`, {
       body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: config.backup.runner.credentialsSecret }, stringData: { AWS_ACCESS_KEY_ID: S3_ACCESS_KEY, AWS_SECRET_ACCESS_KEY: S3_SECRET_KEY } },
     });
+    await this.run(namespace);
+    return namespace;
+  }
+
+  /** Starts running the members of `kv` in a namespace (again, after stop: new processes, the same volumes). */
+  async run(namespace: string): Promise<void> {
+    const { client, config } = this;
     const { statefulSet } = byRole(synth({ name: NAME, namespace, size: 3 }, config));
     const configMaps = async (name: string) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data;
     const secrets = async (name: string) => {
@@ -43,12 +50,16 @@ export class EtcdNamespaces {
       });
       return secret && Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
     };
-    const cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(), join(this.dir, namespace), configMaps, secrets, [backupTools()]);
+    const cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(), this.volumes(namespace), configMaps, secrets, [backupTools()]);
     for (const pod of PODS) await cluster.address(pod);
     const kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
     kubelet.start();
     this.members.set(namespace, { cluster, kubelet });
-    return namespace;
+  }
+
+  /** Where a namespace's volumes (and logs) are: a claim's volume is `<pod>-<claim uid>` in it. */
+  volumes(namespace: string): string {
+    return join(this.dir, namespace);
   }
 
   clientUrl(namespace: string, pod: string): string {
