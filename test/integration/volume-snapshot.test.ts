@@ -13,6 +13,7 @@
  * the background does. Another loop plays the kubelet for the members
  * (etcd-kubelet.ts), on the same directories.
  */
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -105,7 +106,7 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('cuts a labelled VolumeSnapshot of the backed-up member with each backup, released at the cut and recorded once ready; the retention deletes it with its backup; a new cluster restored from it serves every key', async () => {
+  it('cuts a labelled VolumeSnapshot of the backed-up member with each backup, released at the cut and recorded once ready; a runner killed part-way holds nothing and the next success sweeps its snapshot; the retention deletes a snapshot with its backup; a new cluster restored from it serves every key', async () => {
     const namespace = await namespaces.add('volumes');
     await createCluster(client, namespace, NAME, { size: 3, image: IMAGE, storage: { storageClassName: storageClass },
       backup: { s3Path: `s3://${s3.bucket}/volumes`, schedule: '0 3 * * *' } }, { [config.backup.final.skipAnnotation]: 'true' });
@@ -115,10 +116,10 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
       await etcdPost(namespaces.clientUrl(namespace, 'kv-0'), '/v3/kv/txn', { success });
     }
     // As the CronJob's container runs it, with the generated environment; the API through a kubeconfig instead of the pod's ServiceAccount.
-    const backup = (retain: number) => dkv(['backup', '--cluster', NAME, '--namespace', namespace, '--s3-path', `s3://${s3.bucket}/volumes`, ...namespaces.memberArgs(namespace)], {
+    const backup = (retain: number, started?: (child: ChildProcess) => void) => dkv(['backup', '--cluster', NAME, '--namespace', namespace, '--s3-path', `s3://${s3.bucket}/volumes`, ...namespaces.memberArgs(namespace)], {
       ...s3.env, KUBECONFIG: plane.kubeconfigPath, DKV_S3_ENDPOINT: s3.endpoint, DKV_S3_FORCE_PATH_STYLE: 'true',
       DKV_VOLUME_SNAPSHOT_CLASS: snapshotClass, DKV_VOLUME_SNAPSHOT_READY_TIMEOUT_SECONDS: '60', DKV_BACKUP_RETAIN: String(retain),
-    });
+    }, started);
     const first = await backup(5);
     expect(first.stderr).not.toMatch(/failed/);
     expect(first.stdout).toMatch(/; volume snapshot kv-\d-\d{8}t\d{9}z cut in [\d.]+ s/);
@@ -134,12 +135,21 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
     expect(snapshot.metadata.labels).toMatchObject({ 'app.kubernetes.io/instance': NAME, 'dkv.example.com/member': manifest.member.name, 'dkv.example.com/backup': expect.stringMatching(/^\d{8}T\d{6}\.\d{3}Z$/) });
     expect(snapshot.metadata.annotations).toMatchObject({ 'dkv.example.com/engine': 'etcd', 'dkv.example.com/server-version': '3.6.8', 'dkv.example.com/taken-at': manifest.startedAt });
 
-    // Keeping one backup: the first one's folder and its VolumeSnapshot go.
+    // A runner killed once its snapshot was asked for: nothing is held (etcd is never quiesced), and it leaves a snapshot without a backup.
+    let runner: ChildProcess | undefined;
+    const killed = backup(5, (child) => (runner = child));
+    const orphan = await eventually('the killed run\'s VolumeSnapshot', async () => (await snapshots(namespace)).find((s) => s.metadata.name !== volume.name), 30_000, 20);
+    runner!.kill('SIGKILL');
+    expect((await killed).status).toBeNull();
+    expect((await manifests(`volumes/${namespace}/${NAME}/`)).length).toBe(1);
+
+    // The next run succeeds. Keeping one backup: the first one's folder and its VolumeSnapshot go, and so does the killed run's.
     const second = await backup(1);
     expect(second.status).toBe(0);
     const [kept] = await manifests(`volumes/${namespace}/${NAME}/`);
     expect(kept.startedAt > manifest.startedAt).toBe(true);
-    await eventually('the first backup\'s VolumeSnapshot to be deleted', async () => {
+    expect(orphan.metadata.name).not.toBe(kept.volumeSnapshot!.name);
+    await eventually('the first backup\'s and the killed run\'s VolumeSnapshots to be deleted', async () => {
       const names = (await snapshots(namespace)).map((s) => s.metadata.name);
       return names.length === 1 && names[0] === kept.volumeSnapshot!.name ? true : undefined;
     }, 30_000, 200);

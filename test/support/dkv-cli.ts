@@ -2,7 +2,7 @@
  * The compiled `dkv` CLI in a process of its own, as a container runs it:
  * only PATH and HOME from the test's environment, the rest as given.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { packageRoot } from '../../api/package-root.js';
 
@@ -12,9 +12,11 @@ export interface CliRun {
   readonly stderr: string;
 }
 
-export function dkv(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+/** `started` gets the process, for a test that kills it part-way. */
+export function dkv(args: string[], env: NodeJS.ProcessEnv, started?: (child: ChildProcess) => void): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), ...args], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
+    started?.(child);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
