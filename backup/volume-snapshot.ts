@@ -48,7 +48,11 @@ interface VolumeSnapshotObject {
 const path = (namespace: string, name?: string) => `${VOLUME_SNAPSHOTS}/namespaces/${encodeURIComponent(namespace)}/volumesnapshots${name ? `/${encodeURIComponent(name)}` : ''}`;
 
 export class VolumeSnapshots {
-  constructor(private readonly client: KubeClient, private readonly clock: Clock, private readonly pollMs = 200) {}
+  /**
+   * The cut is polled often (a quiesced store waits for it, bench:snapshot-window
+   * measures the window), readiness seldom (it takes as long as the storage copies).
+   */
+  constructor(private readonly client: KubeClient, private readonly clock: Clock, private readonly polls = { cutMs: 50, readyMs: 500 }) {}
 
   /** Creates the snapshot (or finds the one a retried run created) and waits until it is cut. */
   async cut(spec: VolumeSnapshotSpec, deadlineMs: number, signal?: AbortSignal): Promise<CutSnapshot> {
@@ -62,13 +66,13 @@ export class VolumeSnapshots {
     }).catch((e) => {
       if (!(e instanceof KubeApiError && e.status === 409)) throw this.explain(e, spec.namespace);
     });
-    const cut = await this.until(spec.namespace, spec.name, (s) => s.status?.creationTime, 'cut', asked + deadlineMs, signal);
+    const cut = await this.until(spec.namespace, spec.name, (s) => s.status?.creationTime, 'cut', asked + deadlineMs, this.polls.cutMs, signal);
     return { name: spec.name, creationTime: cut, cutMs: this.clock.monotonic() - asked };
   }
 
   /** Waits until the snapshot is ready to use, returning its size. */
   async ready(namespace: string, name: string, deadlineMs: number, signal?: AbortSignal): Promise<string | undefined> {
-    const ready = await this.until(namespace, name, (s) => (s.status?.readyToUse ? { size: s.status.restoreSize } : undefined), 'ready to use', this.clock.monotonic() + deadlineMs, signal);
+    const ready = await this.until(namespace, name, (s) => (s.status?.readyToUse ? { size: s.status.restoreSize } : undefined), 'ready to use', this.clock.monotonic() + deadlineMs, this.polls.readyMs, signal);
     return ready.size;
   }
 
@@ -87,7 +91,7 @@ export class VolumeSnapshots {
     });
   }
 
-  private async until<T>(namespace: string, name: string, test: (s: VolumeSnapshotObject) => T | undefined, what: string, deadline: number, signal?: AbortSignal): Promise<T> {
+  private async until<T>(namespace: string, name: string, test: (s: VolumeSnapshotObject) => T | undefined, what: string, deadline: number, pollMs: number, signal?: AbortSignal): Promise<T> {
     for (;;) {
       signal?.throwIfAborted();
       const snapshot = await this.client.request<VolumeSnapshotObject>('GET', path(namespace, name));
@@ -96,7 +100,7 @@ export class VolumeSnapshots {
       if (snapshot.status?.error?.message) throw new VolumeSnapshotError(`VolumeSnapshot ${namespace}/${name} failed: ${snapshot.status.error.message}`);
       if (snapshot.metadata.deletionTimestamp) throw new VolumeSnapshotError(`VolumeSnapshot ${namespace}/${name} is being deleted`);
       if (this.clock.monotonic() > deadline) throw new VolumeSnapshotError(`VolumeSnapshot ${namespace}/${name} was not ${what} in time`);
-      await new Promise<void>((resolve) => this.clock.after(this.pollMs, resolve));
+      await new Promise<void>((resolve) => this.clock.after(pollMs, resolve));
     }
   }
 
