@@ -52,6 +52,8 @@ export interface VolumeSnapshotPlan {
   readonly claimOf: (pod: string) => string;
   /** The cluster's own labels: the snapshots of one cluster are found by them. */
   readonly clusterLabels: Readonly<Record<string, string>>;
+  /** More that the snapshot says about itself (the spec hash of the members it was cut from). */
+  readonly annotations?: Readonly<Record<string, string>>;
   readonly cutTimeoutMs: number;
   readonly readyTimeoutMs: number;
 }
@@ -101,7 +103,7 @@ export async function runEtcdBackup(run: BackupRun): Promise<BackupResult> {
     const cut = plan && await plan.snapshots.cut({
       namespace, name: snapshotName, claim: plan.claimOf(source.name), className: plan.className,
       labels: { ...plan.clusterLabels, [SNAPSHOT_LABELS.backup]: stamp, [SNAPSHOT_LABELS.member]: source.name },
-      annotations: { [SNAPSHOT_ANNOTATIONS.engine]: 'etcd', [SNAPSHOT_ANNOTATIONS.serverVersion]: source.version ?? '', [SNAPSHOT_ANNOTATIONS.takenAt]: started.toISOString() },
+      annotations: { ...plan.annotations, [SNAPSHOT_ANNOTATIONS.engine]: 'etcd', [SNAPSHOT_ANNOTATIONS.serverVersion]: source.version ?? '', [SNAPSHOT_ANNOTATIONS.takenAt]: started.toISOString() },
     }, plan.cutTimeoutMs, run.signal);
     if (cut) log.info('volume snapshot cut', { volumeSnapshot: cut.name, creationTime: cut.creationTime, cutMs: Math.round(cut.cutMs) });
     snapshot = await run.store.upload(`${folder}${stamp}/${SNAPSHOT_FILE}`, etcdSnapshot(run.endpoint(source.name), run.signal), run.signal);

@@ -18,7 +18,13 @@ export const VOLUME_SNAPSHOTS = '/apis/snapshot.storage.k8s.io/v1';
 
 /** Labels and annotations a backup's VolumeSnapshot carries, besides the cluster's own labels. */
 export const SNAPSHOT_LABELS = { backup: 'dkv.example.com/backup', member: 'dkv.example.com/member' } as const;
-export const SNAPSHOT_ANNOTATIONS = { engine: 'dkv.example.com/engine', serverVersion: 'dkv.example.com/server-version', takenAt: 'dkv.example.com/taken-at' } as const;
+export const SNAPSHOT_ANNOTATIONS = {
+  engine: 'dkv.example.com/engine',
+  serverVersion: 'dkv.example.com/server-version',
+  takenAt: 'dkv.example.com/taken-at',
+  /** The desired hash of the StatefulSet whose member was snapshotted: which spec the data ran under. */
+  specHash: 'dkv.example.com/spec-hash',
+} as const;
 
 export class VolumeSnapshotError extends Error {}
 

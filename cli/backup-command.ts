@@ -12,9 +12,9 @@ import { realClock } from '../kube/clock.js';
 import { createLogger } from '../kube/log.js';
 import { clusterIdentity } from '../model/cluster-identity.js';
 import { ObjectStore } from '../backup/object-store.js';
-import { VolumeSnapshots } from '../backup/volume-snapshot.js';
+import { SNAPSHOT_ANNOTATIONS, VolumeSnapshots } from '../backup/volume-snapshot.js';
 import { DATA_VOLUME } from '../constructs/stateful-set.js';
-import { KubeClient } from '../kube/client.js';
+import { KubeClient, resourcePath } from '../kube/client.js';
 import { runEtcdBackup } from '../backup/run-backup.js';
 import { parseS3Path } from '../backup/s3-location.js';
 import { withEnvironment } from './s3-environment.js';
@@ -87,6 +87,9 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
     const { volumeSnapshots } = config.backup;
     const volumes = volumeSnapshots.className ? KubeClient.fromKubeconfig() : undefined;
     kubeClient = volumes;
+    // The spec the members run, as the controller hashed it onto their StatefulSet.
+    const statefulSet = volumes && await volumes.request<{ metadata: { annotations?: Record<string, string> } }>('GET', resourcePath('apps/v1', 'StatefulSet', namespace, identity.statefulSetName));
+    const specHash = statefulSet?.metadata.annotations?.[config.hashAnnotation];
     const result = await runEtcdBackup({
       cluster: { namespace: namespace!, name: name! }, location, store,
       membership: new EtcdMembership(() => pods, endpoint, 5000),
@@ -96,6 +99,7 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
         className: volumeSnapshots.className,
         claimOf: (pod) => `${DATA_VOLUME}-${pod}`,
         clusterLabels: identity.backupLabels,
+        annotations: specHash ? { [SNAPSHOT_ANNOTATIONS.specHash]: specHash } : {},
         cutTimeoutMs: volumeSnapshots.readyTimeoutSeconds * 1000,
         readyTimeoutMs: volumeSnapshots.readyTimeoutSeconds * 1000,
       },

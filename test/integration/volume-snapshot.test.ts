@@ -133,7 +133,10 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
     expect(snapshot.status.readyToUse).toBe(true);
     expect(snapshot.spec).toEqual({ volumeSnapshotClassName: snapshotClass, source: { persistentVolumeClaimName: volume.claim } });
     expect(snapshot.metadata.labels).toMatchObject({ 'app.kubernetes.io/instance': NAME, 'dkv.example.com/member': manifest.member.name, 'dkv.example.com/backup': expect.stringMatching(/^\d{8}T\d{6}\.\d{3}Z$/) });
-    expect(snapshot.metadata.annotations).toMatchObject({ 'dkv.example.com/engine': 'etcd', 'dkv.example.com/server-version': '3.6.8', 'dkv.example.com/taken-at': manifest.startedAt });
+    const sts = (await client.request('GET', `/apis/apps/v1/namespaces/${namespace}/statefulsets/${NAME}`)).metadata.annotations[config.hashAnnotation];
+    expect(snapshot.metadata.annotations).toMatchObject({ 'dkv.example.com/engine': 'etcd', 'dkv.example.com/server-version': '3.6.8', 'dkv.example.com/taken-at': manifest.startedAt,
+      'dkv.example.com/spec-hash': sts });
+    expect(sts).toMatch(/^[0-9a-f]{8,}/);
 
     // A runner killed once its snapshot was asked for: nothing is held (etcd is never quiesced), and it leaves a snapshot without a backup.
     let runner: ChildProcess | undefined;
@@ -164,8 +167,8 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
     await namespaces.run(namespace);
     await createCluster(client, namespace, NAME, { size: 3, image: IMAGE, storage: { storageClassName: storageClass }, restore: { from: kept.volumeSnapshot!.name } });
     await namespaces.healthy(namespace, 3, clusterPath(namespace, NAME));
-    const sts = await client.request('GET', `/apis/apps/v1/namespaces/${namespace}/statefulsets/${NAME}`);
-    expect(sts.spec.volumeClaimTemplates[0].spec.dataSource).toEqual({ apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: kept.volumeSnapshot!.name });
+    const restoredSts = await client.request('GET', `/apis/apps/v1/namespaces/${namespace}/statefulsets/${NAME}`);
+    expect(restoredSts.spec.volumeClaimTemplates[0].spec.dataSource).toEqual({ apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: kept.volumeSnapshot!.name });
     const count = await etcdPost(namespaces.clientUrl(namespace, 'kv-2'), '/v3/kv/range', { key: b64('orders/'), range_end: b64('orders0'), count_only: true });
     expect(Number(count.count)).toBe(KEYS);
     // Each member made the copy its own: three members, not three copies of the one the snapshot was cut from.
