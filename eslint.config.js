@@ -5,7 +5,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['lib/**', 'dist/**', 'imports/**', 'node_modules/**', 'test/cluster/kwok/**', 'docs/**'] },
+  { ignores: ['lib/**', 'dist/**', 'imports/**', 'node_modules/**', 'test/cluster/kwok/**', 'docs/**', 'api-docs/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

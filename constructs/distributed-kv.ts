@@ -1,6 +1,11 @@
 import { Construct } from 'constructs';
 import { ApiObject, JsonPatch } from 'cdk8s';
-import type { GeneratorConfig, JsonPatchOperation } from '../api/config.js';
+import { loadDefaultConfig, type GeneratorConfig, type JsonPatchOperation } from '../api/config.js';
+import { InputError } from '../api/problem.js';
+import { validateDistributedKV } from '../api/validate.js';
+import { dottedPath } from '../model/field-path.js';
+import { withDesiredHash } from '../model/desired-hash.js';
+import type { KubeObject } from '../model/kube-object.js';
 import type { DistributedKVSpec } from '../imports/distributedkv.js';
 import { engineFor, type MembershipPlan } from '../engines/index.js';
 import { KVBackupCronJob } from './backup-cron-job.js';
@@ -39,9 +44,37 @@ function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
  * Everything a DistributedKV turns into: the StatefulSet of members, the
  * headless and client Services, the PodDisruptionBudget and, when backups
  * are configured, the backup CronJob. The configuration's per-kind patches
- * are applied last, so they can change anything the constructs decide.
+ * are applied last, so they can change anything the constructs decide; then
+ * each object gets its desired-hash annotation (the hash of everything
+ * else), by which the controller tells an object it would write itself from
+ * one that drifted. Compose it in any cdk8s Chart, next to your own objects:
+ * it renders exactly what `dkv synth` writes for the same spec.
+ *
+ * @example
+ * const chart = new Chart(app, 'shop', { namespace: 'shop' });
+ * DistributedKVCluster.fromDocument(chart, 'orders', {
+ *   apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV',
+ *   metadata: { name: 'orders' },
+ *   spec: { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' },
+ * });
  */
 export class DistributedKVCluster extends Construct {
+  /**
+   * A cluster from a DistributedKV document as a user writes it: validated
+   * and defaulted exactly as `dkv synth` and the controller do.
+   *
+   * @param config names, labels, ports and patches. @default the built-in configuration (dkv.config.yaml)
+   * @throws InputError listing every problem, each with the construct's path and the field's, when the document is not a valid DistributedKV
+   */
+  static fromDocument(scope: Construct, id: string, document: unknown, config: GeneratorConfig = loadDefaultConfig()): DistributedKVCluster {
+    const result = validateDistributedKV(document, config);
+    if (!result.valid) {
+      throw new InputError(result.problems.map((p) => ({ file: `DistributedKV ${scope.node.path ? `${scope.node.path}/` : ''}${id}`, path: dottedPath(p.segments), message: p.message })));
+    }
+    return new DistributedKVCluster(scope, id, { name: result.resource.metadata.name, spec: result.resource.spec, config });
+  }
+
+  /** Names and labels shared by every object of the cluster. */
   readonly identity: ClusterIdentity;
 
   constructor(scope: Construct, id: string, props: DistributedKVProps) {
@@ -60,6 +93,10 @@ export class DistributedKVCluster extends Construct {
     for (const child of this.node.findAll()) {
       if (!(child instanceof ApiObject)) continue;
       for (const op of config.patches[child.kind as keyof GeneratorConfig['patches']] ?? []) child.addJsonPatch(toCdk8sPatch(op));
+      // The last step of each object's rendering, whichever chart renders it: the L1 objects are made in the
+      // constructs above, so the hash is added to their own rendering rather than by a subclass.
+      const render = child.toJson.bind(child);
+      child.toJson = () => withDesiredHash(render() as KubeObject, config.hashAnnotation);
     }
   }
 }

@@ -3,23 +3,18 @@ import type { GeneratorConfig, JsonPatchOperation, PatchableKind } from '../api/
 import { InvalidConfigError } from '../api/problem.js';
 import type { ValidResource } from '../api/validate.js';
 import { DistributedKVCluster } from './distributed-kv.js';
-import { withDesiredHash } from '../model/desired-hash.js';
 import type { KubeObject } from '../model/kube-object.js';
 import type { MembershipPlan } from '../engines/index.js';
 
 /**
- * A cdk8s Chart for one DistributedKV whose objects carry their desired-hash
- * annotation. `cdk8s synth`, `dkv synth` and the controller all render
- * through it, so there is one place that knows what a DistributedKV turns into.
+ * A cdk8s Chart holding one DistributedKV, in its namespace. `cdk8s synth`,
+ * `dkv synth` and the controller all render through it, so there is one
+ * place that knows what a DistributedKV turns into.
  */
 export class DistributedKVChart extends Chart {
   constructor(scope: App, id: string, readonly resource: ValidResource, readonly config: GeneratorConfig, membership?: MembershipPlan) {
     super(scope, id, { namespace: resource.metadata.namespace, disableResourceNameHashes: true });
     new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership });
-  }
-
-  override toJson(): any[] {
-    return super.toJson().map((o: KubeObject) => withDesiredHash(o, this.config.hashAnnotation));
   }
 }
 

@@ -1,0 +1,96 @@
+/**
+ * The package as a cdk8s user takes it: packed (`npm pack`), installed from
+ * the tarball into a fresh cdk8s app outside this tree (dependencies from
+ * the npm registry, as any install), composed there next to a cdk8s-plus
+ * Deployment, and rendered by `cdk8s synth`. What it renders for a spec must
+ * be exactly what `dkv synth` writes for the same spec.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { packageRoot } from '../../api/package-root.js';
+
+const root = packageRoot();
+const ours = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const versionOf = (name: string): string => JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version;
+const documents = (file: string): any[] => parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS()).filter(Boolean);
+const byKindAndName = (a: any, b: any) => `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`);
+
+describe('the construct library, packed and installed into a cdk8s app of its own', () => {
+  let dir: string;
+  let app: string;
+  let tarball: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'dkv-consumer-'));
+    // The compiled library is what the tarball carries (npm test's pretest compiles it); no scripts run.
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+    tarball = join(dir, packed[0].filename);
+    app = join(dir, 'shop-app');
+    mkdirSync(app);
+    writeFileSync(join(app, 'package.json'), JSON.stringify({
+      name: 'shop-app', private: true, type: 'module',
+      dependencies: { [ours.name]: `file:${tarball}`, cdk8s: versionOf('cdk8s'), 'cdk8s-plus-27': versionOf('cdk8s-plus-27'), constructs: versionOf('constructs') },
+    }, null, 2));
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+  }, 300_000);
+
+  afterAll(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('exports the construct, the chart, the synthesis function, the validator and the types from its entry point, with declarations', () => {
+    const exported = execFileSync(process.execPath, ['--input-type=module', '-e', `import * as dkv from '${ours.name}'; console.log(JSON.stringify(Object.keys(dkv).sort()))`], { cwd: app, encoding: 'utf8' });
+    expect(JSON.parse(exported)).toEqual(expect.arrayContaining(['DistributedKVCluster', 'DistributedKVChart', 'synthesizeCluster', 'validateDistributedKV', 'loadDefaultConfig', 'loadConfig', 'customResourceDefinition']));
+    const declarations = readFileSync(join(app, 'node_modules', ours.name, 'lib', 'index.d.ts'), 'utf8');
+    expect(declarations).toMatch(/DistributedKVSpec/);
+    // Only what a user runs: no tests, no benchmarks.
+    expect(readdirSync(join(app, 'node_modules', ours.name, 'lib'))).not.toEqual(expect.arrayContaining(['test']));
+    expect(readdirSync(join(app, 'node_modules', ours.name, 'lib'))).not.toEqual(expect.arrayContaining(['bench']));
+  });
+
+  it('renders, next to a cdk8s-plus Deployment in the same chart, exactly what dkv synth writes for the same spec', () => {
+    const [orders] = documents(join(root, 'examples', 'orders.yaml'));
+    writeFileSync(join(app, 'main.js'), `
+import { App, Chart } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-27';
+import { DistributedKVCluster } from '${ours.name}';
+
+const app = new App();
+const chart = new Chart(app, 'shop', { namespace: 'shop' });
+new kplus.Deployment(chart, 'web', { containers: [{ image: 'registry.example.com/shop/web:1.0.0', portNumber: 8080 }] });
+DistributedKVCluster.fromDocument(chart, 'orders', ${JSON.stringify(orders)});
+app.synth();
+`);
+    writeFileSync(join(app, 'cdk8s.yaml'), 'app: node main.js\noutput: dist\n');
+    execFileSync(join(root, 'node_modules', '.bin', 'cdk8s'), ['synth', '--check-upgrade=false'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+    const rendered = documents(join(app, 'dist', 'shop.k8s.yaml'));
+    expect(rendered.filter((o) => o.kind === 'Deployment')).toHaveLength(1);
+
+    const specs = join(dir, 'specs');
+    mkdirSync(specs);
+    writeFileSync(join(specs, 'orders.yaml'), readFileSync(join(root, 'examples', 'orders.yaml')));
+    execFileSync(process.execPath, [join(root, 'bin', 'dkv.js'), 'synth', '--specs', specs, '--out', join(dir, 'out')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const written = documents(join(dir, 'out', 'shop.orders.k8s.yaml'));
+    expect(written.length).toBeGreaterThan(4);
+    expect(rendered.filter((o) => o.kind !== 'Deployment').sort(byKindAndName)).toEqual(written.sort(byKindAndName));
+  });
+
+  it('refuses an invalid spec with every problem and its field path, before anything is rendered', () => {
+    writeFileSync(join(app, 'bad.js'), `
+import { App, Chart } from 'cdk8s';
+import { DistributedKVCluster } from '${ours.name}';
+const chart = new Chart(new App(), 'shop');
+try {
+  DistributedKVCluster.fromDocument(chart, 'orders', { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name: 'orders' }, spec: { size: 10, image: '' } });
+} catch (e) {
+  console.log(e.name + ': ' + e.message);
+}
+`);
+    const out = execFileSync(process.execPath, ['bad.js'], { cwd: app, encoding: 'utf8' });
+    expect(out).toMatch(/^InputError: DistributedKV shop\/orders: spec\.size: .*9/m);
+    expect(out).toMatch(/^DistributedKV shop\/orders: spec\.image: /m);
+  });
+});
