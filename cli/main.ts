@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { InputError, InvalidConfigError } from '../api/problem.js';
-import { EXAMPLE_SPECS, synth, validate } from './synth-command.js';
+import { EXAMPLE_SPECS, synth, SYNTH_USAGE, validate, VALIDATE_USAGE } from './synth-command.js';
 
 const USAGE = `usage:
   dkv synth [--specs <file-or-dir>]... [--out <dir>] [--config <file>]
@@ -24,7 +24,11 @@ async function run(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'synth': {
-      const { values } = parseArgs({ args: rest, options: { specs: { type: 'string', multiple: true }, out: { type: 'string' }, config: { type: 'string' } }, allowPositionals: false });
+      const { values } = parseArgs({ args: rest, options: { specs: { type: 'string', multiple: true }, out: { type: 'string' }, config: { type: 'string' }, help: { type: 'boolean' } }, allowPositionals: false });
+      if (values.help) {
+        process.stdout.write(SYNTH_USAGE + '\n');
+        return 0;
+      }
       const report = synth({ specs: values.specs ?? [EXAMPLE_SPECS], outDir: values.out ?? 'dist', configFile: values.config });
       for (const s of report.skipped) process.stderr.write(`skipped (not a DistributedKV): ${s}\n`);
       for (const r of report.removed) process.stderr.write(`removed stale manifest: ${r}\n`);
@@ -32,7 +36,11 @@ async function run(argv: string[]): Promise<number> {
       return 0;
     }
     case 'validate': {
-      const { values, positionals } = parseArgs({ args: rest, options: { config: { type: 'string' } }, allowPositionals: true });
+      const { values, positionals } = parseArgs({ args: rest, options: { config: { type: 'string' }, help: { type: 'boolean' } }, allowPositionals: true });
+      if (values.help) {
+        process.stdout.write(VALIDATE_USAGE + '\n');
+        return 0;
+      }
       const report = validate(positionals.length > 0 ? positionals : [EXAMPLE_SPECS], values.config);
       for (const warning of report.warnings) process.stderr.write(`warning: ${warning}\n`);
       process.stderr.write(`${report.clusters} DistributedKV spec(s) valid\n`);

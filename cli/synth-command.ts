@@ -10,6 +10,26 @@ import { writeManifests } from './write-output.js';
 /** The embedded default: the example specs shipped with the package. */
 export const EXAMPLE_SPECS = join(packageRoot(), 'examples');
 
+/** `dkv synth --help`: every flag, so a user never has to read the source to find one. */
+export const SYNTH_USAGE = `usage: dkv synth [--specs <file-or-dir>]... [--out <dir>] [--config <file>]
+  --specs <file-or-dir>   a spec file, or a directory whose .yaml/.yml files are read (repeatable;
+                          default: the bundled examples)
+  --out <dir>             where the manifests go (default: dist): one <namespace>.<name>.k8s.yaml
+                          per cluster and the CRD
+  --config <file>         generator configuration (default: the bundled dkv.config.yaml)
+Removes only manifests it wrote earlier from the spec files it reads this run, for clusters no
+longer in them; every other file is left alone. Writes nothing unless every spec is valid.
+Exit codes: 0 written, 1 invalid input (every problem is listed), 2 usage or internal error.`;
+
+/** `dkv validate --help`. */
+export const VALIDATE_USAGE = `usage: dkv validate [<file-or-dir>...] [--config <file>]
+  <file-or-dir>           a spec file, or a directory whose .yaml/.yml files are read
+                          (default: the bundled examples)
+  --config <file>         generator configuration (default: the bundled dkv.config.yaml)
+Checks the specs exactly as dkv synth does, without writing anything; warns about what works but
+deserves a word (an even size).
+Exit codes: 0 valid, 1 invalid input (every problem is listed), 2 usage or internal error.`;
+
 export interface SynthOptions {
   readonly specs: readonly string[];
   readonly outDir: string;

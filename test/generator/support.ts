@@ -137,12 +137,12 @@ const DKV_BIN = join(ROOT, 'bin', 'dkv.js');
 /** Jest timeout for a test that starts the CLI: generous, since CI machines are shared; nothing asserts on speed. */
 export const CLI_TIMEOUT_MS = 30_000;
 
-/** Runs the compiled CLI (`npm run build` / `npm ci` produce lib/) in `cwd`, as a user would. */
-export function dkv(args: readonly string[], cwd: string = ROOT): CliResult {
+/** Runs the compiled CLI (`npm run build` / `npm ci` produce lib/) in `cwd`, as a user would, with `environment` over this process's. */
+export function dkv(args: readonly string[], cwd: string = ROOT, environment: NodeJS.ProcessEnv = {}): CliResult {
   if (!existsSync(join(ROOT, 'lib', 'cli', 'main.js'))) {
     throw new Error('lib/cli/main.js is missing: run `npm run build` before the CLI specifications');
   }
-  const env = { ...process.env };
+  const env = { ...process.env, ...environment };
   delete env.DKV_DEBUG; // stack traces only when a developer asks for them
   const result = spawnSync(process.execPath, [DKV_BIN, ...args], { cwd, encoding: 'utf8', env });
   if (result.error) throw result.error;
