@@ -41,6 +41,12 @@ export interface NodesOptions {
    * every Job pod Succeeded at once).
    */
   readonly withoutStages?: readonly string[];
+  /**
+   * StorageClasses kwok provisions besides its default `kwok-volume` (created
+   * non-default, same provisioner): for specs that name a class of their own,
+   * as the examples' `fast-ssd`.
+   */
+  readonly storageClasses?: readonly string[];
 }
 
 export interface NodeComponents {
@@ -90,7 +96,8 @@ async function create(client: KubeClient, path: string, object: unknown): Promis
 }
 
 /** kwok's Stage documents (for --config) and the other objects shipped with them (the `kwok-volume` StorageClass). */
-function readStages(binDir: string, without: readonly string[] = []): { stages: string; objects: Record<string, any>[] } {
+function readStages(binDir: string, without: readonly string[] = [], storageClasses: readonly string[] = []): { stages: string; objects: Record<string, any>[] } {
+  const classes = ['kwok-volume', ...storageClasses].map((c) => `'${c}'`).join(', ');
   const stageDir = join(binDir, 'kwok-stages');
   const stages: string[] = [];
   const objects: Record<string, any>[] = [];
@@ -99,8 +106,13 @@ function readStages(binDir: string, without: readonly string[] = []): { stages: 
       const object = doc.toJS();
       if (!object) continue;
       if (object.kind === 'Stage' && without.includes(object.metadata?.name)) continue;
-      if (object.kind === 'Stage') stages.push(`# ${file}\n${doc.toString()}`);
+      if (object.kind === 'Stage') stages.push(`# ${file}\n${doc.toString().replaceAll("self.spec.storageClassName == 'kwok-volume'", `self.spec.storageClassName in [${classes}]`)}`);
       else objects.push(object);
+      if (object.kind === 'StorageClass') {
+        for (const name of storageClasses) {
+          objects.push({ ...object, metadata: { ...object.metadata, name, annotations: { ...object.metadata.annotations, 'storageclass.kubernetes.io/is-default-class': 'false' } } });
+        }
+      }
     }
   }
   if (stages.length === 0) throw new Error(`no kwok Stage documents in ${stageDir}`);
@@ -147,7 +159,7 @@ export async function startNodeComponents(ctx: NodeComponentsContext, options: N
 
   try {
     // The `kwok-volume` StorageClass must exist (as the default) before any PVC is created.
-    const { stages, objects } = readStages(binDir, options.withoutStages);
+    const { stages, objects } = readStages(binDir, options.withoutStages, options.storageClasses);
     for (const object of objects) {
       if (object.kind !== 'StorageClass') continue; // the stage files' RBAC is for an in-cluster kwok; ours is admin
       await create(client, '/apis/storage.k8s.io/v1/storageclasses', object);
