@@ -1,13 +1,13 @@
 import { maxClusterNameLength } from '../model/cluster-identity.js';
 import type { GeneratorConfig } from './config.js';
-import { CUSTOM_MESSAGE } from './schema-errors.js';
+import { CUSTOM_MESSAGE, SYNONYMS } from './schema-errors.js';
 import { API_GROUP, KIND, SCHEMA } from './validate.js';
 
 export const PLURAL = 'distributedkvs';
 export const CRD_NAME = `${PLURAL}.${API_GROUP}`;
 
 /** JSON Schema keywords with no place in a CRD's structural schema. */
-const DROPPED = new Set(['$schema', '$id', 'title', 'definitions', 'additionalProperties', CUSTOM_MESSAGE]);
+const DROPPED = new Set(['$schema', '$id', 'title', 'definitions', 'additionalProperties', CUSTOM_MESSAGE, SYNONYMS]);
 
 /**
  * JSON Schema → structural OpenAPI v3: `$ref`s inlined, draft-07-only

@@ -1,8 +1,12 @@
 import type { ErrorObject } from 'ajv';
 import { dottedPath, pointerTokens } from '../model/field-path.js';
+import { nearestName, type KnownName } from './nearest-name.js';
 
 /** Schema keyword holding a field's rule in words, for rules whose pattern would be unreadable in an error. */
 export const CUSTOM_MESSAGE = 'x-dkv-message';
+
+/** Schema keyword listing other names a user may know a field by (`replicas` for `size`), for the unknown-field hint. */
+export const SYNONYMS = 'x-dkv-synonyms';
 
 /** A field-level problem found by a JSON Schema validator, before a file is attached. */
 export interface FieldProblem {
@@ -13,6 +17,18 @@ export interface FieldProblem {
 
 function pointerSegments(pointer: string): (string | number)[] {
   return pointerTokens(pointer).map((key) => (/^\d+$/.test(key) ? Number(key) : key));
+}
+
+/** The fields an object schema knows, with their synonyms, in schema order. */
+function knownFields(objectSchema: unknown): KnownName[] {
+  const properties = (objectSchema as { properties?: Record<string, Record<string, unknown>> } | undefined)?.properties ?? {};
+  return Object.entries(properties).map(([name, schema]) => ({ name, synonyms: Array.isArray(schema?.[SYNONYMS]) ? (schema[SYNONYMS] as string[]) : [] }));
+}
+
+/** `unknown field`, and the known sibling the user most likely meant, where one is close. */
+export function unknownFieldMessage(parent: readonly (string | number)[], field: string, known: readonly KnownName[]): string {
+  const meant = nearestName(field, known);
+  return meant === undefined ? 'unknown field' : `unknown field; did you mean ${dottedPath([...parent, meant])}?`;
 }
 
 function describe(value: unknown): string {
@@ -39,10 +55,12 @@ export function fieldProblems(errors: readonly ErrorObject[] | null | undefined,
         segments = [...segments, (e.params as { missingProperty: string }).missingProperty];
         message = 'required field is missing';
         break;
-      case 'additionalProperties':
-        segments = [...segments, (e.params as { additionalProperty: string }).additionalProperty];
-        message = 'unknown field';
+      case 'additionalProperties': {
+        const field = (e.params as { additionalProperty: string }).additionalProperty;
+        message = unknownFieldMessage(segments, field, knownFields(e.parentSchema));
+        segments = [...segments, field];
         break;
+      }
       case 'anyOf':
       case 'pattern':
       case 'minimum': {

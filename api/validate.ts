@@ -8,7 +8,7 @@ import type { GeneratorConfig } from './config.js';
 import { cronProblems } from './cron.js';
 import { etcdImageProblems } from '../engines/etcd/versions.js';
 import { packageRoot } from './package-root.js';
-import { CUSTOM_MESSAGE, fieldProblems, type FieldProblem } from './schema-errors.js';
+import { CUSTOM_MESSAGE, fieldProblems, SYNONYMS, unknownFieldMessage, type FieldProblem } from './schema-errors.js';
 
 export const API_GROUP = 'example.com';
 export const API_VERSION = 'example.com/v1alpha1';
@@ -34,7 +34,7 @@ function specValidator(): ValidateFunction<DistributedKVSpec> {
     // useDefaults fills in what the CRD's structural defaults fill in on the server.
     const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, useDefaults: true, verbose: true }) // strictTypes off: the int-or-string idiom puts minimum and pattern beside anyOf;
     addFormats.default(ajv);
-    for (const keyword of ['x-kubernetes-validations', 'x-kubernetes-int-or-string', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys', CUSTOM_MESSAGE]) {
+    for (const keyword of ['x-kubernetes-validations', 'x-kubernetes-int-or-string', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys', CUSTOM_MESSAGE, SYNONYMS]) {
       ajv.addKeyword({ keyword }); // Kubernetes-only annotations; their rules are checked below or need an old object.
     }
     ajv.addSchema(SCHEMA);
@@ -92,8 +92,9 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
       problems.push({ segments: ['spec', 'restore'], message: `the ${config.engine} engine cannot restore a backup: dkv restore restores etcd members only` });
     }
   }
+  const topLevel = Object.keys(SCHEMA.properties).map((name) => ({ name }));
   for (const key of Object.keys(doc)) {
-    if (!['apiVersion', 'kind', 'metadata', 'spec', 'status'].includes(key)) problems.push({ segments: [key], message: 'unknown field' });
+    if (!Object.hasOwn(SCHEMA.properties, key)) problems.push({ segments: [key], message: unknownFieldMessage([], key, topLevel) });
   }
   if (problems.length > 0) return { valid: false, problems };
   return { valid: true, resource: doc as ValidResource };

@@ -54,7 +54,13 @@ describe('dkv synth rejects', () => {
 
   it('an unknown field, so a typo is never silently ignored', () => {
     const stderr = expectRejected({ 'orders.yaml': yamlOf({ replicas: 3 }) });
-    expect(stderr).toContain('orders.yaml: spec.replicas: unknown field');
+    expect(stderr).toContain('orders.yaml: spec.replicas: unknown field; did you mean spec.size?');
+  }, CLI_TIMEOUT_MS);
+
+  it('an unknown field that is a typo, naming the field meant', () => {
+    const stderr = expectRejected({ 'orders.yaml': yamlOf({ replicaz: 3, backup: { ...BACKUP, schedul: '@daily' } as ClusterOptions['backup'] }) });
+    expect(stderr).toMatch(/^orders\.yaml: spec\.replicaz: unknown field; did you mean spec\.size\? \(line \d+\)$/m);
+    expect(stderr).toMatch(/^orders\.yaml: spec\.backup\.schedul: unknown field; did you mean spec\.backup\.schedule\? \(line \d+\)$/m);
   }, CLI_TIMEOUT_MS);
 
   it('a missing required field', () => {
