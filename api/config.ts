@@ -4,7 +4,7 @@ import { Ajv } from 'ajv';
 import { isMap, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
 import { packageRoot } from './package-root.js';
 import type { GeneratorConfig } from '../model/generator-config.js';
-import { InputError, yamlProblem, type Problem } from './problem.js';
+import { InputError, yamlProblem, yamlValue, type Problem } from './problem.js';
 import { dottedPath } from '../model/field-path.js';
 import { fieldProblems } from './schema-errors.js';
 
@@ -25,7 +25,9 @@ function parseConfigFile(file: string, text: string): ConfigOverrides {
   if (doc.errors.length > 0) {
     throw new InputError(doc.errors.map((e) => yamlProblem(file, e)));
   }
-  const value = (doc.toJS() ?? {}) as ConfigOverrides;
+  const converted = yamlValue(file, doc);
+  if ('problem' in converted) throw new InputError([converted.problem]);
+  const value = (converted.value ?? {}) as ConfigOverrides;
   const problems: Problem[] = [];
   if (!validateOverrides(value)) {
     for (const p of fieldProblems(validateOverrides.errors)) {

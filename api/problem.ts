@@ -39,6 +39,21 @@ export function yamlProblem(file: string, error: { message: string; linePos?: [{
   return { file, path: '', message: `invalid YAML: ${message}`, line: pos?.line ?? 1, column: pos?.col ?? 1 };
 }
 
+/**
+ * A parsed YAML document's value, or the problem that stops it from having
+ * one. Parsing lets some broken input through that only turning the document
+ * into a value finds: an alias bomb ("billion laughs", a few lines whose
+ * aliases expand to gigabytes, refused after `maxAliasCount` expansions). That
+ * is a broken file like any other, not an internal error.
+ */
+export function yamlValue(file: string, doc: { toJS(options?: { maxAliasCount?: number }): unknown }, maxAliasCount = 100): { value: unknown } | { problem: Problem } {
+  try {
+    return { value: doc.toJS({ maxAliasCount }) };
+  } catch (e) {
+    return { problem: { file, path: '', message: `invalid YAML: ${e instanceof Error ? e.message : String(e)}` } };
+  }
+}
+
 /** Thrown when the configuration cannot render a spec (a patch that does not apply to it); names the configuration's fields. */
 export class InvalidConfigError extends Error {
   constructor(readonly problems: readonly Problem[]) {

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { isNode, LineCounter, parseAllDocuments, type Document } from 'yaml';
 import type { GeneratorConfig } from '../api/config.js';
-import { yamlProblem, type Problem } from '../api/problem.js';
+import { yamlProblem, yamlValue, type Problem } from '../api/problem.js';
 import { dottedPath } from '../model/field-path.js';
 import { KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
 import { findNameClashes, type NameClash } from '../constructs/name-clashes.js';
@@ -81,7 +81,12 @@ export function readSpecText(file: string, text: string, config: GeneratorConfig
       problems.push(...doc.errors.map((e) => yamlProblem(file, e)));
       continue;
     }
-    const value = doc.toJS({ maxAliasCount: 100 }) as unknown;
+    const converted = yamlValue(file, doc);
+    if ('problem' in converted) {
+      problems.push(converted.problem);
+      continue;
+    }
+    const value = converted.value;
     if (value === null || value === undefined) continue; // an empty document, e.g. a trailing `---`
     const kind = typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>).kind : undefined;
     // Other kinds may live beside the specs (a Namespace, say); a near-miss of ours is a mistake, not another kind.

@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { BACKUP, CLI_TIMEOUT_MS, type ClusterOptions, dkv, kvDocument, readTree, removeTemporaryDirectories, temporaryDirectory } from './support.js';
+import { ALIAS_BOMB, BACKUP, CLI_TIMEOUT_MS, type ClusterOptions, dkv, kvDocument, readTree, removeTemporaryDirectories, temporaryDirectory } from './support.js';
 
 afterAll(removeTemporaryDirectories);
 
@@ -115,6 +115,12 @@ describe('dkv synth rejects', () => {
     const text = ['apiVersion: example.com/v1alpha1', 'kind: DistributedKV', 'metadata:', '  name: orders', 'spec:', '  size: 3', '  image: registry.example.com/kv/server:1.4.2', '\tbackup: {}', ''].join('\n');
     const stderr = expectRejected({ 'orders.yaml': text });
     expect(stderr).toMatch(/^orders\.yaml:8:1: invalid YAML: /m);
+  }, CLI_TIMEOUT_MS);
+
+  it('an alias bomb (billion laughs) as broken YAML, not as an internal error', () => {
+    const stderr = expectRejected({ 'orders.yaml': `${yamlOf({})}${ALIAS_BOMB}` });
+    expect(stderr).toMatch(/^orders\.yaml: invalid YAML: Excessive alias count/m);
+    expect(stderr).not.toContain('internal error');
   }, CLI_TIMEOUT_MS);
 
   it('two clusters in different files whose generated objects would share a name', () => {

@@ -9,7 +9,7 @@ import { probeSpecs } from '../../api/config-probes.js';
 import { InputError, InvalidConfigError } from '../../api/problem.js';
 import { desiredHash } from '../../model/desired-hash.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
-import { BACKUP, byRole, changedObjects, CLI_TIMEOUT_MS, DEFAULT_CONFIG, dkv, hashes, kvDocument, readTree, synth, removeTemporaryDirectories, temporaryDirectory, validResource } from './support.js';
+import { ALIAS_BOMB, BACKUP, byRole, changedObjects, CLI_TIMEOUT_MS, DEFAULT_CONFIG, dkv, hashes, kvDocument, readTree, synth, removeTemporaryDirectories, temporaryDirectory, validResource } from './support.js';
 
 afterAll(removeTemporaryDirectories);
 
@@ -133,6 +133,25 @@ patches:
     const file = configFile('selectorLabels: [app.kubernetes.io/name, example.com/missing]\n');
     expect(loadError(file).problems).toEqual([expect.objectContaining({ file, path: 'selectorLabels[1]' })]);
   });
+
+  it('that is an alias bomb (billion laughs) is reported as invalid YAML naming the file, not an internal error', () => {
+    const file = configFile(ALIAS_BOMB);
+    expect(loadError(file).problems).toEqual([{ file, path: '', message: 'invalid YAML: Excessive alias count indicates a resource exhaustion attack' }]);
+  });
+
+  it('that is an alias bomb makes dkv synth and dkv validate exit 1 naming the file, writing nothing', () => {
+    const dir = temporaryDirectory();
+    writeFileSync(join(dir, 'bomb.config.yaml'), ALIAS_BOMB);
+    writeFileSync(join(dir, 'orders.yaml'), JSON.stringify(kvDocument()));
+    for (const args of [['synth', '--specs', 'orders.yaml', '--out', 'out'], ['validate', 'orders.yaml']]) {
+      const result = dkv([...args, '--config', 'bomb.config.yaml'], dir);
+      expect(result.status).toBe(1);
+      expect(result.stderr).toMatch(/^bomb\.config\.yaml: invalid YAML: Excessive alias count/m);
+      expect(result.stderr).not.toContain('internal error');
+      expect(result.stderr).not.toContain('    at ');
+    }
+    expect(Object.keys(readTree(dir)).sort()).toEqual(['bomb.config.yaml', 'orders.yaml']);
+  }, CLI_TIMEOUT_MS);
 
   it('that is invalid makes dkv synth exit 1 naming the file and field, writing nothing', () => {
     const dir = temporaryDirectory();

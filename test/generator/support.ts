@@ -33,6 +33,12 @@ export interface ClusterOptions {
 
 export const BACKUP: Backup = { s3Path: 's3://acme-kv-backups/shop/orders', schedule: '0 2 * * *' };
 
+/**
+ * YAML whose aliases expand to 9^6 strings from six short lines ("billion
+ * laughs"): what a reader that expanded every alias would run out of memory on.
+ */
+export const ALIAS_BOMB = ['a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]', ...'bcdef'.split('').map((key, i) => `${key}: &${key} [${Array(9).fill(`*${'abcdef'[i]}`).join(', ')}]`), ''].join('\n');
+
 /** A DistributedKV document as a user writes it; extra options land in spec. */
 export function kvDocument(options: ClusterOptions = {}): Record<string, unknown> {
   const { name = 'orders', namespace = 'shop', size = 3, image = 'registry.example.com/kv/server:1.4.2', ...spec } = options;
