@@ -112,7 +112,7 @@ export class VolumeSnapshots {
 
   private explain(e: unknown, namespace: string): unknown {
     if (e instanceof KubeApiError && e.status === 404) return new VolumeSnapshotError(`VolumeSnapshots are not served by this cluster (install the snapshot CRDs and controller), or namespace ${namespace} does not exist`);
-    if (e instanceof KubeApiError && e.status === 403) return new VolumeSnapshotError(`not allowed to use VolumeSnapshots in ${namespace}: bind the runner's ServiceAccount to the Role in deploy/backup-runner-rbac.yaml (${e.message})`);
+    if (e instanceof KubeApiError && e.status === 403) return new VolumeSnapshotError(`not allowed to use VolumeSnapshots in ${namespace}: bind the runner's ServiceAccount to the ClusterRole dkv-backup-runner with a RoleBinding in ${namespace}, as deploy/README.md shows (${e.message})`);
     return e;
   }
 }

@@ -12,6 +12,10 @@ const USAGE = `usage:
       Check specs without writing anything.
   dkv controller [--config <file>] [...]
       Run the in-cluster reconciler (see dkv controller --help).
+  dkv install --out <dir> [--namespace dkv-system] [--image <ref>] [--replicas 2]
+              [--watch-namespace <ns>] [--config <file>]
+      Write the controller's install bundle, <dir>/dkv-install.k8s.yaml: namespace, CRD,
+      RBAC, configuration, Deployment (see dkv install --help).
   dkv backup --cluster <name> --namespace <ns> --size <n> --s3-path <s3://bucket/prefix> [...]
       Take one backup of one etcd cluster into S3 (see dkv backup --help).
   dkv restore --from <s3://.../stamp/> --data-dir <dir> --name <member> [...]
@@ -54,6 +58,10 @@ async function run(argv: string[]): Promise<number> {
       const { restoreCommand } = await import('./restore-command.js');
       return restoreCommand(rest);
     }
+    case 'install': {
+      const { installCommand } = await import('./install-command.js');
+      return installCommand(rest);
+    }
     case 'controller': {
       const { runController } = await import('../reconciler/main.js');
       return runController(rest);
@@ -76,7 +84,7 @@ try {
   // A configuration whose patch does not apply to a spec is bad input too, found only when rendering it.
   if (e instanceof InputError || e instanceof InvalidConfigError) {
     process.stderr.write(e.message + '\n');
-    process.stderr.write(`${e.problems.length} problem(s) found${process.argv[2] === 'synth' ? '; nothing was written' : ''}\n`);
+    process.stderr.write(`${e.problems.length} problem(s) found${process.argv[2] === 'synth' || process.argv[2] === 'install' ? '; nothing was written' : ''}\n`);
     process.exitCode = 1;
   } else if (e instanceof Error && e.name === 'UsageError') {
     // A flag value `dkv controller` cannot take (reconciler/controller-flags.ts, loaded only with the controller).

@@ -3,8 +3,10 @@
  * null), about ten times faster than the general-purpose `yaml` stringifier,
  * which was most of `dkv synth`'s time. Keys are sorted; strings are written
  * plain only where YAML 1.1 and 1.2 parsers both read them back as the same
- * string, double-quoted (JSON escapes) everywhere else. A test reads every
- * output back with the `yaml` parser and compares.
+ * string, double-quoted (JSON escapes) everywhere else, except a multi-line
+ * map value (a file in a ConfigMap, as `dkv install` writes one), which stays
+ * readable as a literal block (`|`) where both parsers read that back
+ * unchanged. A test reads every output back with the `yaml` parser and compares.
  */
 
 const PLAIN = /^[A-Za-z_/][A-Za-z0-9_./@-]*(?::[A-Za-z0-9_./@-]+)*$/;
@@ -16,6 +18,29 @@ function scalar(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   const text = String(value);
   return PLAIN.test(text) && !RESERVED.test(text) ? text : JSON.stringify(text);
+}
+
+/** Characters other than the newline that a literal block cannot hold as they are: controls, tabs, and what YAML 1.1 also reads as a line break (NEL, LS, PS). */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const NOT_LITERAL = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]/;
+
+/**
+ * Multi-line text a literal block keeps byte for byte: no line starts the
+ * block with a space or a newline (the first line sets the indentation), and
+ * no line ends with a space (a line of spaces alone would read as empty).
+ */
+function isLiteral(text: string): boolean {
+  if (!text.includes('\n') || text.startsWith(' ') || text.startsWith('\n') || NOT_LITERAL.test(text)) return false;
+  return text.replace(/\n+$/, '').split('\n').every((line) => !line.endsWith(' '));
+}
+
+/** A literal block for a map value at `indent`: `|-` keeps no final newline, `|` one, `|+` more. */
+function literalBlock(text: string, indent: string): string {
+  const body = text.replace(/\n+$/, '');
+  const trailing = text.length - body.length;
+  const chomping = trailing === 0 ? '-' : trailing === 1 ? '' : '+';
+  const lines = body.split('\n').map((line) => (line === '' ? '\n' : `${indent}  ${line}\n`));
+  return `|${chomping}\n${lines.join('')}${'\n'.repeat(Math.max(0, trailing - 1))}`;
 }
 
 function isEmpty(value: unknown): boolean {
@@ -36,6 +61,8 @@ function writeMap(map: Record<string, unknown>, indent: string, out: string[], f
     if (isCollection(value) && !isEmpty(value)) {
       out.push(`${prefix}${scalar(key)}:\n`);
       writeNode(value, indent + '  ', out);
+    } else if (typeof value === 'string' && isLiteral(value)) {
+      out.push(`${prefix}${scalar(key)}: ${literalBlock(value, indent)}`);
     } else {
       out.push(`${prefix}${scalar(key)}: ${isCollection(value) ? (Array.isArray(value) ? '[]' : '{}') : scalar(value)}\n`);
     }

@@ -77,7 +77,10 @@ export interface GeneratorConfig {
     readonly volumeSnapshots: {
       /** A VolumeSnapshotClass; empty: no volume snapshots. */
       readonly className: string;
-      /** The runner's ServiceAccount when volume snapshots are on: it creates, reads and deletes VolumeSnapshots (deploy/backup-runner-rbac.yaml). */
+      /**
+       * The runner's ServiceAccount when volume snapshots are on: it creates, reads and deletes VolumeSnapshots
+       * (the install bundle's ClusterRole `dkv-backup-runner`, bound in its namespace: deploy/README.md).
+       */
       readonly serviceAccountName: string;
       /** How long a backup waits for its VolumeSnapshot to be ready to use. */
       readonly readyTimeoutSeconds: number;

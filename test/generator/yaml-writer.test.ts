@@ -2,7 +2,9 @@
  * dkv synth writes YAML with its own small writer; whatever it writes must
  * read back as exactly the data it was given, by YAML 1.2 and 1.1 parsers.
  */
+import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
+import { DEFAULT_CONFIG_FILE } from '../../api/config.js';
 import { yamlDocument } from '../../cli/yaml-writer.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { DEFAULT_CONFIG, SIZES, kvDocument } from './support.js';
@@ -27,6 +29,22 @@ describe('the YAML writer', () => {
       roundTrips({ value: s });
       roundTrips({ [s]: 1 });
       roundTrips({ list: [s, [s], { k: s }] });
+    }
+  });
+
+  it('writes a multi-line value as a literal block that reads back as the same text, nested or not', () => {
+    const config = readFileSync(DEFAULT_CONFIG_FILE, 'utf8');
+    for (const text of [config, 'a\nb', 'a\n', 'a\n\n', 'a\n\n\n', 'a\n\nb', 'a\n  b\n', '# c\nx: 1\n---\n...\n- y\n', 'key: |\n  nested\n']) {
+      roundTrips({ data: { 'file.yaml': text } });
+      roundTrips({ list: [{ k: text, z: 1 }] });
+    }
+    expect(yamlDocument({ data: { 'dkv.config.yaml': config } })).toBe(`data:\n  dkv.config.yaml: |\n${config.replace(/\n$/, '').split('\n').map((l) => (l ? `    ${l}\n` : '\n')).join('')}`);
+  });
+
+  it('quotes multi-line text a literal block would change', () => {
+    for (const text of [' a\nb', '\na', 'a \nb', 'a\n \nb', 'a\tb\nc', 'a\r\nb', 'a\u2028b\nc', 'a\u0085\nb', 'a\n ']) {
+      roundTrips({ value: text });
+      expect(yamlDocument({ value: text })).toBe(`value: ${JSON.stringify(text)}\n`);
     }
   });
 

@@ -1,61 +1,96 @@
 /**
- * deploy/rbac.yaml grants what the controller needs: the controller, running
- * with a token of that service account and nothing else, converges a
- * cluster, corrects drift, elects itself leader and lets a deleted cluster
- * go. The API server runs OwnerReferencesPermissionEnforcement (as OpenShift
- * does), under which setting blockOwnerDeletion on the generated objects'
- * owner references needs `update` on distributedkvs/finalizers.
+ * The generated install bundle (constructs/install/, what `dkv install`
+ * writes into deploy/) grants what the controller needs: applied whole to a
+ * real API server in RBAC mode, the controller, running with a token of the
+ * bundle's ServiceAccount and nothing else, converges a cluster, corrects
+ * drift, elects itself leader and lets a deleted cluster go. The API server
+ * runs OwnerReferencesPermissionEnforcement (as OpenShift does), under which
+ * setting blockOwnerDeletion on the generated objects' owner references
+ * needs `update` on distributedkvs/finalizers. With --watch-namespace the
+ * same holds in the watched namespace, and nothing is granted elsewhere.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
-import { packageRoot } from '../../api/package-root.js';
+import { renderInstall } from '../../cli/install-command.js';
+import { loadDefaultConfig } from '../../api/config.js';
 import { KubeClient, resourcePath } from '../../kube/client.js';
 import { LeaderElector } from '../../kube/leader.js';
+import type { KubeObject } from '../../model/kube-object.js';
+import { parseControllerFlags } from '../../reconciler/controller-flags.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
 import { withToken } from '../support/connections.js';
-import { loadDefaultConfig } from '../../api/config.js';
 import { clusterPath, converged, createCluster, startController } from './controller-harness.js';
 
-describeWithCluster('the controller with only the permissions of deploy/rbac.yaml', () => {
+const defaults = loadDefaultConfig();
+
+/** Applies every object of the bundle, in its order, as `kubectl apply --server-side -f` would. */
+async function applyBundle(admin: KubeClient, objects: readonly KubeObject[]): Promise<void> {
+  for (const object of objects) await admin.apply(object, { fieldManager: 'dkv-test', force: true });
+}
+
+/** A client with only the bundle's ServiceAccount's token. */
+async function controllerToken(admin: KubeClient, objects: readonly KubeObject[]): Promise<KubeClient> {
+  const account = objects.find((o) => o.kind === 'ServiceAccount')!;
+  const token = await admin.request('POST', resourcePath('v1', 'ServiceAccount', account.metadata.namespace, account.metadata.name) + '/token', {
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+  });
+  return withToken(admin, token.status.token);
+}
+
+/** `dkv controller`'s flags as the bundle's Deployment passes them. */
+function deploymentFlags(objects: readonly KubeObject[]): ReturnType<typeof parseControllerFlags> {
+  const deployment = objects.find((o) => o.kind === 'Deployment') as any;
+  const [command, ...args] = deployment.spec.template.spec.containers[0].args as string[];
+  expect(command).toBe('controller');
+  return parseControllerFlags(args);
+}
+
+async function gone(admin: KubeClient, namespace: string, name: string): Promise<void> {
+  await eventually(`${namespace}/${name} to be gone`, async () => {
+    try {
+      await admin.request('GET', clusterPath(namespace, name));
+      return undefined;
+    } catch (e) {
+      return isApiError(e, 404) ? true : undefined;
+    }
+  });
+}
+
+describeWithCluster('the controller with only the permissions of the generated install bundle', () => {
   let admin: KubeClient;
   let controllerClient: KubeClient;
+  const bundle = renderInstall();
 
   beforeAll(async () => {
     admin = testClient();
     await installCrd(admin);
-    await admin.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'dkv-system' } } }).catch((e) => {
-      if (!isApiError(e, 409)) throw e;
-    });
-    for (const doc of parseAllDocuments(readFileSync(join(packageRoot(), 'deploy', 'rbac.yaml'), 'utf8'))) {
-      await admin.apply(doc.toJS(), { fieldManager: 'dkv-test', force: true });
-    }
-    const token = await admin.request('POST', resourcePath('v1', 'ServiceAccount', 'dkv-system', 'dkv-controller') + '/token', {
-      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-    });
-    controllerClient = withToken(admin, token.status.token);
+    await applyBundle(admin, bundle);
+    controllerClient = await controllerToken(admin, bundle);
   });
   afterAll(() => {
     admin?.close();
     controllerClient?.close();
   });
 
-  it('deploy/controller.yaml is accepted by the API server (server-side dry-run)', async () => {
-    const [deployment] = parseAllDocuments(readFileSync(join(packageRoot(), 'deploy', 'controller.yaml'), 'utf8')).map((d) => d.toJS());
-    const result = await admin.apply(deployment, { fieldManager: 'dkv-test', dryRun: true });
-    expect(result.spec.template.spec.serviceAccountName).toBe('dkv-controller');
-    expect(result.spec.template.spec.containers[0].readinessProbe.httpGet.path).toBe('/readyz');
+  it('is accepted whole by the API server, strict field validation on: the Deployment runs two replicas as the ServiceAccount, probed on /healthz and /readyz', async () => {
+    const deployment = await admin.request('GET', resourcePath('apps/v1', 'Deployment', 'dkv-system', 'dkv-controller'));
+    expect(deployment.spec.replicas).toBe(2);
+    expect(deployment.spec.template.spec.serviceAccountName).toBe('dkv-controller');
+    expect(deployment.spec.template.spec.containers[0].livenessProbe.httpGet.path).toBe('/healthz');
+    expect(deployment.spec.template.spec.containers[0].readinessProbe.httpGet.path).toBe('/readyz');
+    const budget = await admin.request('GET', resourcePath('policy/v1', 'PodDisruptionBudget', 'dkv-system', 'dkv-controller'));
+    expect(budget.spec.selector).toEqual(deployment.spec.selector);
+    expect(deploymentFlags(bundle).namespace).toBeUndefined(); // every namespace
   });
 
-  it('is refused what the role does not grant', async () => {
+  it('is refused what the roles do not grant: Secrets, and any Lease but its own', async () => {
     await expect(controllerClient.request('GET', '/api/v1/secrets')).rejects.toMatchObject({ status: 403 });
+    await expect(controllerClient.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'dkv-system', 'someone-elses'))).rejects.toMatchObject({ status: 403 });
+    await expect(controllerClient.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'default', defaults.controller.leaseName))).rejects.toMatchObject({ status: 403 });
   });
 
   it('converges a cluster (owner references with blockOwnerDeletion), corrects drift, and lets a deleted cluster go', async () => {
     const namespace = await createNamespace(admin, 'rbac');
     // The default configuration (etcd engine): its member ConfigMap needs its own rule. No Job runs here (no
     // kube-controller-manager), so the final backup's Job is created and then given up after 2 s.
-    const defaults = loadDefaultConfig();
     const running = await startController(controllerClient, namespace, { config: { ...defaults, backup: { ...defaults.backup, final: { ...defaults.backup.final, timeoutSeconds: 2 } } } });
     try {
       await createCluster(admin, namespace, 'kv', { size: 3, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '@daily' } });
@@ -67,14 +102,7 @@ describeWithCluster('the controller with only the permissions of deploy/rbac.yam
       await admin.request('DELETE', clusterPath(namespace, 'kv'));
       // The final backup's Job, created under the role (jobs: create), before the deletion goes on.
       await eventually('the final backup Job', async () => ((await admin.request('GET', resourcePath('batch/v1', 'Job', namespace, 'kv-backup-final')).catch(() => undefined)) ? true : undefined));
-      await eventually('the cluster to be gone', async () => {
-        try {
-          await admin.request('GET', clusterPath(namespace, 'kv'));
-          return undefined;
-        } catch (e) {
-          return isApiError(e, 404) ? true : undefined;
-        }
-      });
+      await gone(admin, namespace, 'kv');
       // Its objects are the garbage collector's (status-truth.test.ts proves it where one runs).
       const [statefulSet] = (await admin.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace))).items;
       expect(statefulSet.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'DistributedKV', name: 'kv', controller: true, blockOwnerDeletion: true })]);
@@ -88,7 +116,7 @@ describeWithCluster('the controller with only the permissions of deploy/rbac.yam
   it('can hold the leader Lease in its own namespace', async () => {
     let leading = false;
     const elector = new LeaderElector({
-      client: controllerClient, namespace: 'dkv-system', name: 'dkv-controller', identity: 'rbac-test',
+      client: controllerClient, namespace: 'dkv-system', name: defaults.controller.leaseName, identity: 'rbac-test',
       leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 250,
       onStartedLeading: () => (leading = true), onStoppedLeading: () => (leading = false),
     });
@@ -98,5 +126,52 @@ describeWithCluster('the controller with only the permissions of deploy/rbac.yam
     } finally {
       await elector.stop();
     }
+  });
+});
+
+describeWithCluster('the install bundle for a controller that watches one namespace (--watch-namespace)', () => {
+  let admin: KubeClient;
+  let controllerClient: KubeClient;
+  let watched: string;
+  let bundle: KubeObject[];
+
+  beforeAll(async () => {
+    admin = testClient();
+    await installCrd(admin);
+    watched = await createNamespace(admin, 'rbac-watched');
+    bundle = renderInstall({ namespace: `${watched}-dkv`, watchNamespace: watched });
+    await applyBundle(admin, bundle);
+    controllerClient = await controllerToken(admin, bundle);
+  });
+  afterAll(() => {
+    admin?.close();
+    controllerClient?.close();
+  });
+
+  it('converges and lets go of a cluster in the watched namespace, the one its Deployment names', async () => {
+    const flags = deploymentFlags(bundle);
+    expect(flags.namespace).toBe(watched);
+    const running = await startController(controllerClient, flags.namespace!, { config: defaults });
+    try {
+      await createCluster(admin, watched, 'kv', { size: 3, image: 'kv:1' });
+      await converged(admin, watched, 'kv', 5); // StatefulSet, two Services, PodDisruptionBudget, member ConfigMap
+      await admin.request('DELETE', clusterPath(watched, 'kv'));
+      await gone(admin, watched, 'kv');
+      const failures = (await running.controller.metrics.reconciles.get()).values.filter((v) => v.labels.result === 'error');
+      expect(failures.reduce((n, v) => n + v.value, 0)).toBe(0);
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('reads StorageClasses (cluster-scoped, for volume growth) through a binding of their own', async () => {
+    await expect(controllerClient.request('GET', '/apis/storage.k8s.io/v1/storageclasses')).resolves.toMatchObject({ kind: 'StorageClassList' });
+  });
+
+  it('is granted nothing outside the watched namespace', async () => {
+    const other = await createNamespace(admin, 'rbac-other');
+    await expect(controllerClient.request('GET', resourcePath('apps/v1', 'StatefulSet', other))).rejects.toMatchObject({ status: 403 });
+    await expect(controllerClient.request('GET', clusterPath(other))).rejects.toMatchObject({ status: 403 });
+    await expect(controllerClient.request('GET', '/apis/example.com/v1alpha1/distributedkvs')).rejects.toMatchObject({ status: 403 });
   });
 });

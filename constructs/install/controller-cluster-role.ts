@@ -1,0 +1,112 @@
+import { Construct } from 'constructs';
+import { k8s } from 'cdk8s-plus-27';
+import { PLURAL } from '../../api/crd.js';
+import { API_GROUP } from '../../api/validate.js';
+import type { ControllerIdentity } from './controller-identity.js';
+import { controllerSubject } from './controller-service-account.js';
+
+/** Watch clusters, and remove the finalizer earlier versions added (metadata only; the controller never writes spec). */
+const CLUSTERS: k8s.PolicyRule = { apiGroups: [API_GROUP], resources: [PLURAL], verbs: ['get', 'list', 'watch', 'patch'] };
+
+/** Each cluster's status: what the controller observed and did. */
+const CLUSTER_STATUS: k8s.PolicyRule = { apiGroups: [API_GROUP], resources: [`${PLURAL}/status`], verbs: ['get', 'patch'] };
+
+/**
+ * The generated objects' owner references set blockOwnerDeletion, which the
+ * OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift)
+ * allows only to those who may update the owner's finalizers.
+ */
+const CLUSTER_FINALIZERS: k8s.PolicyRule = { apiGroups: [API_GROUP], resources: [`${PLURAL}/finalizers`], verbs: ['update'] };
+
+/** The generated objects: cached by label, applied server-side, pruned. */
+const GENERATED = ['get', 'list', 'watch', 'create', 'patch', 'delete'];
+const STATEFUL_SETS: k8s.PolicyRule = { apiGroups: ['apps'], resources: ['statefulsets'], verbs: GENERATED };
+const SERVICES: k8s.PolicyRule = { apiGroups: [''], resources: ['services'], verbs: GENERATED };
+const DISRUPTION_BUDGETS: k8s.PolicyRule = { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: GENERATED };
+const CRON_JOBS: k8s.PolicyRule = { apiGroups: ['batch'], resources: ['cronjobs'], verbs: GENERATED };
+
+/**
+ * The backup Jobs a CronJob runs, read for lastBackupTime, BackupFailing and
+ * BackupStale; and the one final backup Job created from the CronJob's
+ * template when a cluster is deleted.
+ */
+const JOBS: k8s.PolicyRule = { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch', 'create'] };
+
+/** The member ConfigMap (etcd engine): how a member that starts joins. */
+const CONFIG_MAPS: k8s.PolicyRule = { apiGroups: [''], resources: ['configmaps'], verbs: GENERATED };
+
+/**
+ * Members' pods (etcd engine): read while an upgrade is under way, deleted
+ * one at a time (with uid and resourceVersion preconditions) to restart a member.
+ */
+const PODS: k8s.PolicyRule = { apiGroups: [''], resources: ['pods'], verbs: ['list', 'delete'] };
+
+/**
+ * Storage growth: members' claims grow one at a time where their
+ * StorageClass allows it. A restoring cluster with no claims yet is new: its
+ * backup is checked before anything is created.
+ */
+const CLAIMS: k8s.PolicyRule = { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'patch'] };
+
+/** Whether a claim's StorageClass allows expansion (cluster-scoped: see ControllerClusterRole). */
+const STORAGE_CLASSES: k8s.PolicyRule = { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list'] };
+
+/** A cluster restored from a VolumeSnapshot (spec.restore.from): checked before anything is created. */
+const VOLUME_SNAPSHOTS: k8s.PolicyRule = { apiGroups: ['snapshot.storage.k8s.io'], resources: ['volumesnapshots'], verbs: ['get'] };
+
+/** What the controller did and refused, on each cluster (kubectl describe). */
+const EVENTS: k8s.PolicyRule = { apiGroups: [''], resources: ['events'], verbs: ['create'] };
+
+/**
+ * Everything `dkv controller` needs, and no more: proven sufficient by
+ * test/integration/rbac.test.ts, which runs the controller with a token of
+ * the bundle's ServiceAccount against a real API server in RBAC mode.
+ */
+export const CONTROLLER_RULES: readonly k8s.PolicyRule[] = [
+  CLUSTERS, CLUSTER_STATUS, CLUSTER_FINALIZERS, STATEFUL_SETS, SERVICES, DISRUPTION_BUDGETS, CRON_JOBS, JOBS,
+  CONFIG_MAPS, PODS, CLAIMS, STORAGE_CLASSES, VOLUME_SNAPSHOTS, EVENTS,
+];
+
+/** The rules on cluster-scoped resources, which a RoleBinding cannot grant. */
+export const CLUSTER_SCOPED_RULES: readonly k8s.PolicyRule[] = [STORAGE_CLASSES];
+
+export interface ControllerClusterRoleProps {
+  /** The ServiceAccount the role is bound to. */
+  readonly identity: ControllerIdentity;
+  /**
+   * The one namespace the controller watches (its --namespace flag): the
+   * role is then bound there only, by a RoleBinding, and the cluster-scoped
+   * rules by a ClusterRoleBinding of their own.
+   * @default every namespace: one ClusterRoleBinding
+   */
+  readonly watchNamespace?: string;
+}
+
+/**
+ * The controller's permissions on DistributedKVs and the objects they turn
+ * into: a ClusterRole (CONTROLLER_RULES) bound to its ServiceAccount in every
+ * namespace, or, for a controller that watches one namespace, in that one
+ * namespace only. A RoleBinding grants nothing on cluster-scoped resources,
+ * so those rules (StorageClasses) then get a ClusterRole and binding of
+ * their own, under other names: a binding's role cannot change in place.
+ */
+export class ControllerClusterRole extends Construct {
+  readonly clusterRole: k8s.KubeClusterRole;
+
+  constructor(scope: Construct, id: string, props: ControllerClusterRoleProps) {
+    super(scope, id);
+    const { identity, watchNamespace } = props;
+    const labels = { ...identity.labels };
+    const subjects = [controllerSubject(identity)];
+    const roleRef = (name: string): k8s.RoleRef => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name });
+    this.clusterRole = new k8s.KubeClusterRole(this, 'Resource', { metadata: { name: identity.name, labels }, rules: CONTROLLER_RULES.map((r) => ({ ...r })) });
+    if (watchNamespace === undefined) {
+      new k8s.KubeClusterRoleBinding(this, 'Binding', { metadata: { name: identity.name, labels }, roleRef: roleRef(identity.name), subjects });
+      return;
+    }
+    new k8s.KubeRoleBinding(this, 'Binding', { metadata: { name: identity.name, namespace: watchNamespace, labels }, roleRef: roleRef(identity.name), subjects });
+    const clusterScoped = `${identity.name}-cluster-scoped`;
+    new k8s.KubeClusterRole(this, 'ClusterScoped', { metadata: { name: clusterScoped, labels }, rules: CLUSTER_SCOPED_RULES.map((r) => ({ ...r })) });
+    new k8s.KubeClusterRoleBinding(this, 'ClusterScopedBinding', { metadata: { name: clusterScoped, labels }, roleRef: roleRef(clusterScoped), subjects });
+  }
+}

@@ -1,0 +1,77 @@
+import { Construct } from 'constructs';
+import { App, Chart } from 'cdk8s';
+import type { KubeObject } from '../../model/kube-object.js';
+import { BackupRunnerClusterRole } from './backup-runner-cluster-role.js';
+import { ControllerClusterRole } from './controller-cluster-role.js';
+import { ControllerConfigMap } from './controller-config-map.js';
+import type { ControllerConfiguration } from './controller-configuration.js';
+import { ControllerDeployment } from './controller-deployment.js';
+import { ControllerDisruptionBudget } from './controller-disruption-budget.js';
+import { controllerIdentity, DEFAULT_INSTALL_NAMESPACE } from './controller-identity.js';
+import { ControllerMetricsService } from './controller-metrics-service.js';
+import { ControllerNamespace } from './controller-namespace.js';
+import { ControllerServiceAccount } from './controller-service-account.js';
+import { DistributedKVDefinition } from './custom-resource-definition.js';
+import { LeaderElectionRole } from './leader-election-role.js';
+
+export interface DkvInstallProps {
+  /** The configuration the controller runs with (controllerConfiguration()): shipped in its ConfigMap, and the CRD's and the Lease's source. */
+  readonly configuration: ControllerConfiguration;
+  /**
+   * Where the controller runs.
+   * @default dkv-system
+   */
+  readonly namespace?: string;
+  /**
+   * The controller's image.
+   * @default the configuration's backup.runner.image: the runner is the controller's own image
+   */
+  readonly image?: string;
+  /**
+   * Controller replicas (one leads, the others wait warm).
+   * @default 2
+   */
+  readonly replicas?: number;
+  /**
+   * The one namespace the controller watches, with its permissions bound there only.
+   * @default every namespace
+   */
+  readonly watchNamespace?: string;
+}
+
+/**
+ * Everything a cluster needs to run the DistributedKV controller, in the
+ * order `kubectl apply -f` should create it: the namespace, the CRD, the
+ * controller's ServiceAccount and least-privilege RBAC (its ClusterRole,
+ * the leader-election Role on its one Lease), its configuration, the
+ * Deployment with its metrics Service and PodDisruptionBudget, and the
+ * ClusterRole a namespace binds for backup runners that cut VolumeSnapshots.
+ */
+export class DkvInstall extends Construct {
+  constructor(scope: Construct, id: string, props: DkvInstallProps) {
+    super(scope, id);
+    const { configuration, replicas, watchNamespace } = props;
+    const { config, text } = configuration;
+    const identity = controllerIdentity(props.namespace ?? DEFAULT_INSTALL_NAMESPACE);
+    new ControllerNamespace(this, 'Namespace', { identity });
+    new DistributedKVDefinition(this, 'Definition', { config });
+    new ControllerServiceAccount(this, 'ServiceAccount', { identity });
+    new ControllerClusterRole(this, 'ClusterRole', { identity, watchNamespace });
+    new LeaderElectionRole(this, 'LeaderElection', { identity, leaseName: config.controller.leaseName });
+    new BackupRunnerClusterRole(this, 'BackupRunner', { identity });
+    new ControllerConfigMap(this, 'Config', { identity, configText: text });
+    new ControllerMetricsService(this, 'Metrics', { identity });
+    new ControllerDeployment(this, 'Deployment', {
+      identity, image: props.image ?? config.backup.runner.image, replicas, watchNamespace, configText: text, credentialsSecret: config.backup.runner.credentialsSecret,
+    });
+    new ControllerDisruptionBudget(this, 'DisruptionBudget', { identity });
+  }
+}
+
+/** The install bundle's objects, in apply order: what `dkv install` writes and the RBAC test applies. */
+export function synthesizeInstall(props: DkvInstallProps): KubeObject[] {
+  const app = new App({ outdir: '.' });
+  const chart = new Chart(app, 'dkv-install', { disableResourceNameHashes: true });
+  new DkvInstall(chart, 'Install', props);
+  return chart.toJson();
+}

@@ -1,0 +1,351 @@
+/**
+ * The controller's install bundle (constructs/install/, `dkv install`):
+ * what the Deployment promises (restricted pods, probes on the health
+ * endpoints, a standby replica), that every permission it grants is one the
+ * controller's code uses (test/integration/rbac.test.ts proves they are
+ * enough), what each option changes, and that the output is deterministic
+ * and equal to the committed deploy/dkv-install.k8s.yaml.
+ */
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
+import { DEFAULT_CONFIG_FILE, loadConfig } from '../../api/config.js';
+import { customResourceDefinition } from '../../api/crd.js';
+import { INSTALL_FILE, renderInstall } from '../../cli/install-command.js';
+import { CONTROLLER_RULES } from '../../constructs/install/controller-cluster-role.js';
+import { BACKUP_RUNNER_RULES } from '../../constructs/install/backup-runner-cluster-role.js';
+import { resourcePath } from '../../kube/client.js';
+import type { KubeObject } from '../../model/kube-object.js';
+import { API_VERSION, KIND } from '../../api/validate.js';
+import { OBSERVED_KINDS, OWNED_KINDS } from '../../reconciler/controller.js';
+import { parseControllerFlags } from '../../reconciler/controller-flags.js';
+import { CLI_TIMEOUT_MS, DEFAULT_CONFIG, ROOT, dkv, readTree, removeTemporaryDirectories, temporaryDirectory } from '../generator/support.js';
+
+afterAll(removeTemporaryDirectories);
+
+type Manifest = KubeObject & { spec?: any; rules?: any[]; subjects?: any[]; roleRef?: any; data?: Record<string, string> };
+
+function one(objects: readonly Manifest[], kind: string, name?: string): Manifest {
+  const found = objects.filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
+  if (found.length !== 1) throw new Error(`expected one ${kind}${name ? ` ${name}` : ''}, found ${found.length}`);
+  return found[0];
+}
+
+const bundle = (options: Parameters<typeof renderInstall>[0] = {}): Manifest[] => renderInstall(options) as Manifest[];
+const podSpec = (objects: readonly Manifest[]) => one(objects, 'Deployment').spec.template.spec;
+const container = (objects: readonly Manifest[]) => podSpec(objects).containers[0];
+const controllerArgs = (objects: readonly Manifest[]) => {
+  const [command, ...args] = container(objects).args as string[];
+  expect(command).toBe('controller');
+  return parseControllerFlags(args);
+};
+
+/** The resource name (plural) the API serves a kind under. */
+const plural = (apiVersion: string, kind: string): string => resourcePath(apiVersion, kind).split('/').pop()!;
+const group = (apiVersion: string): string => (apiVersion.includes('/') ? apiVersion.split('/')[0] : '');
+
+/** The verbs a set of rules grants on one resource. */
+function verbsOn(rules: readonly any[], apiGroup: string, resource: string): Set<string> {
+  return new Set(rules.filter((r) => r.apiGroups.includes(apiGroup) && r.resources.includes(resource)).flatMap((r) => r.verbs as string[]));
+}
+
+function source(file: string): string {
+  return readFileSync(join(ROOT, file), 'utf8');
+}
+
+describe('the controller Deployment', () => {
+  const objects = bundle();
+
+  it('runs pods that meet the restricted Pod Security Standard: a numeric non-root user, no privilege escalation, no capabilities, a read-only root, RuntimeDefault seccomp', () => {
+    const spec = podSpec(objects);
+    expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(Number.isInteger(spec.securityContext.runAsUser) && spec.securityContext.runAsUser > 0).toBe(true);
+    for (const c of spec.containers) {
+      expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      expect(c.securityContext.capabilities.add).toBeUndefined();
+      expect(c.securityContext.privileged).toBeUndefined();
+    }
+    expect(spec.hostNetwork ?? false).toBe(false);
+    expect(spec.serviceAccountName).toBe(one(objects, 'ServiceAccount').metadata.name);
+  });
+
+  it('runs two replicas, one leading and one warm, and drains take them one at a time', () => {
+    const deployment = one(objects, 'Deployment');
+    expect(deployment.spec.replicas).toBe(2);
+    const budget = one(objects, 'PodDisruptionBudget');
+    expect(budget.spec.maxUnavailable).toBe(1);
+    expect(budget.spec.selector).toEqual(deployment.spec.selector);
+    expect(deployment.spec.template.metadata.labels).toMatchObject(deployment.spec.selector.matchLabels);
+    expect(one(objects, 'Service').spec.selector).toEqual(deployment.spec.selector.matchLabels);
+  });
+
+  it('probes /healthz for liveness and /readyz for readiness on the port --health-addr serves, which the metrics Service exposes', () => {
+    const c = container(objects);
+    const port = c.ports.find((p: any) => p.name === c.livenessProbe.httpGet.port);
+    expect(c.livenessProbe.httpGet.path).toBe('/healthz');
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: port.name });
+    expect(controllerArgs(objects)).toMatchObject({ healthHost: '0.0.0.0', healthPort: port.containerPort });
+    expect(one(objects, 'Service').spec.ports).toEqual([expect.objectContaining({ name: 'metrics', port: port.containerPort, targetPort: port.name })]);
+  });
+
+  it('requests CPU and memory and limits memory', () => {
+    expect(container(objects).resources).toEqual({ requests: { cpu: '100m', memory: '192Mi' }, limits: { memory: '384Mi' } });
+  });
+
+  it('keeps what the hand-written Deployment had: POD_NAMESPACE for the Lease, NODE_OPTIONS, the optional backup credentials Secret', () => {
+    const c = container(objects);
+    expect(c.env).toEqual([
+      { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+      { name: 'NODE_OPTIONS', value: '--max-semi-space-size=2' },
+    ]);
+    expect(c.envFrom).toEqual([{ secretRef: { name: DEFAULT_CONFIG.backup.runner.credentialsSecret, optional: true } }]);
+    expect(DEFAULT_CONFIG.backup.runner.credentialsSecret).toBe('dkv-backup-credentials');
+  });
+
+  it('reads the configuration the ConfigMap holds (dkv.config.yaml), mounted where --config points, and rolls when it changes', () => {
+    const configMap = one(objects, 'ConfigMap');
+    const flags = controllerArgs(objects);
+    const mount = container(objects).volumeMounts.find((m: any) => flags.config!.startsWith(`${m.mountPath}/`));
+    const volume = podSpec(objects).volumes.find((v: any) => v.name === mount.name);
+    expect(volume.configMap.name).toBe(configMap.metadata.name);
+    expect(mount.readOnly).toBe(true);
+    const file = flags.config!.slice(mount.mountPath.length + 1);
+    expect(configMap.data![file]).toBe(readFileSync(DEFAULT_CONFIG_FILE, 'utf8'));
+    const changed = bundle({ configFile: writeConfig('controller:\n  leaseName: other\n') });
+    expect(one(changed, 'Deployment').spec.template.metadata.annotations).not.toEqual(one(objects, 'Deployment').spec.template.metadata.annotations);
+  });
+
+  it('runs the image dkv.config.yaml names for the backup runner: the controller\'s own image', () => {
+    expect(container(objects).image).toBe(DEFAULT_CONFIG.backup.runner.image);
+    expect(DEFAULT_CONFIG.backup.runner.image).toBe('registry.example.com/dkv/controller:0.1.0');
+  });
+});
+
+describe('the controller\'s permissions', () => {
+  const objects = bundle();
+  const rules = one(objects, 'ClusterRole', 'dkv-controller').rules!;
+
+  it('are bound to the controller\'s ServiceAccount in every namespace', () => {
+    const binding = one(objects, 'ClusterRoleBinding', 'dkv-controller');
+    const account = one(objects, 'ServiceAccount');
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'dkv-controller' });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name, namespace: account.metadata.namespace }]);
+  });
+
+  it('never grant a wildcard, Secrets, RBAC, impersonation or escalation', () => {
+    for (const rule of [...rules, ...objects.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole').flatMap((o) => o.rules!)]) {
+      expect([...rule.apiGroups, ...rule.resources, ...rule.verbs]).not.toContain('*');
+      expect(rule.resources).not.toContain('secrets');
+      expect(rule.apiGroups).not.toContain('rbac.authorization.k8s.io');
+      expect(rule.verbs).not.toEqual(expect.arrayContaining(['impersonate']));
+      expect(rule.verbs).not.toEqual(expect.arrayContaining(['escalate']));
+      expect(rule.verbs).not.toEqual(expect.arrayContaining(['bind']));
+    }
+  });
+
+  it('list and watch exactly the kinds the controller caches, and on the kinds it generates also get, create and patch (server-side apply) and delete (prune)', () => {
+    const watched = rules.filter((r) => r.verbs.includes('watch')).flatMap((r) => r.resources.map((resource: string) => `${r.apiGroups[0]}/${resource}`)).sort();
+    const cached = [{ apiVersion: API_VERSION, kind: KIND }, ...OWNED_KINDS, ...OBSERVED_KINDS].map((k) => `${group(k.apiVersion)}/${plural(k.apiVersion, k.kind)}`).sort();
+    expect(watched).toEqual(cached);
+    for (const { apiVersion, kind } of OWNED_KINDS) {
+      expect([...verbsOn(rules, group(apiVersion), plural(apiVersion, kind))].sort()).toEqual(['create', 'delete', 'get', 'list', 'patch', 'watch']);
+    }
+    for (const { apiVersion, kind } of OBSERVED_KINDS) expect(verbsOn(rules, group(apiVersion), plural(apiVersion, kind))).toEqual(expect.objectContaining(new Set(['list', 'watch'])));
+  });
+
+  /**
+   * Every other grant, with the call in the controller's code that needs it.
+   * `get` beside `list` on DistributedKVs and their status exposes nothing
+   * `list` does not (the listed objects carry their status).
+   */
+  const USES: ReadonlyArray<{ resource: string; verbs: string[]; file: string; call: string }> = [
+    { resource: 'example.com/distributedkvs', verbs: ['patch'], file: 'reconciler/execute-writes.ts', call: "request('PATCH', resourcePath(API_VERSION, KIND, namespace, name)" },
+    { resource: 'example.com/distributedkvs/status', verbs: ['patch'], file: 'reconciler/report.ts', call: "request('PATCH', `${path}/status`" },
+    { resource: 'example.com/distributedkvs/finalizers', verbs: ['update'], file: 'reconciler/execute-writes.ts', call: 'blockOwnerDeletion: true' },
+    { resource: 'batch/jobs', verbs: ['create'], file: 'reconciler/final-backup.ts', call: "request('POST', resourcePath('batch/v1', 'Job', namespace)" },
+    { resource: '/pods', verbs: ['list'], file: 'reconciler/membership-step.ts', call: "('GET', resourcePath('v1', 'Pod', namespace)" },
+    { resource: '/pods', verbs: ['delete'], file: 'reconciler/membership-step.ts', call: "request('DELETE', resourcePath('v1', 'Pod', namespace, action.pod.name)" },
+    { resource: '/persistentvolumeclaims', verbs: ['get'], file: 'reconciler/storage-step.ts', call: '/persistentvolumeclaims/${claimName(i)}`' },
+    { resource: '/persistentvolumeclaims', verbs: ['list'], file: 'reconciler/restore-source.ts', call: '/persistentvolumeclaims?labelSelector=' },
+    { resource: '/persistentvolumeclaims', verbs: ['patch'], file: 'reconciler/storage-step.ts', call: "request('PATCH', `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/" },
+    { resource: 'storage.k8s.io/storageclasses', verbs: ['get'], file: 'reconciler/storage-step.ts', call: '`/apis/storage.k8s.io/v1/storageclasses/${encodeURIComponent(name)}`' },
+    { resource: 'storage.k8s.io/storageclasses', verbs: ['list'], file: 'reconciler/storage-step.ts', call: "('GET', '/apis/storage.k8s.io/v1/storageclasses')" },
+    { resource: 'snapshot.storage.k8s.io/volumesnapshots', verbs: ['get'], file: 'reconciler/restore-source.ts', call: "request('GET', `${VOLUME_SNAPSHOTS}/namespaces/" },
+    { resource: '/events', verbs: ['create'], file: 'reconciler/events.ts', call: "request('POST', resourcePath('v1', 'Event', namespace)" },
+  ];
+
+  it.each(USES)('grant $verbs on $resource, which $file calls for', ({ resource, verbs, file, call }) => {
+    const [apiGroup, ...name] = resource.split('/');
+    expect([...verbsOn(rules, apiGroup, name.join('/'))]).toEqual(expect.arrayContaining(verbs));
+    expect(source(file)).toContain(call);
+  });
+
+  it('grant nothing else', () => {
+    const cachedOrGenerated = new Set([{ apiVersion: API_VERSION, kind: KIND }, ...OWNED_KINDS, ...OBSERVED_KINDS].map((k) => `${group(k.apiVersion)}/${plural(k.apiVersion, k.kind)}`));
+    const readAlongsideList = new Set(['example.com/distributedkvs:get', 'example.com/distributedkvs/status:get']);
+    const explained = new Set(USES.flatMap((u) => u.verbs.map((v) => `${u.resource}:${v}`)));
+    for (const rule of rules) {
+      for (const resource of rule.resources) {
+        const key = `${rule.apiGroups[0]}/${resource}`;
+        for (const verb of rule.verbs) {
+          const ok = (cachedOrGenerated.has(key) && ['get', 'list', 'watch', 'create', 'patch', 'delete'].includes(verb)) || explained.has(`${key}:${verb}`) || readAlongsideList.has(`${key}:${verb}`);
+          expect({ grant: `${key}:${verb}`, needed: ok }).toEqual({ grant: `${key}:${verb}`, needed: true });
+        }
+      }
+    }
+    expect(rules).toEqual(CONTROLLER_RULES);
+  });
+
+  it('let the controller hold only its own Lease, in its own namespace: create, and get and update by name', () => {
+    const role = one(objects, 'Role');
+    expect(role.metadata.namespace).toBe('dkv-system');
+    expect(role.rules).toEqual([
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [DEFAULT_CONFIG.controller.leaseName], verbs: ['get', 'update'] },
+    ]);
+    const binding = one(objects, 'RoleBinding');
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
+    expect(binding.metadata.namespace).toBe(role.metadata.namespace);
+    // The elector's calls: GET and PUT of the Lease by name, POST to create it.
+    const elector = source('kube/leader.ts');
+    for (const call of ["request<Lease>('GET', this.path", "request<Lease>('POST', resourcePath(LEASE_API, 'Lease', namespace)", "request<Lease>('PUT', this.path"]) expect(elector).toContain(call);
+  });
+
+  it('name a leader-election Lease the configuration chooses', () => {
+    const objects = bundle({ configFile: writeConfig('controller:\n  leaseName: kv-operator\n') });
+    expect(one(objects, 'Role').rules![1].resourceNames).toEqual(['kv-operator']);
+  });
+});
+
+describe('the backup runner\'s ClusterRole', () => {
+  it('lets a runner cut, read, list and delete VolumeSnapshots and read the StatefulSet, and is bound by nothing in the bundle', () => {
+    const objects = bundle();
+    const role = one(objects, 'ClusterRole', 'dkv-backup-runner');
+    expect(role.rules).toEqual(BACKUP_RUNNER_RULES);
+    expect(verbsOn(role.rules!, 'snapshot.storage.k8s.io', 'volumesnapshots')).toEqual(new Set(['create', 'get', 'list', 'delete']));
+    expect(verbsOn(role.rules!, 'apps', 'statefulsets')).toEqual(new Set(['get']));
+    expect(objects.filter((o) => (o.roleRef as any)?.name === 'dkv-backup-runner')).toEqual([]);
+  });
+});
+
+describe('the rest of the bundle', () => {
+  it('creates the namespace first and the CRD before anything of its kind, the same CRD as dist/', () => {
+    const objects = bundle();
+    expect(objects.map((o) => o.kind).slice(0, 2)).toEqual(['Namespace', 'CustomResourceDefinition']);
+    expect(one(objects, 'CustomResourceDefinition')).toEqual(customResourceDefinition(DEFAULT_CONFIG));
+    expect(parse(readFileSync(join(ROOT, 'dist', 'distributedkvs.example.com.crd.k8s.yaml'), 'utf8'))).toEqual(one(objects, 'CustomResourceDefinition'));
+  });
+
+  it('ships a configuration that loads as the built-in one', () => {
+    const text = one(bundle(), 'ConfigMap').data!['dkv.config.yaml'];
+    const { file: _file, ...loaded } = loadConfig(writeConfig(text));
+    const { file: _default, ...defaults } = DEFAULT_CONFIG;
+    expect(loaded).toEqual(defaults);
+  });
+});
+
+/** A configuration file in a fresh directory. */
+function writeConfig(text: string): string {
+  const file = join(temporaryDirectory('dkv-install-'), 'dkv.config.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('dkv install options', () => {
+  it('--namespace puts every namespaced object, the bindings\' subjects and the Lease there', () => {
+    const objects = bundle({ namespace: 'ops' });
+    expect(one(objects, 'Namespace').metadata.name).toBe('ops');
+    for (const o of objects.filter((o) => !['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind))) expect(o.metadata.namespace).toBe('ops');
+    for (const binding of objects.filter((o) => o.subjects)) expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'dkv-controller', namespace: 'ops' }]);
+  });
+
+  it('--image sets the controller\'s image and the shipped configuration\'s runner image, unless --config names a runner of its own', () => {
+    const image = 'ghcr.io/acme/dkv:0.2.0';
+    const objects = bundle({ image });
+    expect(container(objects).image).toBe(image);
+    expect(parse(one(objects, 'ConfigMap').data!['dkv.config.yaml']).backup.runner.image).toBe(image);
+    const own = bundle({ image, configFile: writeConfig('backup:\n  runner:\n    image: ghcr.io/acme/runner:7\n') });
+    expect(container(own).image).toBe(image);
+    expect(parse(one(own, 'ConfigMap').data!['dkv.config.yaml']).backup.runner.image).toBe('ghcr.io/acme/runner:7');
+    // Without --image, a configuration's runner image is the controller's too.
+    expect(container(bundle({ configFile: writeConfig('backup:\n  runner:\n    image: ghcr.io/acme/dkv:9\n') })).image).toBe('ghcr.io/acme/dkv:9');
+  });
+
+  it('--replicas sets the Deployment\'s replicas; the disruption budget still lets a single replica drain', () => {
+    expect(one(bundle({ replicas: 3 }), 'Deployment').spec.replicas).toBe(3);
+    const single = bundle({ replicas: 1 });
+    expect(one(single, 'Deployment').spec.replicas).toBe(1);
+    expect(one(single, 'PodDisruptionBudget').spec).toMatchObject({ maxUnavailable: 1 });
+  });
+
+  it('--watch-namespace becomes the controller\'s --namespace, with its role bound in that namespace only and the cluster-scoped rules apart', () => {
+    const objects = bundle({ watchNamespace: 'shop' });
+    expect(controllerArgs(objects).namespace).toBe('shop');
+    expect(controllerArgs(bundle()).namespace).toBeUndefined();
+    const binding = one(objects, 'RoleBinding', 'dkv-controller');
+    expect(binding.metadata.namespace).toBe('shop');
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'dkv-controller' });
+    expect(objects.filter((o) => o.kind === 'ClusterRoleBinding' && o.roleRef.name === 'dkv-controller')).toEqual([]);
+    const clusterScoped = one(objects, 'ClusterRole', 'dkv-controller-cluster-scoped');
+    expect(clusterScoped.rules).toEqual([{ apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list'] }]);
+    expect(one(objects, 'ClusterRoleBinding', 'dkv-controller-cluster-scoped').roleRef.name).toBe('dkv-controller-cluster-scoped');
+  });
+});
+
+describe('dkv install', () => {
+  it('writes byte-identical output on every run, wherever it runs, equal to the committed deploy/', () => {
+    const first = temporaryDirectory();
+    const second = temporaryDirectory();
+    expect(dkv(['install', '--out', join(first, 'deploy')]).status).toBe(0);
+    expect(dkv(['install', '--out', 'deploy'], second).status).toBe(0);
+    expect(readTree(first)).toEqual(readTree(second));
+    const written = readFileSync(join(first, 'deploy', INSTALL_FILE), 'utf8');
+    expect(written).toBe(readFileSync(join(ROOT, 'deploy', INSTALL_FILE), 'utf8'));
+    expect(written.split('\n')[0]).toBe('# Generated by dkv install; do not edit.');
+    expect(parseAllDocuments(written).map((d) => d.toJS())).toEqual(renderInstall());
+  }, CLI_TIMEOUT_MS);
+
+  it('records its options in the first line, the configuration file relative to the output directory', () => {
+    const dir = temporaryDirectory();
+    writeFileSync(join(dir, 'my.yaml'), 'controller:\n  leaseName: other\n');
+    expect(dkv(['install', '--out', 'out', '--namespace', 'ops', '--replicas', '3', '--watch-namespace', 'shop', '--config', 'my.yaml'], dir).status).toBe(0);
+    expect(readFileSync(join(dir, 'out', INSTALL_FILE), 'utf8').split('\n')[0]).toBe('# Generated by dkv install --namespace=ops --replicas=3 --watch-namespace=shop --config="../my.yaml"; do not edit.');
+  }, CLI_TIMEOUT_MS);
+
+  it('prints its usage for --help and exits 0', () => {
+    const result = dkv(['install', '--help']);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^usage: dkv install --out <dir>/);
+    expect(dkv(['--help']).stdout).toContain('dkv install --out <dir>');
+  }, CLI_TIMEOUT_MS);
+
+  it.each([
+    [['--namespace', 'ops'], '--out: is required'],
+    [['--out', 'x', '--replicas', '0'], '--replicas: must be an integer at least 1 (got "0")'],
+    [['--out', 'x', '--replicas', 'two'], '--replicas: must be an integer at least 1 (got "two")'],
+    [['--out', 'x', '--replicas', '1.5'], '--replicas: must be an integer at least 1 (got "1.5")'],
+    [['--out', 'x', '--namespace', 'Ops_1'], '--namespace: must be a namespace name'],
+    [['--out', 'x', '--namespace', 'a'.repeat(64)], '--namespace: must be a namespace name'],
+    [['--out', 'x', '--watch-namespace=-shop'], '--watch-namespace: must be a namespace name'],
+    [['--out', 'x', '--image', 'acme/dkv:1.0 --privileged'], '--image: must be an image reference'],
+    [['--out', 'x', '--image', 'ACME/dkv'], '--image: must be an image reference'],
+    [['--out', 'x', '--image', 'acme/dkv@sha256:abc'], '--image: must be an image reference'],
+    [['--out', 'x', '--replica', '2'], "Unknown option '--replica'"],
+  ])('refuses %j as a usage error naming the flag, writing nothing', (args, message) => {
+    const dir = temporaryDirectory();
+    const result = dkv(['install', ...args], dir);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain(message);
+    expect(result.stderr).toContain('usage: dkv install');
+    expect(existsSync(join(dir, 'x'))).toBe(false);
+  }, CLI_TIMEOUT_MS);
+
+  it('refuses a configuration with problems naming its file and field (exit 1), writing nothing', () => {
+    const dir = temporaryDirectory();
+    writeFileSync(join(dir, 'bad.yaml'), 'ports:\n  client: 2379\n  peer: 2379\n');
+    const result = dkv(['install', '--out', 'x', '--config', 'bad.yaml'], dir);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('bad.yaml: ports.peer: must differ from ports.client');
+    expect(existsSync(join(dir, 'x'))).toBe(false);
+  }, CLI_TIMEOUT_MS);
+});
