@@ -1,0 +1,59 @@
+# The dkv image: one image for everything that runs in a cluster.
+#   dkv controller   the install bundle's Deployment (deploy/dkv-install.k8s.yaml, `dkv install`)
+#   dkv backup       each cluster's backup CronJob (`command: [dkv, backup]`)
+#   dkv restore      a restoring member's init container (`command: [dkv, restore]`), which runs etcdutl
+# so `dkv` and etcd's `etcdutl` are both on the PATH, and the entrypoint is dkv itself.
+#
+#   docker build -t registry.example.com/dkv/controller:0.1.0 .
+#
+# Base images are pinned by digest, so a rebuild gets the same bytes until the digest is
+# bumped on purpose; the tag in front of each digest says what it was published as. The
+# digests were not pulled here (no Docker engine where this file was written): each is the
+# one several public Dockerfiles and a Kubernetes cluster's reported imageID agree on for
+# that tag (the last builds of the Node 20 line; etcd v3.6.8, the etcd Kubernetes 1.36 pins).
+# Override one with --build-arg, e.g. for a mirror.
+ARG NODE_BUILD_IMAGE=node:20-bookworm-slim@sha256:2cf067cfed83d5ea958367df9f966191a942351a2df77d6f0193e162b5febfc0
+ARG NODE_RUNTIME_IMAGE=gcr.io/distroless/nodejs20-debian12:nonroot@sha256:2cd820156cf039c8b54ae2d2a97e424b6729070714de8707a6b79f20d56f6a9a
+ARG ETCD_IMAGE=gcr.io/etcd-development/etcd:v3.6.8@sha256:397189418d1a00e500c0605ad18d1baf3b541a1004d768448c367e48071622e5
+
+# etcd's own release image: etcdutl for `dkv restore` (etcdutl snapshot restore), statically linked.
+FROM ${ETCD_IMAGE} AS etcd
+
+# Production dependencies only. No install scripts: the package's own (`prepare`) compiles
+# with the dev dependencies, and no production dependency needs one.
+FROM ${NODE_BUILD_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+# The compiled JavaScript: lib/ without declarations or source maps. The build context holds
+# only what the compiler and the runtime read (.dockerignore), so lib/ holds no tests or benchmarks.
+FROM ${NODE_BUILD_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY . .
+RUN npx tsc -p . --declaration false --sourceMap false
+# `dkv` on the PATH. A script, not a symlink to bin/dkv.js: its `#!/usr/bin/env node` needs
+# /usr/bin/env, which the distroless runtime does not have; this one names distroless' node.
+RUN printf '%s\n' '#!/nodejs/bin/node' 'import("/app/bin/dkv.js");' > /usr/local/bin/dkv && chmod 0755 /usr/local/bin/dkv
+
+# The runtime: distroless Node.js (no shell, no package manager), as the numeric non-root
+# user the install bundle's pods run as (runAsUser: 65532, distroless' "nonroot").
+FROM ${NODE_RUNTIME_IMAGE}
+ENV NODE_ENV=production \
+    PATH=/nodejs/bin:/usr/local/bin:/usr/bin:/bin
+WORKDIR /app
+COPY --from=etcd /usr/local/bin/etcdutl /usr/local/bin/etcdutl
+COPY --from=build /usr/local/bin/dkv /usr/local/bin/dkv
+COPY --from=deps /app/node_modules /app/node_modules
+# What the compiled code reads at runtime: package.json marks the package root (api/package-root.ts),
+# the schemas and the default configuration (api/validate.ts, api/config.ts), the example specs (dkv synth's default).
+COPY --from=build /app/package.json /app/dkv.config.yaml /app/
+COPY --from=build /app/api/config.schema.json /app/api/distributedkv.schema.json /app/api/
+COPY --from=build /app/examples /app/examples
+COPY --from=build /app/bin /app/bin
+COPY --from=build /app/lib /app/lib
+USER 65532:65532
+ENTRYPOINT ["node", "/app/bin/dkv.js"]
+CMD ["--help"]
