@@ -45,7 +45,7 @@ function timed(command: string, args: string[], env?: NodeJS.ProcessEnv): Promis
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'dkv-bench-backup-'));
-const binDir = locateBinaries();
+const binDir = locateBinaries(['etcd']);
 const tools = backupTools();
 const s3 = await startS3Server();
 const { cluster, pods, membership } = await startLocalEtcdCluster(3, binDir, join(dir, 'members'));

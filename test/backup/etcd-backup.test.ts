@@ -55,7 +55,7 @@ describeWithEtcd('dkv backup of a real etcd cluster into a real S3-compatible st
   const body = async (key: string): Promise<Readable> => (await client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))).Body as Readable;
 
   beforeAll(async () => {
-    binDir = locateBinaries();
+    binDir = locateBinaries(['etcd']);
     tools = backupTools();
     dir = mkdtempSync(join(tmpdir(), 'dkv-backup-'));
     s3 = await startS3Server();

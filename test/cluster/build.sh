@@ -6,6 +6,15 @@
 # stdout is always the directory holding the binaries (usable as KUBEBUILDER_ASSETS).
 # Progress and notes go to stderr. See README.md.
 #
+# Usage: build.sh [BINARY...]   (no BINARY: all of them)
+#   BINARY: etcd kube-apiserver dkv-pki (what every control plane runs),
+#           kube-controller-manager kube-scheduler kwok (the "with nodes" mode; kwok
+#           comes with kwok-stages/)
+# Each binary is cached on its own (a stamp per binary in .stamps/), so a run that
+# needs only the core builds only the core, and a later run builds only what is
+# missing. Runs that overlap (a background build, a test waiting for one of its
+# binaries) build each binary once: one waits for the other's build of it.
+#
 # Environment:
 #   DKV_CONTROL_PLANE_CACHE  cache root (default: $HOME/.cache/dkv-control-plane)
 #   DKV_CONTROL_PLANE_REBUILD=1  ignore the stamp and rebuild
@@ -40,7 +49,8 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 ldflags_etcd="-s -w"
 ldflags_kwok="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}"
-k8s_binaries=(kube-apiserver kube-controller-manager kube-scheduler)
+# In build order for a full build: the core first, then the rest.
+all_binaries=(etcd kube-apiserver dkv-pki kube-controller-manager kube-scheduler kwok)
 # kwok >= 0.8 has no built-in behaviour: these Stage files from its module (what
 # `kwokctl` loads for its "fast" nodes, pods and volumes) are copied into
 # $out/kwok-stages/ (flat, by base name) next to the binary they belong to.
@@ -51,13 +61,24 @@ kwok_stages=(
   volume/fast/pvc-delete.yaml volume/fast/pv-delete.yaml
 )
 
-# Everything that should trigger a rebuild when it changes.
-recipe_key="$(
+if (($# > 0)); then wanted=("$@"); else wanted=("${all_binaries[@]}"); fi
+for b in "${wanted[@]}"; do
+  [[ " ${all_binaries[*]} " == *" $b "* ]] || die "unknown binary '$b' (known: ${all_binaries[*]})"
+done
+
+# Everything a binary's build depends on: when it changes, that binary is rebuilt.
+# recipe=2: the per-binary cache replaced one stamp for everything.
+recipe_key() { # $1 = binary
   {
-    cat "$here/go.mod" "$here/go.sum" "$here/pki/main.go" "$here/kwok/go.mod" "$here/kwok/go.sum"
-    printf 'CGO_ENABLED=0 -trimpath\n%s\n%s\n%s\n%s\n%s\n' "$ldflags_k8s" "$ldflags_etcd" "$ldflags_kwok" "${k8s_binaries[*]}" "${kwok_stages[*]}"
+    printf 'recipe=2 binary=%s CGO_ENABLED=0 -trimpath\n' "$1"
+    case "$1" in
+      kwok) cat "$here/kwok/go.mod" "$here/kwok/go.sum"; printf '%s\n%s\n' "$ldflags_kwok" "${kwok_stages[*]}" ;;
+      dkv-pki) cat "$here/go.mod" "$here/pki/main.go" ;;
+      etcd) cat "$here/go.mod" "$here/go.sum"; printf '%s\n' "$ldflags_etcd" ;;
+      *) cat "$here/go.mod" "$here/go.sum"; printf '%s\n' "$ldflags_k8s" ;;
+    esac
   } | sha256sum | cut -d' ' -f1
-)"
+}
 
 build_pki() { # $1 = output file
   (cd "$here" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$1" ./pki)
@@ -76,7 +97,7 @@ if [[ -n "${KUBEBUILDER_ASSETS:-}" || -n "${TEST_ASSET_KUBE_APISERVER:-}${TEST_A
     exit 0
   fi
   # Assemble a dir with symlinks to the external binaries plus our dkv-pki.
-  ext_key="$(printf '%s\n%s\n%s\n' "$apiserver" "$etcd" "$recipe_key" | sha256sum | cut -c1-16)"
+  ext_key="$(printf '%s\n%s\n%s\n' "$apiserver" "$etcd" "$(recipe_key dkv-pki)" | sha256sum | cut -c1-16)"
   out="$cache_root/external-$ext_key"
   mkdir -p "$out"
   ln -sfn "$apiserver" "$out/kube-apiserver"
@@ -88,91 +109,102 @@ fi
 
 # ---------------------------------------------------------------- cached build
 out="$cache_root/k8s-${k8s_version}-etcd-${etcd_version}-kwok-${kwok_version}"
-stamp="$out/.stamp"
 
-cache_hit() {
-  [[ "${DKV_CONTROL_PLANE_REBUILD:-0}" != 1 && -f "$stamp" ]] || return 1
-  local b
-  for b in "${k8s_binaries[@]}" etcd kwok dkv-pki; do [[ -x "$out/$b" ]] || return 1; done
-  [[ -d "$out/kwok-stages" ]] || return 1
-  grep -qx "key=$recipe_key" "$stamp"
+cache_hit() { # $1 = binary: built by this recipe (its stamp says so) and still there
+  [[ "${DKV_CONTROL_PLANE_REBUILD:-0}" != 1 && -x "$out/$1" ]] || return 1
+  [[ "$1" != kwok || -d "$out/kwok-stages" ]] || return 1
+  grep -qx "key=$(recipe_key "$1")" "$out/.stamps/$1" 2>/dev/null
 }
 
-if cache_hit; then
+missing=()
+for b in "${wanted[@]}"; do cache_hit "$b" || missing+=("$b"); done
+if ((${#missing[@]} == 0)); then
   log "cache hit: $out"
   echo "$out"
   exit 0
 fi
 
 command -v go >/dev/null || die "go not found in PATH (Go >= 1.26 needed)"
-mkdir -p "$cache_root"
-# Serialise concurrent builds (e.g. parallel test jobs); re-check after taking the lock.
-exec 9>"$cache_root/.build.lock"
-if command -v flock >/dev/null; then
-  log "waiting for build lock $cache_root/.build.lock"
-  flock 9
-  if cache_hit; then log "cache hit (built concurrently): $out"; echo "$out"; exit 0; fi
-fi
-
-tmp="$(mktemp -d "$cache_root/.tmp-build.XXXXXX")"
-chmod 755 "$tmp"
-trap 'rm -rf "$tmp"' EXIT
-build_log="$tmp/build.log"
+mkdir -p "$out/.stamps" "$out/.locks"
+build_log="$out/build.log"
 timer=()
 if [[ -x /usr/bin/time ]]; then timer=(/usr/bin/time -v -a -o "$build_log"); fi
+temporaries=()
+trap 'rm -rf "${temporaries[@]}"' EXIT
+trap 'exit 143' TERM   # so that the EXIT trap removes a half-built binary when a build is stopped
+trap 'exit 130' INT
 
-run_step() { # name, then the command; time + peak RSS of each step go to build.log
-  local name="$1"; shift
-  local t0=$SECONDS
-  log "building $name ..."
-  echo "=== $name: $*" >>"$build_log"
-  "${timer[@]}" "$@" || die "building $name failed (see output above)"
-  log "built $name in $((SECONDS - t0))s"
-  echo "=== $name wall seconds: $((SECONDS - t0))" >>"$build_log"
+build_command() { # $1 = binary, $2 = output file: sets cmd
+  case "$1" in
+    etcd) cmd=(go build -mod=readonly -p "$parallelism" -trimpath -ldflags "$ldflags_etcd" -o "$2" go.etcd.io/etcd/server/v3) ;;
+    # kwok has a module of its own (./kwok): its k8s.io/* pins differ from the wrapper's.
+    kwok) cmd=(go -C "$here/kwok" build -mod=readonly -p "$parallelism" -trimpath -ldflags "$ldflags_kwok" -o "$2" sigs.k8s.io/kwok/cmd/kwok) ;;
+    dkv-pki) cmd=(go build -mod=readonly -trimpath -ldflags "-s -w" -o "$2" ./pki) ;;
+    *) cmd=(go build -mod=readonly -p "$parallelism" -trimpath -ldflags "$ldflags_k8s" -o "$2" "k8s.io/kubernetes/cmd/$1") ;;
+  esac
 }
 
-log "building ${k8s_binaries[*]} ${k8s_version} + etcd ${etcd_version} + kwok ${kwok_version} into $out (go build -p $parallelism; first build takes several minutes)"
+# kwok's Stage files, from the module cache into an empty directory ($1).
+copy_kwok_stages() {
+  local kwok_src f
+  kwok_src="$(go -C "$here/kwok" list -mod=readonly -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+  [[ -n "$kwok_src" && -d "$kwok_src/kustomize/stage" ]] || die "cannot find kwok's stage files in the module cache ($kwok_src)"
+  for f in "${kwok_stages[@]}"; do cp "$kwok_src/kustomize/stage/$f" "$1/" || die "kwok ${kwok_version} has no kustomize/stage/$f"; done
+  chmod -R u+w "$1"
+}
+
+# Builds one binary beside its final place and renames it into place (a process
+# running the old file keeps it); its stamp is written last, so a build that
+# stops half-way leaves no stamp and is done again.
+build_binary() { # $1 = binary
+  local b="$1" t0=$SECONDS tmp stages
+  tmp="$(mktemp "$out/.tmp-$b.XXXXXX")"
+  temporaries+=("$tmp")
+  build_command "$b" "$tmp"
+  log "building $b ..."
+  echo "=== $b: ${cmd[*]}" >>"$build_log"
+  (cd "$here" && "${timer[@]}" "${cmd[@]}") || die "building $b failed (see output above)"
+  case "$b" in
+    dkv-pki) ;;
+    *) "$tmp" --version >&2 ;;
+  esac
+  if [[ "$b" == kwok ]]; then
+    stages="$(mktemp -d "$out/.tmp-kwok-stages.XXXXXX")"
+    temporaries+=("$stages")
+    copy_kwok_stages "$stages"
+    rm -rf "$out/kwok-stages" && mv "$stages" "$out/kwok-stages"
+  fi
+  chmod 755 "$tmp"
+  mv -f "$tmp" "$out/$b"
+  log "built $b in $((SECONDS - t0))s"
+  echo "=== $b wall seconds: $((SECONDS - t0))" >>"$build_log"
+  printf 'key=%s\nk8s=%s\netcd=%s\nkwok=%s\ngo=%s\nbuilt=%s in %ss\n' "$(recipe_key "$b")" "$k8s_version" "$etcd_version" "$kwok_version" \
+    "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - t0))" >"$out/.stamps/.$b.tmp"
+  mv -f "$out/.stamps/.$b.tmp" "$out/.stamps/$b"
+}
+
+log "building ${missing[*]} (k8s ${k8s_version}, etcd ${etcd_version}, kwok ${kwok_version}) into $out (go build -p $parallelism; a first build with a cold Go build cache takes minutes)"
 start=$SECONDS
-cd "$here"
-# One binary per `go build` (not one multi-target build): only one big link at a time keeps peak memory down.
-for b in "${k8s_binaries[@]}"; do
-  run_step "$b" go build -mod=readonly -p "$parallelism" -trimpath -ldflags "$ldflags_k8s" \
-    -o "$tmp/$b" "k8s.io/kubernetes/cmd/$b"
+built=()
+for b in "${missing[@]}"; do
+  # One lock per binary, held while it is built: an overlapping run waits for this
+  # binary only, then finds it built. One `go build` per binary (not one multi-target
+  # build): only one big link at a time keeps peak memory down.
+  exec 9>"$out/.locks/$b"
+  if command -v flock >/dev/null && ! flock -n 9; then
+    log "waiting for another build of $b ($out/.locks/$b)"
+    flock 9
+  fi
+  if cache_hit "$b"; then
+    log "cache hit (built concurrently): $b"
+  else
+    rm -rf "$out/.tmp-$b".* "$out/.tmp-$b-stages".*   # left by a build that was killed; nobody else builds $b while we hold its lock
+    build_binary "$b"
+    built+=("$b")
+  fi
+  exec 9>&-
 done
-run_step etcd go build -mod=readonly -p "$parallelism" -trimpath -ldflags "$ldflags_etcd" \
-  -o "$tmp/etcd" go.etcd.io/etcd/server/v3
-# kwok has a module of its own (./kwok): its k8s.io/* pins differ from the wrapper's.
-run_step kwok go -C "$here/kwok" build -mod=readonly -p "$parallelism" -trimpath -ldflags "$ldflags_kwok" \
-  -o "$tmp/kwok" sigs.k8s.io/kwok/cmd/kwok
-run_step dkv-pki go build -mod=readonly -trimpath -ldflags "-s -w" -o "$tmp/dkv-pki" ./pki
-kwok_src="$(go -C "$here/kwok" list -mod=readonly -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
-[[ -n "$kwok_src" && -d "$kwok_src/kustomize/stage" ]] || die "cannot find kwok's stage files in the module cache ($kwok_src)"
-mkdir "$tmp/kwok-stages"
-for f in "${kwok_stages[@]}"; do cp "$kwok_src/kustomize/stage/$f" "$tmp/kwok-stages/" || die "kwok ${kwok_version} has no kustomize/stage/$f"; done
-chmod -R u+w "$tmp/kwok-stages"
 total=$((SECONDS - start))
-
-for b in "${k8s_binaries[@]}" etcd kwok; do "$tmp/$b" --version >&2; done
-
-{
-  echo "=== total wall seconds: $total"
-  echo "=== summary (per step: wall clock, peak RSS of the largest single process):"
-  grep -E '^=== [a-z-]+: |Elapsed \(wall|Maximum resident' "$build_log" | sed 's/^\t/    /' || true
-} >>"$build_log"
-{
-  echo "key=$recipe_key"
-  echo "k8s=$k8s_version"
-  echo "etcd=$etcd_version"
-  echo "kwok=$kwok_version"
-  echo "go=$(go env GOVERSION)"
-  echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ) in ${total}s"
-} >"$tmp/.stamp"
-
-# Install atomically-ish: replace the versioned dir with the fresh build.
-rm -rf "$out.old"
-[[ -e "$out" ]] && mv "$out" "$out.old"
-mv "$tmp" "$out"
-trap - EXIT
-rm -rf "$out.old"
-log "done in ${total}s; build log: $out/build.log"
+echo "=== $(date -u +%Y-%m-%dT%H:%M:%SZ): built ${built[*]:-nothing} in ${total}s" >>"$build_log"
+log "done in ${total}s; build log: $build_log"
 echo "$out"

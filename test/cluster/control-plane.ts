@@ -14,15 +14,13 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { eventually, yes } from '../support/eventually.js';
 import { httpProbe } from '../support/http-probe.js';
+import { buildBinaries, CORE_BINARIES, locateBinaries, NODE_BINARIES } from './binaries.js';
 import { startNodeComponents, type NodeComponents, type NodesOptions } from './nodes.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-/** test/cluster in the source tree, whether running from source or from lib/. */
-const clusterDir = here.includes(`${join('lib', 'test')}`) ? join(here, '..', '..', '..', 'test', 'cluster') : here;
+export { ControlPlaneUnavailable, locateBinaries } from './binaries.js';
 
 export interface ControlPlane {
   /** Temp dir holding certificates, data, logs and the kubeconfig. */
@@ -48,24 +46,6 @@ export interface ControlPlaneOptions {
    * Nodes (3 unless `{ count }` says otherwise). Default: etcd + kube-apiserver only.
    */
   readonly withNodes?: boolean | NodesOptions;
-}
-
-export class ControlPlaneUnavailable extends Error {}
-
-/**
- * The directory holding kube-apiserver, etcd and dkv-pki: the envtest
- * variables if set, else the cached build (building it on first use).
- * Throws ControlPlaneUnavailable when there is neither a Go toolchain nor binaries.
- */
-export function locateBinaries(): string {
-  const hasExternal = process.env.KUBEBUILDER_ASSETS || (process.env.TEST_ASSET_KUBE_APISERVER && process.env.TEST_ASSET_ETCD);
-  if (!hasExternal && spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) {
-    throw new ControlPlaneUnavailable('no Go toolchain and no KUBEBUILDER_ASSETS / TEST_ASSET_KUBE_APISERVER+TEST_ASSET_ETCD: cannot build or find kube-apiserver and etcd');
-  }
-  const result = spawnSync('bash', [join(clusterDir, 'build.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 });
-  if (result.status !== 0) throw new ControlPlaneUnavailable(`test/cluster/build.sh failed with exit code ${result.status}`);
-  const lines = result.stdout.trim().split('\n');
-  return lines[lines.length - 1];
 }
 
 export function freePort(): Promise<number> {
@@ -147,9 +127,19 @@ function kubeconfig(server: string, pki: string): string {
   ].join('\n');
 }
 
-export async function startControlPlane(binDir: string = locateBinaries(), options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+/**
+ * Starts a control plane from the binaries in `givenBinDir`, by default the
+ * core from the cache (built on first use). With `withNodes` and the default
+ * binaries, the node components are built meanwhile, or waited for where
+ * global setup's background build has them in hand: a plane without nodes
+ * never waits for them.
+ */
+export async function startControlPlane(givenBinDir?: string, options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   installExitHook();
   const started = Date.now();
+  const binDir = givenBinDir ?? locateBinaries(CORE_BINARIES);
+  const nodeBinDir = options.withNodes && givenBinDir === undefined ? buildBinaries(NODE_BINARIES) : Promise.resolve(binDir);
+  nodeBinDir.catch(() => undefined); // awaited once kube-apiserver is up; until then its failure is not unhandled
   const dir = mkdtempSync(join(tmpdir(), 'dkv-control-plane-'));
   temporaryDirs.add(dir);
   const pki = join(dir, 'pki');
@@ -225,7 +215,7 @@ export async function startControlPlane(binDir: string = locateBinaries(), optio
     writeFileSync(kubeconfigPath, kubeconfig(server, pki), { mode: 0o600 });
     if (options.withNodes) {
       const tools = { launch, terminate, exitDescription, freePort };
-      nodes = await startNodeComponents({ binDir, dir, kubeconfigPath, tools }, options.withNodes === true ? {} : options.withNodes);
+      nodes = await startNodeComponents({ binDir: await nodeBinDir, dir, kubeconfigPath, tools }, options.withNodes === true ? {} : options.withNodes);
     }
   } catch (e) {
     await stop();

@@ -22,7 +22,7 @@ describeWithEtcd('the etcd engine runs a real etcd cluster', () => {
   let binDir: string;
   let dir: string;
   beforeAll(() => {
-    binDir = locateBinaries();
+    binDir = locateBinaries(['etcd']);
   });
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'dkv-etcd-'));

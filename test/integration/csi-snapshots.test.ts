@@ -17,6 +17,7 @@ import {
   CONTENT_FINALIZER, createCsiStorageClasses, csiSnapshotterTools, PVC_AS_SOURCE_FINALIZER, SNAPSHOT_API, SNAPSHOT_AS_SOURCE_FINALIZER, SNAPSHOT_BOUND_FINALIZER,
   snapshotCrds, startSnapshotController, TestCsiDriver, type ClaimRef, type SnapshotController,
 } from '../support/csi-snapshots.js';
+import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 
 const DRIVER = 'csi.dkv.test';
 /** Between the cut (status.creationTime) and readyToUse: long enough for a 20 ms poll to see the snapshot cut but not ready. */
@@ -43,7 +44,7 @@ describeWithCluster('real CSI VolumeSnapshots: external-snapshotter\'s snapshot-
     dir = mkdtempSync(join(tmpdir(), 'dkv-csi-'));
     driver = new TestCsiDriver(client, { driver: DRIVER, volumePath, snapshotsDir: join(dir, 'snapshots'), readyDelayMs: READY_DELAY_MS });
     driver.start();
-  }, 600_000); // the first run builds snapshot-controller (~3.5 min on 2 cores); later runs: ~5 s
+  }, 600_000 + LATER_BINARIES_BUILD_MS); // the first run builds snapshot-controller (~3.5 min on 2 cores); later runs: ~5 s
 
   afterAll(async () => {
     await driver?.stop();

@@ -30,6 +30,7 @@ import { EtcdKubelet } from '../support/etcd-kubelet.js';
 import { GITOPS_FIELD_MANAGER, GitOpsSync } from '../support/gitops-sync.js';
 import { LocalEtcdCluster } from '../support/etcd-members.js';
 import { clusterPath } from './controller-harness.js';
+import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 
 const config = loadDefaultConfig(); // the etcd engine
 const NAME = 'kv';
@@ -130,13 +131,13 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
     namespace = await createNamespace(client, 'members');
     dir = mkdtempSync(join(tmpdir(), 'dkv-members-'));
     const { statefulSet } = byRole(synth({ name: NAME, namespace, size: 3 }, config));
-    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data);
+    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data);
     for (const pod of pods) await cluster.address(pod);
     kubelet = new EtcdKubelet(client, namespace, NAME, cluster, (image) => image.includes('does-not-exist'));
     kubelet.start();
     await startTheController();
     monitor = new InvariantMonitor(new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000));
-  }, 180_000);
+  }, 180_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {
     for (const stop of stopAtTheEnd) await stop();

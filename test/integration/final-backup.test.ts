@@ -8,6 +8,7 @@ import type { KubeClient } from '../../kube/client.js';
 import type { ControlPlane } from '../cluster/control-plane.js';
 import { describeWithCluster, eventually } from '../cluster/kube.js';
 import { clusterPath, config, converged, createCluster, startController, startPlaneWithNodes, type RunningController } from './controller-harness.js';
+import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 
 const SPEC = { size: 3, image: 'kv:1', backup: { s3Path: 's3://dkv-test/final', schedule: '0 2 * * *' } };
 const FINALIZER = config.backup.final.finalizer;
@@ -37,7 +38,7 @@ describeWithCluster('a final backup before a cluster with backups is deleted', (
   beforeAll(async () => {
     ({ plane, client, namespace } = await startPlaneWithNodes('final'));
     running = await startController(client, namespace);
-  }, 180_000);
+  }, 180_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {
     await running?.stop();

@@ -28,6 +28,7 @@ import { b64, etcdPost } from '../support/etcd-members.js';
 import { EtcdNamespaces, IMAGE, NAME } from '../support/etcd-namespaces.js';
 import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
 import { clusterPath, createCluster } from './controller-harness.js';
+import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 
 const KEYS = 10_000;
 
@@ -79,7 +80,7 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
     });
     await controller.startCaches();
     await controller.startWorkers();
-  }, 240_000);
+  }, 240_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {
     await controller?.stop();

@@ -31,6 +31,7 @@ import { EtcdNamespaces, IMAGE, NAME } from '../support/etcd-namespaces.js';
 import { JobKubelet } from '../support/job-kubelet.js';
 import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
 import { clusterPath, createCluster } from './controller-harness.js';
+import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 
 describeWithCluster('scheduled backups of a real etcd cluster, run by real CronJobs and Jobs', () => {
   let plane: ControlPlane;
@@ -57,7 +58,7 @@ describeWithCluster('scheduled backups of a real etcd cluster, run by real CronJ
     });
     await controller.startCaches();
     await controller.startWorkers();
-  }, 240_000);
+  }, 240_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {
     await jobs?.stop();

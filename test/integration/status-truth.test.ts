@@ -11,6 +11,7 @@ import { requestCounts } from '../cluster/apiserver-metrics.js';
 import type { ControlPlane } from '../cluster/control-plane.js';
 import { createNamespace, describeWithCluster, eventually } from '../cluster/kube.js';
 import { clusterPath, converged, createCluster, startController, startPlaneWithNodes, type RunningController } from './controller-harness.js';
+import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 
 const mergePatch = 'application/merge-patch+json';
 
@@ -38,7 +39,7 @@ describeWithCluster('status with real controllers, a scheduler and kwok nodes', 
     ({ plane, client, namespace } = await startPlaneWithNodes('truth'));
     running = await startController(client, namespace);
     await createCluster(client, namespace, 'kv', SPEC);
-  }, 120_000);
+  }, 120_000 + LATER_BINARIES_BUILD_MS);
   afterAll(async () => {
     await running?.stop();
     client?.close();

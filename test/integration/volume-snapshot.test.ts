@@ -33,6 +33,7 @@ import { b64, etcdPost } from '../support/etcd-members.js';
 import { EtcdNamespaces, IMAGE, NAME } from '../support/etcd-namespaces.js';
 import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
 import { clusterPath, createCluster } from './controller-harness.js';
+import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 
 const DRIVER = 'csi.dkv.test';
 const KEYS = 1_000;
@@ -92,7 +93,7 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
     });
     await controller.startCaches();
     await controller.startWorkers();
-  }, 600_000);
+  }, 600_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {
     await controller?.stop();

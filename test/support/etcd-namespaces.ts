@@ -50,7 +50,7 @@ export class EtcdNamespaces {
       });
       return secret && Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
     };
-    const cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(), this.volumes(namespace), configMaps, secrets, [backupTools()]);
+    const cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), this.volumes(namespace), configMaps, secrets, [backupTools()]);
     for (const pod of PODS) await cluster.address(pod);
     const kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
     kubelet.start();
