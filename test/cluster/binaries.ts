@@ -3,7 +3,7 @@
  * each one from the Go module proxy into a cache on first use and finds it
  * there afterwards (or links envtest's binaries). A run builds only what it
  * needs: every control plane runs the core, and the rest (the `withNodes`
- * components) is built when a test asks for it, usually already
+ * components, kubectl) is built when a test asks for it, usually already
  * done by the background build that jest's global setup starts once the
  * core is ready. build.sh builds each binary once however many runs ask:
  * a second asker waits for the first's build of that binary.
@@ -24,12 +24,13 @@ export const CORE_BINARIES = ['etcd', 'kube-apiserver', 'dkv-pki'] as const;
 /** What `withNodes` runs beside the core (kwok comes with its Stage files). */
 export const NODE_BINARIES = ['kube-controller-manager', 'kube-scheduler', 'kwok'] as const;
 /** Everything build.sh builds besides the core, in the order a later test most likely needs it. */
-export const LATER_BINARIES = [...NODE_BINARIES] as const;
+export const LATER_BINARIES = [...NODE_BINARIES, 'kubectl'] as const;
 
 export type Binary = (typeof CORE_BINARIES)[number] | (typeof LATER_BINARIES)[number];
 
 /**
- * What a hook that starts a control plane with nodes allows for a first build of those binaries (about 2.5 minutes on 2 cores
+ * What a hook that starts a control plane with nodes, or runs kubectl,
+ * allows for a first build of those binaries (about 2.5 minutes on 2 cores
  * with a cold Go build cache, while tests run beside it; nothing once built).
  */
 export const LATER_BINARIES_BUILD_MS = 5 * 60_000;

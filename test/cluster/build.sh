@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a local Kubernetes control plane (kube-apiserver + etcd), the components
-# of the optional "with nodes" mode (kube-controller-manager, kube-scheduler, kwok)
-# and the dkv-pki helper from the Go module proxy into a version-keyed cache
+# of the optional "with nodes" mode (kube-controller-manager, kube-scheduler, kwok),
+# kubectl and the dkv-pki helper from the Go module proxy into a version-keyed cache
 # directory outside git. Idempotent: a second run is a cache hit. The LAST line on
 # stdout is always the directory holding the binaries (usable as KUBEBUILDER_ASSETS).
 # Progress and notes go to stderr. See README.md.
@@ -9,7 +9,7 @@
 # Usage: build.sh [BINARY...]   (no BINARY: all of them)
 #   BINARY: etcd kube-apiserver dkv-pki (what every control plane runs),
 #           kube-controller-manager kube-scheduler kwok (the "with nodes" mode; kwok
-#           comes with kwok-stages/)
+#           comes with kwok-stages/), kubectl
 # Each binary is cached on its own (a stamp per binary in .stamps/), so a run that
 # needs only the core builds only the core, and a later run builds only what is
 # missing. Runs that overlap (a background build, a test waiting for one of its
@@ -50,7 +50,7 @@ done
 ldflags_etcd="-s -w"
 ldflags_kwok="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}"
 # In build order for a full build: the core first, then the rest.
-all_binaries=(etcd kube-apiserver dkv-pki kube-controller-manager kube-scheduler kwok)
+all_binaries=(etcd kube-apiserver dkv-pki kube-controller-manager kube-scheduler kwok kubectl)
 # kwok >= 0.8 has no built-in behaviour: these Stage files from its module (what
 # `kwokctl` loads for its "fast" nodes, pods and volumes) are copied into
 # $out/kwok-stages/ (flat, by base name) next to the binary they belong to.
@@ -67,7 +67,7 @@ for b in "${wanted[@]}"; do
 done
 
 # Everything a binary's build depends on: when it changes, that binary is rebuilt.
-# recipe=2: the per-binary cache replaced one stamp for everything.
+# recipe=2: the per-binary cache (and kubectl) replaced one stamp for everything.
 recipe_key() { # $1 = binary
   {
     printf 'recipe=2 binary=%s CGO_ENABLED=0 -trimpath\n' "$1"
@@ -102,6 +102,8 @@ if [[ -n "${KUBEBUILDER_ASSETS:-}" || -n "${TEST_ASSET_KUBE_APISERVER:-}${TEST_A
   mkdir -p "$out"
   ln -sfn "$apiserver" "$out/kube-apiserver"
   ln -sfn "$etcd" "$out/etcd"
+  # envtest's asset directories hold kubectl too.
+  if [[ -x "$(dirname "$apiserver")/kubectl" ]]; then ln -sfn "$(dirname "$apiserver")/kubectl" "$out/kubectl"; fi
   [[ -x "$out/dkv-pki" ]] || build_pki "$out/dkv-pki" || die "building dkv-pki failed"
   echo "$out"
   exit 0
@@ -165,6 +167,7 @@ build_binary() { # $1 = binary
   echo "=== $b: ${cmd[*]}" >>"$build_log"
   (cd "$here" && "${timer[@]}" "${cmd[@]}") || die "building $b failed (see output above)"
   case "$b" in
+    kubectl) "$tmp" version --client >&2 ;;
     dkv-pki) ;;
     *) "$tmp" --version >&2 ;;
   esac

@@ -78,6 +78,6 @@ const lastLine = (text: string): string => text.trim().split('\n').pop() ?? '';
   it('refuses a binary it does not know, naming the ones it does', async () => {
     const run = await build(cache, ['kube-proxy']);
     expect(run.status).toBe(1);
-    expect(run.stderr).toContain("unknown binary 'kube-proxy' (known: etcd kube-apiserver dkv-pki kube-controller-manager kube-scheduler kwok)");
+    expect(run.stderr).toContain("unknown binary 'kube-proxy' (known: etcd kube-apiserver dkv-pki kube-controller-manager kube-scheduler kwok kubectl)");
   }, 30_000);
 });
