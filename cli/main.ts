@@ -16,6 +16,12 @@ const USAGE = `usage:
               [--watch-namespace <ns>] [--config <file>]
       Write the controller's install bundle, <dir>/dkv-install.k8s.yaml: namespace, CRD,
       RBAC, configuration, Deployment (see dkv install --help).
+  dkv export --out <dir> [--namespace <ns>] [--kubeconfig <file>]
+      Write every DistributedKV of a cluster as <dir>/<namespace>.<name>.yaml, without
+      server-set fields, its status as a comment: what an upgrade starts with.
+  dkv import --from <dir> [--kubeconfig <file>] [--overwrite]
+      Apply exported definitions back: creates what is missing, leaves equal specs alone,
+      refuses a different spec unless --overwrite (see dkv import --help).
   dkv backup --cluster <name> --namespace <ns> --size <n> --s3-path <s3://bucket/prefix> [...]
       Take one backup of one etcd cluster into S3 (see dkv backup --help).
   dkv restore --from <s3://.../stamp/> --data-dir <dir> --name <member> [...]
@@ -62,6 +68,14 @@ async function run(argv: string[]): Promise<number> {
       const { installCommand } = await import('./install-command.js');
       return installCommand(rest);
     }
+    case 'export': {
+      const { exportCommand } = await import('./export-command.js');
+      return exportCommand(rest);
+    }
+    case 'import': {
+      const { importCommand } = await import('./import-command.js');
+      return importCommand(rest);
+    }
     case 'controller': {
       const { runController } = await import('../reconciler/main.js');
       return runController(rest);
@@ -84,7 +98,7 @@ try {
   // A configuration whose patch does not apply to a spec is bad input too, found only when rendering it.
   if (e instanceof InputError || e instanceof InvalidConfigError) {
     process.stderr.write(e.message + '\n');
-    process.stderr.write(`${e.problems.length} problem(s) found${process.argv[2] === 'synth' || process.argv[2] === 'install' ? '; nothing was written' : ''}\n`);
+    process.stderr.write(`${e.problems.length} problem(s) found${['synth', 'install', 'import'].includes(process.argv[2]) ? '; nothing was written' : ''}\n`);
     process.exitCode = 1;
   } else if (e instanceof Error && e.name === 'UsageError') {
     // A flag value `dkv controller` cannot take (reconciler/controller-flags.ts, loaded only with the controller).
