@@ -1,0 +1,149 @@
+/**
+ * `npm run demo`: the whole system, in one terminal, with nothing left
+ * running afterwards.
+ *
+ *   1. a local control plane with simulated nodes (test/cluster/: etcd,
+ *      kube-apiserver, kube-controller-manager, kube-scheduler, kwok, and the
+ *      real kubectl, all built from the Go module proxy, reused from cache);
+ *   2. the install bundle `dkv install` generates, applied with kubectl;
+ *   3. the controller, with the bundle's service-account token (kwok plays
+ *      the bundle's Deployment's pods, which nothing runs here, so the
+ *      controller runs in this process instead, with the same identity);
+ *   4. the example specs applied with kubectl; each member runs as a real
+ *      etcd process (a test-side loop plays the kubelet), and the clusters
+ *      converge in a live `kubectl get distributedkv` table;
+ *   5. an out-of-band `kubectl scale` of a StatefulSet, undone by the
+ *      controller, with the Event that names who changed it;
+ *   6. `kubectl delete` of every cluster, and everything it generated goes.
+ *
+ *   --quiet   no live table redraws (for a log or a test): the final tables only
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+import { loadDefaultConfig } from '../api/config.js';
+import { packageRoot } from '../api/package-root.js';
+import { KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
+import { synthesizeCluster } from '../constructs/synthesize.js';
+import { KubeClient, resourcePath } from '../kube/client.js';
+import { createLogger } from '../kube/log.js';
+import { Controller, generatedSelector } from '../reconciler/controller.js';
+import { locateBinaries, startControlPlane } from '../test/cluster/control-plane.js';
+import { withToken } from '../test/support/connections.js';
+import { EtcdKubelet } from '../test/support/etcd-kubelet.js';
+import { LocalEtcdCluster, type StatefulSetLike } from '../test/support/etcd-members.js';
+import { eventually } from '../test/support/eventually.js';
+
+const { values } = parseArgs({ options: { quiet: { type: 'boolean', default: false } } });
+const live = !values.quiet && process.stdout.isTTY;
+const root = packageRoot();
+const started = performance.now();
+const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)} s`;
+const say = (line: string) => process.stdout.write(`\n\x1b[1m== ${line}\x1b[0m  (${elapsed()})\n`);
+
+const config = loadDefaultConfig();
+const examples = readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.yaml')).map((f) => join(root, 'examples', f));
+const clusters: ValidResource[] = examples.flatMap((file) => parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS()))
+  .map((doc) => validateDistributedKV(doc, config)).flatMap((r) => (r.valid ? [r.resource] : []));
+const namespaces = [...new Set(clusters.map((c) => c.metadata.namespace!))];
+const storageClasses = [...new Set(clusters.map((c) => c.spec.storage?.storageClassName).filter((c): c is string => Boolean(c)))];
+
+say(`starting a control plane with 3 simulated nodes (kwok also provisions ${storageClasses.join(', ') || 'its default class'})`);
+const binDir = locateBinaries();
+const plane = await startControlPlane(binDir, { withNodes: { storageClasses } });
+const dir = mkdtempSync(join(tmpdir(), 'dkv-demo-'));
+const admin = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+const kubectl = (...args: string[]): string => execFileSync(join(binDir, 'kubectl'), args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: plane.kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
+const show = (command: string[]) => {
+  process.stdout.write(`$ kubectl ${command.join(' ')}\n${kubectl(...command) || 'No resources found.\n'}`);
+};
+const kubelets: EtcdKubelet[] = [];
+let controller: Controller | undefined;
+let controllerClient: KubeClient | undefined;
+try {
+  say('dkv install: the generated bundle (CRD, RBAC, Deployment, ...), applied with kubectl');
+  execFileSync(process.execPath, [join(root, 'bin', 'dkv.js'), 'install', '--out', dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  process.stdout.write(kubectl('apply', '--server-side', '-f', join(dir, 'dkv-install.k8s.yaml')));
+  kubectl('wait', '--for=condition=Established', `crd/distributedkvs.example.com`, '--timeout=60s');
+
+  say('the controller, as the bundle\'s service account dkv-system/dkv-controller (kwok plays the Deployment\'s pods; the controller runs in this process)');
+  const token = await admin.request('POST', `${resourcePath('v1', 'ServiceAccount', 'dkv-system', 'dkv-controller')}/token`, {
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+  });
+  controllerClient = withToken(admin, token.status.token);
+  // Every member a real etcd process on loopback; the controller reaches each through this map instead of cluster DNS.
+  const members = new Map<string, LocalEtcdCluster>();
+  for (const namespace of namespaces) kubectl('create', 'namespace', namespace);
+  for (const cluster of clusters) {
+    const namespace = cluster.metadata.namespace!;
+    const statefulSet = synthesizeCluster(cluster, config).find((o) => o.kind === 'StatefulSet')! as unknown as StatefulSetLike;
+    const configMaps = async (name: string) => (await admin.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data;
+    const local = new LocalEtcdCluster(statefulSet, namespace, binDir, join(dir, namespace), configMaps);
+    for (let i = 0; i < 9; i++) await local.address(`${statefulSet.metadata.name}-${i}`);
+    members.set(`${namespace}/${statefulSet.metadata.name}`, local);
+    const kubelet = new EtcdKubelet(admin, namespace, statefulSet.metadata.name, local);
+    kubelet.start();
+    kubelets.push(kubelet);
+  }
+  const member = (namespace: string, pod: string) => members.get(`${namespace}/${pod.replace(/-\d+$/, '')}`)!.addressOf(pod);
+  controller = new Controller({
+    client: controllerClient, config, log: createLogger(process.env.DKV_LOG_LEVEL ?? 'silent'), workers: 4,
+    memberAddresses: { client: (ns, pod) => member(ns, pod).clientUrl, peer: (ns, pod) => member(ns, pod).peerUrl },
+    memberTimeoutMs: 1000, backoff: { baseMs: 500, maxMs: 5000 },
+  });
+  await controller.startCaches();
+  await controller.startWorkers();
+
+  say(`kubectl apply -f examples/: ${clusters.map((c) => `${c.metadata.namespace}/${c.metadata.name} (${c.spec.size})`).join(', ')}`);
+  process.stdout.write(kubectl('apply', ...examples.flatMap((f) => ['-f', f])));
+  const table = () => kubectl('get', 'distributedkv', '-A');
+  let last = '';
+  await eventually('every cluster Available with all members ready', async () => {
+    const now = table();
+    if (live && now !== last) process.stdout.write(`\x1b[${last ? last.split('\n').length - 1 : 0}A\x1b[J${now}`);
+    last = now;
+    const crs = (await admin.request('GET', `/apis/example.com/v1alpha1/distributedkvs`)).items as any[];
+    const done = crs.length === clusters.length && crs.every((cr) => cr.status?.readyReplicas === cr.spec.size
+      && cr.status?.conditions?.some((c: any) => c.type === 'Available' && c.status === 'True'));
+    return done ? true : undefined;
+  }, 180_000, 500);
+  if (!live) process.stdout.write(table());
+
+  const [target] = [...clusters].sort((a, b) => b.spec.size - a.spec.size);
+  const { namespace, name } = target.metadata;
+  say(`someone scales StatefulSet ${namespace}/${name} by hand: kubectl scale --replicas=${target.spec.size + 2}`);
+  show(['scale', 'statefulset', name, '-n', namespace!, `--replicas=${target.spec.size + 2}`]);
+  await eventually('the controller to undo it', async () => {
+    const sts = await admin.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, name));
+    const settled = sts.status?.observedGeneration === sts.metadata.generation && sts.status?.replicas === target.spec.size && sts.status?.readyReplicas === target.spec.size;
+    return sts.spec.replicas === target.spec.size && settled ? true : undefined;
+  }, 60_000, 200);
+  show(['get', 'statefulset', name, '-n', namespace!]);
+  show(['get', 'events', '-n', namespace!, '--field-selector', `involvedObject.kind=${KIND},involvedObject.name=${name}`, '-o', 'custom-columns=REASON:.reason,MESSAGE:.message']);
+
+  say('kubectl delete distributedkv --all: everything each generated goes with it (owner references)');
+  show(['delete', 'distributedkv', '--all', '-A', '--wait=false']);
+  try {
+    await eventually('the clusters and every object they generated to be gone', async () => {
+      const left = JSON.parse(kubectl('get', 'distributedkvs,statefulsets,services,poddisruptionbudgets,configmaps,cronjobs', '-A', '-l', generatedSelector(config), '-o', 'json')).items;
+      const clustersLeft = (await admin.request('GET', '/apis/example.com/v1alpha1/distributedkvs')).items;
+      return left.length === 0 && clustersLeft.length === 0 ? true : undefined;
+    }, 120_000, 500);
+  } catch (e) {
+    show(['get', 'distributedkvs,jobs,pods', '-A', '-o', 'wide']);
+    show(['get', 'events', '-A', '--field-selector', `involvedObject.kind=${KIND}`, '-o', 'custom-columns=NAME:.involvedObject.name,REASON:.reason,MESSAGE:.message']);
+    throw e;
+  }
+  show(['get', 'statefulsets,services,poddisruptionbudgets,cronjobs', '-A', '-l', generatedSelector(config)]);
+  say(`done: ${clusters.length} clusters converged, drift undone, all deleted, in ${elapsed()}`);
+} finally {
+  await controller?.stop();
+  for (const kubelet of kubelets) await kubelet.stop();
+  controllerClient?.close();
+  admin.close();
+  await plane.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
