@@ -59,9 +59,9 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
 }
 
 type BackupConfig = GeneratorConfig['backup'];
-type BackupOverrides = Partial<Pick<BackupConfig, 'retain'>> & { [K in 's3' | 'final' | 'runner' | 'volumeSnapshots']?: Partial<BackupConfig[K]> };
+type BackupOverrides = Partial<Pick<BackupConfig, 'retain'>> & { [K in 's3' | 'final' | 'runner' | 'volumeSnapshots' | 'definitions']?: Partial<BackupConfig[K]> };
 
-/** The backup section merges one level deeper: its maps (s3, final, runner, volumeSnapshots) key by key too. */
+/** The backup section merges one level deeper: its maps (s3, final, runner, volumeSnapshots, definitions) key by key too. */
 function mergeBackup(base: BackupConfig, overrides: BackupOverrides | undefined): BackupConfig {
   return {
     retain: overrides?.retain ?? base.retain,
@@ -69,6 +69,7 @@ function mergeBackup(base: BackupConfig, overrides: BackupOverrides | undefined)
     final: { ...base.final, ...overrides?.final },
     runner: { ...base.runner, ...overrides?.runner },
     volumeSnapshots: { ...base.volumeSnapshots, ...overrides?.volumeSnapshots },
+    definitions: { ...base.definitions, ...overrides?.definitions },
   };
 }
 

@@ -66,6 +66,10 @@ export class ObjectStore {
     return { bytes, sha256: hash.digest('hex') };
   }
 
+  async putText(key: string, body: string, contentType: string): Promise<void> {
+    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType }));
+  }
+
   async putJson(key: string, value: unknown): Promise<void> {
     await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: JSON.stringify(value, null, 2) + '\n', ContentType: 'application/json' }));
   }

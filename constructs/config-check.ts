@@ -6,6 +6,7 @@
  * entry point calls right after loading, so a bad configuration fails with
  * its file and field instead of at the first spec (or at apply).
  */
+import { CronExpressionParser } from 'cron-parser';
 import { DEFAULT_CONFIG_FILE, loadConfig, type GeneratorConfig, type JsonPatchOperation, type PatchableKind } from '../api/config.js';
 import { InputError, InvalidConfigError, type Problem } from '../api/problem.js';
 import { commonShape, probeSpecs, type ProbeSpec } from '../api/config-probes.js';
@@ -128,6 +129,12 @@ export function configProblems(file: string, config: GeneratorConfig): Problem[]
   const backupSelector = Object.fromEntries(config.selectorLabels.map((k) => [k, identity.backupLabels[k]]));
   if (problems.length === 0 && JSON.stringify(backupSelector) === JSON.stringify(identity.selector)) {
     problems.push({ file, path: 'selectorLabels', message: 'must include a label whose value differs between server and backup pods (one that uses {component}): otherwise the Services and the PodDisruptionBudget also select the backup Jobs\' pods' });
+  }
+  const exportSchedule = config.backup.definitions.schedule;
+  try {
+    CronExpressionParser.parse(exportSchedule, { tz: 'UTC' });
+  } catch (e) {
+    problems.push({ file, path: 'backup.definitions.schedule', message: `is not a cron expression (five fields, or six with seconds first): ${(e as Error).message}` });
   }
   if (problems.length === 0) problems.push(...patchProblems(file, config));
   return problems;

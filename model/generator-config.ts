@@ -71,6 +71,19 @@ export interface GeneratorConfig {
       readonly skipAnnotation: string;
     };
     /**
+     * The clusters' definitions (what `dkv export` writes), exported by the
+     * leading controller into S3 on a schedule, so that the objects a
+     * restore or an upgrade needs survive the control plane.
+     */
+    readonly definitions: {
+      /** `s3://bucket/prefix`; empty: no scheduled export. */
+      readonly s3Path: string;
+      /** Cron, in UTC: five fields, or six with seconds first. */
+      readonly schedule: string;
+      /** Exports kept; older ones are deleted after each export. */
+      readonly retain: number;
+    };
+    /**
      * CSI VolumeSnapshots: with a class, each backup also cuts a VolumeSnapshot
      * of the member it backs up (and retention deletes it with its backup).
      */

@@ -20,6 +20,10 @@ import { controllingOwner } from './ownership.js';
 import { WorkQueue, type BackoffPolicy } from '../kube/queue.js';
 import { reconcileDistributedKV, TerminalError, type ReconcileContext } from './reconcile.js';
 import { s3RestoreSourceCheck, type RestoreSourceCheck } from './restore-source.js';
+import { scheduleDefinitionsExports } from './definitions-export.js';
+import { ObjectStore, type S3Credentials } from '../backup/object-store.js';
+import { parseS3Path } from '../backup/s3-location.js';
+import type { LiveDistributedKV } from '../cli/exported-definition.js';
 
 /** What a DistributedKV generates; their informers are label-selected so the cache holds only ours. */
 export const OWNED_KINDS = [
@@ -66,6 +70,8 @@ export interface ControllerOptions {
   readonly memberTimeoutMs?: number;
   /** Whether a restore's source can be restored. @default its manifest read from S3 as the configuration says */
   readonly restoreSourceCheck?: RestoreSourceCheck;
+  /** S3 credentials for the scheduled definitions export. @default the AWS SDK's default chain */
+  readonly s3Credentials?: S3Credentials;
 }
 
 /**
@@ -233,7 +239,22 @@ export class Controller {
       for (const cr of this.clusters.list()) this.queue.add(objectKey(cr));
       const workers = this.options.workers ?? 4;
       for (let i = 0; i < workers; i++) this.workersRunning.push(this.work(context));
+      this.exportDefinitionsDuring(term.signal);
     }));
+  }
+
+  /** The scheduled export of the clusters' definitions (configuration backup.definitions), for one leadership term. */
+  private exportDefinitionsDuring(term: AbortSignal): void {
+    const { s3Path, schedule, retain } = this.options.config.backup.definitions;
+    if (!s3Path) return;
+    const location = parseS3Path(s3Path);
+    const store = ObjectStore.fromConfig(location.bucket, this.options.config.backup.s3, this.options.s3Credentials);
+    term.addEventListener('abort', () => store.close(), { once: true });
+    scheduleDefinitionsExports({
+      clusters: () => this.clusters.list() as unknown as LiveDistributedKV[],
+      store, prefix: location.prefix ? `${location.prefix}/` : '', retain,
+      server: this.options.client.server, clock: this.options.clock ?? realClock, log: this.options.log.child({ task: 'definitions-export' }),
+    }, schedule, term, (result) => this.metrics.definitionsExports.inc({ result: result instanceof Error ? 'failed' : 'succeeded' }));
   }
 
   /**

@@ -19,6 +19,7 @@ export class ControllerMetrics {
   readonly watchRestarts = new Counter({ name: 'dkv_watch_restarts_total', help: 'Watches restarted after an error or an expired resourceVersion.', labelNames: ['kind', 'reason'], registers: [this.registry] });
   // Timestamps, not ages: an age exported at reconcile time would be stale between reconciles; alert on time() - this.
   readonly backupLastSuccess = new Gauge({ name: 'dkv_backup_last_success_timestamp_seconds', help: 'When the newest successful backup Job of a cluster completed (unix seconds).', labelNames: ['namespace', 'name'], registers: [this.registry] });
+  readonly definitionsExports = new Counter({ name: 'dkv_definitions_exports_total', help: 'Scheduled exports of the clusters\' definitions into S3, by result.', labelNames: ['result'], registers: [this.registry] });
   readonly backupLastDuration = new Gauge({ name: 'dkv_backup_last_duration_seconds', help: 'Start to completion of the newest successful backup Job of a cluster.', labelNames: ['namespace', 'name'], registers: [this.registry] });
   readonly leader = new Gauge({ name: 'dkv_leader', help: '1 while this process holds the leader Lease and reconciles.', registers: [this.registry] });
 

@@ -90,9 +90,10 @@ export class ControllerDeployment extends Construct {
                   // A small young generation: about 20% less peak memory for a little more GC CPU.
                   { name: 'NODE_OPTIONS', value: '--max-semi-space-size=2' },
                 ],
-                // S3 credentials with read access to the backups, for checking a restore's source
-                // (spec.restore.from) before a restoring cluster is created. Optional: with IRSA
-                // the controller's own service account identity is enough.
+                // S3 credentials: read access to the backups, for checking a restore's source
+                // (spec.restore.from) before a restoring cluster is created, and write access to
+                // backup.definitions.s3Path when the definitions are exported on a schedule.
+                // Optional: with IRSA the controller's own service account identity is enough.
                 envFrom: [{ secretRef: { name: credentialsSecret, optional: true } }],
                 ports: [{ name: 'metrics', containerPort: port, protocol: 'TCP' }],
                 livenessProbe: { httpGet: { path: '/healthz', port: k8s.IntOrString.fromString('metrics') }, periodSeconds: 10 },
