@@ -32,3 +32,16 @@ export function installCrd(client: KubeClient): Promise<Record<string, any>> {
 export function isApiError(e: unknown, status?: number): e is KubeApiError {
   return e instanceof KubeApiError && (status === undefined || e.status === status);
 }
+
+/** Waits until the object at `path` is gone (the API server answers 404); `what` names it in a timeout. */
+export function untilGone(client: KubeClient, path: string, what = path, deadlineMs = 20_000, intervalMs = 50): Promise<true> {
+  return eventually(`${what} to be deleted`, async () => {
+    try {
+      await client.request('GET', path);
+      return undefined;
+    } catch (e) {
+      if (isApiError(e, 404)) return true;
+      throw e;
+    }
+  }, deadlineMs, intervalMs);
+}

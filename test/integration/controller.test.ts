@@ -15,7 +15,7 @@ import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js'
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { generatedSelector } from '../../reconciler/controller.js';
 import { resourcePath, type KubeClient } from '../../kube/client.js';
-import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
+import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient, untilGone } from '../cluster/kube.js';
 import type { GeneratorConfig } from '../../api/config.js';
 import { clusterPath, config, converged, createCluster, eventsFor, mutatingRequests, startController, type RunningController } from './controller-harness.js';
 
@@ -155,17 +155,7 @@ describeWithCluster('the DistributedKV controller', () => {
   }
 
   /** Waits until the object no longer exists. */
-  async function gone(path: string): Promise<void> {
-    await eventually(`${path} to be gone`, async () => {
-      try {
-        await client.request('GET', path);
-        return undefined;
-      } catch (e) {
-        if (isApiError(e, 404)) return true;
-        throw e;
-      }
-    });
-  }
+  const gone = (path: string) => untilGone(client, path);
 
   /** Observes for a bounded window: a measurement, not a wait for a condition. */
   const observeFor = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

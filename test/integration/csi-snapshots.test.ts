@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeClient } from '../../kube/client.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
-import { createNamespace, describeWithCluster, eventually, isApiError } from '../cluster/kube.js';
+import { createNamespace, describeWithCluster, eventually, untilGone } from '../cluster/kube.js';
 import {
   CONTENT_FINALIZER, createCsiStorageClasses, csiSnapshotterTools, PVC_AS_SOURCE_FINALIZER, SNAPSHOT_API, SNAPSHOT_AS_SOURCE_FINALIZER, SNAPSHOT_BOUND_FINALIZER,
   snapshotCrds, startSnapshotController, TestCsiDriver, type ClaimRef, type SnapshotController,
@@ -78,15 +78,7 @@ describeWithCluster('real CSI VolumeSnapshots: external-snapshotter\'s snapshot-
   const createSnapshot = (name: string, claim: string) => client.request('POST', snapshotPath(), {
     body: { apiVersion: 'snapshot.storage.k8s.io/v1', kind: 'VolumeSnapshot', metadata: { name }, spec: { volumeSnapshotClassName: classes.snapshotClass, source: { persistentVolumeClaimName: claim } } },
   });
-  const gone = (what: string, path: string) => eventually(`${what} to be deleted`, async () => {
-    try {
-      await client.request('GET', path);
-      return undefined;
-    } catch (e) {
-      if (isApiError(e, 404)) return true;
-      throw e;
-    }
-  }, 30_000, 50);
+  const gone = (what: string, path: string) => untilGone(client, path, what, 30_000);
   /** A claim whose volume directory holds one file with fresh text. */
   const claimWithData = async (name: string): Promise<{ claim: any; text: string }> => {
     await createClaim(name);

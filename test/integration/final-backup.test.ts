@@ -6,7 +6,7 @@
  */
 import type { KubeClient } from '../../kube/client.js';
 import type { ControlPlane } from '../cluster/control-plane.js';
-import { describeWithCluster, eventually } from '../cluster/kube.js';
+import { describeWithCluster, eventually, untilGone } from '../cluster/kube.js';
 import { clusterPath, config, converged, createCluster, startController, startPlaneWithNodes, type RunningController } from './controller-harness.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 
@@ -22,14 +22,7 @@ describeWithCluster('a final backup before a cluster with backups is deleted', (
   const events = async (reason: string): Promise<string[]> =>
     (await client.request('GET', `/api/v1/namespaces/${namespace}/events`)).items.filter((e: any) => e.reason === reason).map((e: any) => e.message);
   const jobs = async () => (await client.request('GET', `/apis/batch/v1/namespaces/${namespace}/jobs`)).items as any[];
-  const gone = (name: string) => eventually(`${name} to be deleted`, async () => {
-    try {
-      await client.request('GET', clusterPath(namespace, name));
-      return undefined;
-    } catch (e) {
-      return (e as { status?: number }).status === 404 ? true : undefined;
-    }
-  }, 60_000, 200);
+  const gone = (name: string) => untilGone(client, clusterPath(namespace, name), name, 60_000, 200);
   const withFinalizer = (name: string) => eventually(`${name} to hold the final-backup finalizer`, async () => {
     const cr = await client.request('GET', clusterPath(namespace, name));
     return (cr.metadata.finalizers ?? []).includes(FINALIZER) ? cr : undefined;

@@ -15,7 +15,7 @@ import { KubeClient, resourcePath } from '../../kube/client.js';
 import { LeaderElector } from '../../kube/leader.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import { parseControllerFlags } from '../../reconciler/controller-flags.js';
-import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
+import { createNamespace, describeWithCluster, eventually, installCrd, testClient, untilGone } from '../cluster/kube.js';
 import { withToken } from '../support/connections.js';
 import { clusterPath, converged, createCluster, startController } from './controller-harness.js';
 
@@ -43,16 +43,7 @@ function deploymentFlags(objects: readonly KubeObject[]): ReturnType<typeof pars
   return parseControllerFlags(args);
 }
 
-async function gone(admin: KubeClient, namespace: string, name: string): Promise<void> {
-  await eventually(`${namespace}/${name} to be gone`, async () => {
-    try {
-      await admin.request('GET', clusterPath(namespace, name));
-      return undefined;
-    } catch (e) {
-      return isApiError(e, 404) ? true : undefined;
-    }
-  });
-}
+const gone = (admin: KubeClient, namespace: string, name: string) => untilGone(admin, clusterPath(namespace, name), `${namespace}/${name}`);
 
 describeWithCluster('the controller with only the permissions of the generated install bundle', () => {
   let admin: KubeClient;
