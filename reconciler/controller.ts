@@ -70,7 +70,7 @@ export interface ControllerOptions {
   readonly memberTimeoutMs?: number;
   /** Whether a restore's source can be restored. @default its manifest read from S3 as the configuration says */
   readonly restoreSourceCheck?: RestoreSourceCheck;
-  /** S3 credentials for the scheduled definitions export. @default the AWS SDK's default chain */
+  /** S3 credentials for restore checks and the scheduled definitions export. @default the AWS SDK's default chain */
   readonly s3Credentials?: S3Credentials;
 }
 
@@ -170,7 +170,7 @@ export class Controller {
       objectConflictRecheckMs: options.objectConflictRecheckMs ?? 60_000,
       memberAddresses: options.memberAddresses,
       memberTimeoutMs: options.memberTimeoutMs,
-      restoreSourceCheck: options.restoreSourceCheck ?? s3RestoreSourceCheck(config.backup.s3),
+      restoreSourceCheck: options.restoreSourceCheck ?? s3RestoreSourceCheck(config.backup.s3, options.s3Credentials),
       log,
     };
   }

@@ -15,17 +15,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CopyObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
+import type { GeneratorConfig } from '../../api/config.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import { KubeClient } from '../../kube/client.js';
-import { createLogger } from '../../kube/log.js';
-import { Controller } from '../../reconciler/controller.js';
-import { s3RestoreSourceCheck } from '../../reconciler/restore-source.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
 import { dkv } from '../support/dkv-cli.js';
-import { b64, etcdPost } from '../support/etcd-members.js';
-import { EtcdNamespaces, IMAGE, NAME } from '../support/etcd-namespaces.js';
+import { b64, countOrders, etcdPost, writeOrders } from '../support/etcd-members.js';
+import { configWithS3, EtcdNamespaces, IMAGE, NAME, type RunningController } from '../support/etcd-namespaces.js';
 import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
 import { clusterPath, createCluster } from './controller-harness.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
@@ -39,7 +36,7 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
   let s3Client: S3Client;
   let config: GeneratorConfig;
   let dir: string;
-  let controller: Controller | undefined;
+  let controller: RunningController | undefined;
   let namespaces: EtcdNamespaces;
   /** The backup the first test took: its folder's key. */
   let backupFolder: string | undefined;
@@ -64,22 +61,13 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
     dir = mkdtempSync(join(tmpdir(), 'dkv-restore-'));
     s3 = await startS3Server();
     s3Client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY } });
-    const defaults = loadDefaultConfig(); // the etcd engine
-    config = { ...defaults, backup: { ...defaults.backup, s3: { ...defaults.backup.s3, endpoint: s3.endpoint, forcePathStyle: true, partSizeMiB: 5 } } };
+    config = configWithS3(s3); // the etcd engine
     plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>] } });
     client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
     await installCrd(client);
     namespaces = new EtcdNamespaces(client, config, dir);
-    controller = new Controller({
-      client: KubeClient.fromKubeconfig(plane.kubeconfigPath), config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), workers: 2,
-      backoff: { baseMs: 500, maxMs: 3000 },
-      memberAddresses: namespaces.addresses,
-      memberTimeoutMs: 1000,
-      // The controller's credentials, as its Deployment gets them from the Secret; the check itself is the production one.
-      restoreSourceCheck: s3RestoreSourceCheck(config.backup.s3, { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY }),
-    });
-    await controller.startCaches();
-    await controller.startWorkers();
+    // The restore check is the production one, with the controller's credentials.
+    controller = await namespaces.startController(plane.kubeconfigPath, config);
   }, 240_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {
@@ -97,10 +85,7 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
     await createCluster(client, source, NAME, { size: 3, image: IMAGE, backup: { s3Path: `s3://${s3.bucket}/nightly`, schedule: '0 3 * * *' } },
       { [config.backup.final.skipAnnotation]: 'true' });
     await healthy(source, 3);
-    for (let i = 0; i < KEYS; i += 100) {
-      const success = Array.from({ length: 100 }, (_, j) => ({ requestPut: { key: b64(`orders/${String(i + j).padStart(5, '0')}`), value: b64(`order ${i + j}`) } }));
-      await etcdPost(clientUrl(source, 'kv-0'), '/v3/kv/txn', { success });
-    }
+    await writeOrders(clientUrl(source, 'kv-0'), KEYS);
     // One backup, as the CronJob's container takes it (its members reached on loopback).
     const backup = await dkv(['backup', '--cluster', NAME, '--namespace', source, '--s3-path', `s3://${s3.bucket}/nightly`,
       ...namespaces.memberArgs(source)], { ...s3.env, DKV_S3_ENDPOINT: s3.endpoint, DKV_S3_FORCE_PATH_STYLE: 'true' });
@@ -116,8 +101,7 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
     const created = await createCluster(client, target, NAME, { size: 3, image: IMAGE, restore: { from } });
     const restored = await healthy(target, 3);
     expect(restored.status.conditions.find((c: any) => c.type === 'Available')).toMatchObject({ status: 'True' });
-    const count = await etcdPost(clientUrl(target, 'kv-1'), '/v3/kv/range', { key: b64('orders/'), range_end: b64('orders0'), count_only: true });
-    expect(Number(count.count)).toBe(KEYS);
+    expect(await countOrders(clientUrl(target, 'kv-1'))).toBe(KEYS);
     const all = await etcdPost(clientUrl(target, 'kv-2'), '/v3/kv/range', { key: b64('orders/'), range_end: b64('orders0') }, 30_000);
     const values = new Map(all.kvs.map((kv: any) => [Buffer.from(kv.key, 'base64').toString(), Buffer.from(kv.value, 'base64').toString()]));
     for (let i = 0; i < KEYS; i++) expect(values.get(`orders/${String(i).padStart(5, '0')}`)).toBe(`order ${i}`);
@@ -174,8 +158,7 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
       await s3Client.send(new CopyObjectCommand({ Bucket: s3.bucket, CopySource: `${s3.bucket}/${backupFolder}${file}`, Key: `${missingFolder}${file}` }));
     }
     await healthy(namespace, 3);
-    const count = await etcdPost(clientUrl(namespace, 'kv-0'), '/v3/kv/range', { key: b64('orders/'), range_end: b64('orders0'), count_only: true });
-    expect(Number(count.count)).toBe(KEYS);
+    expect(await countOrders(clientUrl(namespace, 'kv-0'))).toBe(KEYS);
     expect((await status(namespace)).status.conditions.find((c: any) => c.type === 'Degraded')).toMatchObject({ status: 'False' });
     // The other stays refused, with nothing created.
     expect(await generated(namespace, 'foreign')).toEqual([]);

@@ -20,14 +20,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
+import type { GeneratorConfig } from '../../api/config.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import { KubeClient } from '../../kube/client.js';
-import { createLogger } from '../../kube/log.js';
-import { Controller } from '../../reconciler/controller.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
-import { EtcdNamespaces, IMAGE, NAME } from '../support/etcd-namespaces.js';
+import { configWithS3, EtcdNamespaces, IMAGE, NAME, type RunningController } from '../support/etcd-namespaces.js';
 import { JobKubelet } from '../support/job-kubelet.js';
 import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
 import { clusterPath, createCluster } from './controller-harness.js';
@@ -39,25 +37,19 @@ describeWithCluster('scheduled backups of a real etcd cluster, run by real CronJ
   let s3: S3Server;
   let config: GeneratorConfig;
   let dir: string;
-  let controller: Controller | undefined;
+  let controller: RunningController | undefined;
   let namespaces: EtcdNamespaces;
   let jobs: JobKubelet | undefined;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'dkv-scheduled-'));
     s3 = await startS3Server();
-    const defaults = loadDefaultConfig(); // the etcd engine
-    config = { ...defaults, backup: { ...defaults.backup, s3: { ...defaults.backup.s3, endpoint: s3.endpoint, forcePathStyle: true, partSizeMiB: 5 } } };
+    config = configWithS3(s3); // the etcd engine
     plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>], withoutStages: ['pod-complete'] } });
     client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
     await installCrd(client);
     namespaces = new EtcdNamespaces(client, config, dir);
-    controller = new Controller({
-      client: KubeClient.fromKubeconfig(plane.kubeconfigPath), config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), workers: 2,
-      backoff: { baseMs: 500, maxMs: 3000 }, memberAddresses: namespaces.addresses, memberTimeoutMs: 1000,
-    });
-    await controller.startCaches();
-    await controller.startWorkers();
+    controller = await namespaces.startController(plane.kubeconfigPath, config);
   }, 240_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {

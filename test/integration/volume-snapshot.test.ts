@@ -22,15 +22,12 @@ import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import type { BackupManifest } from '../../backup/manifest.js';
 import { KubeClient } from '../../kube/client.js';
-import { createLogger } from '../../kube/log.js';
-import { Controller } from '../../reconciler/controller.js';
-import { s3RestoreSourceCheck } from '../../reconciler/restore-source.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
 import { createCsiStorageClasses, csiSnapshotterTools, SNAPSHOT_API, snapshotCrds, startSnapshotController, TestCsiDriver, type SnapshotController } from '../support/csi-snapshots.js';
 import { dkv } from '../support/dkv-cli.js';
-import { b64, etcdPost } from '../support/etcd-members.js';
-import { EtcdNamespaces, IMAGE, NAME } from '../support/etcd-namespaces.js';
+import { countOrders, etcdPost, writeOrders } from '../support/etcd-members.js';
+import { configWithS3, EtcdNamespaces, IMAGE, NAME, type RunningController } from '../support/etcd-namespaces.js';
 import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
 import { clusterPath, createCluster } from './controller-harness.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
@@ -46,7 +43,7 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
   let s3Client: S3Client;
   let config: GeneratorConfig;
   let dir: string;
-  let controller: Controller | undefined;
+  let controller: RunningController | undefined;
   let snapshotController: SnapshotController | undefined;
   let driver: TestCsiDriver | undefined;
   let namespaces: EtcdNamespaces;
@@ -71,14 +68,7 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
     await installCrd(client);
     snapshotController = await startSnapshotController(tools, plane);
     ({ storageClass, snapshotClass } = await createCsiStorageClasses(client, DRIVER));
-    config = {
-      ...defaults,
-      backup: {
-        ...defaults.backup,
-        s3: { ...defaults.backup.s3, endpoint: s3.endpoint, forcePathStyle: true, partSizeMiB: 5 },
-        volumeSnapshots: { ...defaults.backup.volumeSnapshots, className: snapshotClass },
-      },
-    };
+    config = configWithS3(s3, { volumeSnapshots: { ...defaults.backup.volumeSnapshots, className: snapshotClass } });
     namespaces = new EtcdNamespaces(client, config, dir);
     driver = new TestCsiDriver(client, {
       driver: DRIVER, snapshotsDir: join(dir, 'snapshots'), readyDelayMs: READY_DELAY_MS,
@@ -86,13 +76,7 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
       volumePath: (claim) => join(namespaces.volumes(claim.namespace), `${claim.name.slice('data-'.length)}-${claim.uid}`),
     });
     driver.start();
-    controller = new Controller({
-      client: KubeClient.fromKubeconfig(plane.kubeconfigPath), config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), workers: 2,
-      backoff: { baseMs: 500, maxMs: 3000 }, memberAddresses: namespaces.addresses, memberTimeoutMs: 1000,
-      restoreSourceCheck: s3RestoreSourceCheck(config.backup.s3, { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY }),
-    });
-    await controller.startCaches();
-    await controller.startWorkers();
+    controller = await namespaces.startController(plane.kubeconfigPath, config);
   }, 600_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {
@@ -112,10 +96,7 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
     await createCluster(client, namespace, NAME, { size: 3, image: IMAGE, storage: { storageClassName: storageClass },
       backup: { s3Path: `s3://${s3.bucket}/volumes`, schedule: '0 3 * * *' } }, { [config.backup.final.skipAnnotation]: 'true' });
     await namespaces.healthy(namespace, 3, clusterPath(namespace, NAME));
-    for (let i = 0; i < KEYS; i += 100) {
-      const success = Array.from({ length: 100 }, (_, j) => ({ requestPut: { key: b64(`orders/${String(i + j).padStart(5, '0')}`), value: b64(`order ${i + j}`) } }));
-      await etcdPost(namespaces.clientUrl(namespace, 'kv-0'), '/v3/kv/txn', { success });
-    }
+    await writeOrders(namespaces.clientUrl(namespace, 'kv-0'), KEYS);
     // As the CronJob's container runs it, with the generated environment; the API through a kubeconfig instead of the pod's ServiceAccount.
     const backup = (retain: number, started?: (child: ChildProcess) => void) => dkv(['backup', '--cluster', NAME, '--namespace', namespace, '--s3-path', `s3://${s3.bucket}/volumes`, ...namespaces.memberArgs(namespace)], {
       ...s3.env, KUBECONFIG: plane.kubeconfigPath, DKV_S3_ENDPOINT: s3.endpoint, DKV_S3_FORCE_PATH_STYLE: 'true',
@@ -170,8 +151,7 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
     await namespaces.healthy(namespace, 3, clusterPath(namespace, NAME));
     const restoredSts = await client.request('GET', `/apis/apps/v1/namespaces/${namespace}/statefulsets/${NAME}`);
     expect(restoredSts.spec.volumeClaimTemplates[0].spec.dataSource).toEqual({ apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: kept.volumeSnapshot!.name });
-    const count = await etcdPost(namespaces.clientUrl(namespace, 'kv-2'), '/v3/kv/range', { key: b64('orders/'), range_end: b64('orders0'), count_only: true });
-    expect(Number(count.count)).toBe(KEYS);
+    expect(await countOrders(namespaces.clientUrl(namespace, 'kv-2'))).toBe(KEYS);
     // Each member made the copy its own: three members, not three copies of the one the snapshot was cut from.
     const list = await etcdPost(namespaces.clientUrl(namespace, 'kv-0'), '/v3/cluster/member/list', {});
     expect(list.members.map((m: any) => m.name).sort()).toEqual(['kv-0', 'kv-1', 'kv-2']);

@@ -236,6 +236,19 @@ export async function etcdPost<T = any>(clientUrl: string, path: string, body: u
   return JSON.parse(text) as T;
 }
 
+/** `count` keys `orders/00000`, … with values `order 0`, …, 100 per transaction (etcd allows 128 operations in one). */
+export async function writeOrders(clientUrl: string, count: number): Promise<void> {
+  for (let i = 0; i < count; i += 100) {
+    const success = Array.from({ length: Math.min(100, count - i) }, (_, j) => ({ requestPut: { key: b64(`orders/${String(i + j).padStart(5, '0')}`), value: b64(`order ${i + j}`) } }));
+    await etcdPost(clientUrl, '/v3/kv/txn', { success });
+  }
+}
+
+/** How many `orders/` keys a member serves. */
+export async function countOrders(clientUrl: string): Promise<number> {
+  return Number((await etcdPost(clientUrl, '/v3/kv/range', { key: b64('orders/'), range_end: b64('orders0'), count_only: true })).count);
+}
+
 /**
  * A new cluster `kv` of `size` members in namespace `namespace`, started from
  * the generated StatefulSet and member ConfigMap, every member ready (what the

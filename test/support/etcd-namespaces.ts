@@ -5,9 +5,12 @@
  * and members. Shared by the tests that need a controller, real members and
  * S3 together (restore, scheduled backups).
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { GeneratorConfig } from '../../api/config.js';
-import { KubeApiError, resourcePath, type KubeClient } from '../../kube/client.js';
+import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
+import { KubeApiError, KubeClient, resourcePath } from '../../kube/client.js';
+import { createLogger } from '../../kube/log.js';
+import { Controller, type ControllerOptions } from '../../reconciler/controller.js';
 import type { MemberAddresses } from '../../reconciler/membership-step.js';
 import { locateBinaries } from '../cluster/control-plane.js';
 import { createNamespace } from '../cluster/kube.js';
@@ -15,13 +18,24 @@ import { byRole, synth } from '../generator/support.js';
 import { EtcdKubelet } from './etcd-kubelet.js';
 import { LocalEtcdCluster } from './etcd-members.js';
 import { eventually } from './eventually.js';
-import { backupTools, S3_ACCESS_KEY, S3_SECRET_KEY } from './s3-server.js';
-import { readFileSync } from 'node:fs';
+import { backupTools, S3_ACCESS_KEY, S3_SECRET_KEY, type S3Server } from './s3-server.js';
 
 export const NAME = 'kv';
 export const IMAGE = 'registry.k8s.io/etcd:3.6.8-0';
 /** Every member a cluster can have: addresses are allocated for all, so a runner asking each ordinal in turn finds them. */
 export const PODS = Array.from({ length: 9 }, (_, i) => `${NAME}-${i}`);
+
+/** The default configuration (the etcd engine) with backups going to the test S3 server. */
+export function configWithS3(s3: S3Server, backup: Partial<GeneratorConfig['backup']> = {}): GeneratorConfig {
+  const defaults = loadDefaultConfig();
+  return { ...defaults, backup: { ...defaults.backup, s3: { ...defaults.backup.s3, endpoint: s3.endpoint, forcePathStyle: true, partSizeMiB: 5 }, ...backup } };
+}
+
+export interface RunningController {
+  readonly controller: Controller;
+  /** Stops the controller and closes its client. */
+  stop(): Promise<void>;
+}
 
 export class EtcdNamespaces {
   private readonly members = new Map<string, { cluster: LocalEtcdCluster; kubelet: EtcdKubelet }>();
@@ -75,6 +89,30 @@ export class EtcdNamespaces {
     client: (namespace, pod) => this.clientUrl(namespace, pod),
     peer: (namespace, pod) => this.of(namespace).cluster.addressOf(pod).peerUrl,
   };
+
+  /**
+   * A controller over every namespace, with a client of its own, reaching the
+   * members through `addresses`, with the test S3 server's credentials (as its
+   * Deployment gets them from the Secret); caches synced and leading.
+   */
+  async startController(kubeconfigPath: string, config: GeneratorConfig): Promise<RunningController> {
+    const client = KubeClient.fromKubeconfig(kubeconfigPath);
+    const options: ControllerOptions = {
+      client, config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), workers: 2,
+      backoff: { baseMs: 500, maxMs: 3000 }, memberAddresses: this.addresses, memberTimeoutMs: 1000,
+      s3Credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY },
+    };
+    const controller = new Controller(options);
+    await controller.startCaches();
+    await controller.startWorkers();
+    return {
+      controller,
+      stop: async () => {
+        await controller.stop();
+        client.close();
+      },
+    };
+  }
 
   /** `--member pod=url` for every ordinal: what cluster DNS gives a runner inside the cluster. */
   memberArgs(namespace: string): string[] {
