@@ -54,6 +54,7 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     dataPath: (overrides.dataPath as string | undefined) ?? base.dataPath,
     patches: { ...base.patches, ...overrides.patches } as GeneratorConfig['patches'],
     controller: { ...base.controller, ...overrides.controller },
+    conversion: { ...base.conversion, ...overrides.conversion },
     backup: mergeBackup(base.backup, overrides.backup as BackupOverrides | undefined),
   };
 }

@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { DistributedKV, DistributedKVSpec } from '../imports/distributedkv.js';
@@ -7,17 +5,19 @@ import { nameProblems } from '../model/cluster-identity.js';
 import type { GeneratorConfig } from './config.js';
 import { cronProblems } from './cron.js';
 import { etcdImageProblems } from '../engines/etcd/versions.js';
-import { packageRoot } from './package-root.js';
+import { convertDistributedKV } from './conversion.js';
+import { SCHEMA } from './schema.js';
+import {
+  API_GROUP, missingFrom, SERVED_VERSIONS, SINCE, STORAGE_VERSION, schemaForVersion, servedVersionOf, versionedFields, type ServedVersion,
+} from './versions.js';
 import { CUSTOM_MESSAGE, fieldProblems, SYNONYMS, unknownFieldMessage, type FieldProblem } from './schema-errors.js';
 
-export const API_GROUP = 'example.com';
-export const API_VERSION = 'example.com/v1alpha1';
+export { API_GROUP, SCHEMA };
+/** The storage version's apiVersion: what the controller reads and writes, and what validation hands on. */
+export const API_VERSION = `${API_GROUP}/${STORAGE_VERSION}`;
 export const KIND = 'DistributedKV';
 
-/** The JSON Schema every other form of the API is derived from. */
-export const SCHEMA: Record<string, any> = JSON.parse(readFileSync(join(packageRoot(), 'api', 'distributedkv.schema.json'), 'utf8'));
-
-/** A DistributedKV whose spec passed validation, with schema defaults filled in. */
+/** A DistributedKV whose spec passed validation, with schema defaults filled in, in the storage version. */
 export interface ValidResource extends DistributedKV {
   readonly metadata: DistributedKV['metadata'] & { readonly name: string };
   readonly spec: DistributedKVSpec;
@@ -27,20 +27,38 @@ export type ValidationResult =
   | { readonly valid: true; readonly resource: ValidResource }
   | { readonly valid: false; readonly problems: readonly FieldProblem[] };
 
-let compiledSpec: ValidateFunction<DistributedKVSpec> | undefined;
+const compiledSpecs = new Map<ServedVersion, ValidateFunction<DistributedKVSpec>>();
 
-function specValidator(): ValidateFunction<DistributedKVSpec> {
-  if (!compiledSpec) {
+/** The spec validator of one served version (each version's schema derives from SCHEMA). */
+function specValidator(version: ServedVersion): ValidateFunction<DistributedKVSpec> {
+  let compiled = compiledSpecs.get(version);
+  if (!compiled) {
     // useDefaults fills in what the CRD's structural defaults fill in on the server.
     const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, useDefaults: true, verbose: true }) // strictTypes off: the int-or-string idiom puts minimum and pattern beside anyOf;
     addFormats.default(ajv);
-    for (const keyword of ['x-kubernetes-validations', 'x-kubernetes-int-or-string', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys', CUSTOM_MESSAGE, SYNONYMS]) {
+    for (const keyword of ['x-kubernetes-validations', 'x-kubernetes-int-or-string', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys', CUSTOM_MESSAGE, SYNONYMS, SINCE]) {
       ajv.addKeyword({ keyword }); // Kubernetes-only annotations; their rules are checked below or need an old object.
     }
-    ajv.addSchema(SCHEMA);
-    compiledSpec = ajv.getSchema<DistributedKVSpec>(`${SCHEMA.$id}#/definitions/DistributedKVSpec`)!;
+    const schema = schemaForVersion(SCHEMA, version);
+    ajv.addSchema(schema);
+    compiled = ajv.getSchema<DistributedKVSpec>(`${schema.$id}#/definitions/DistributedKVSpec`)!;
+    compiledSpecs.set(version, compiled);
   }
-  return compiledSpec;
+  return compiled;
+}
+
+/** Fields present in `doc` that its version does not have: set in a newer version's file only. */
+function newerFieldsIn(doc: Record<string, any>, version: ServedVersion): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  for (const field of versionedFields(SCHEMA)) {
+    if (!missingFrom(field, version)) continue;
+    let parent: any = doc;
+    for (const segment of field.path.slice(0, -1)) parent = parent?.[segment];
+    if (parent && typeof parent === 'object' && Object.hasOwn(parent, field.path[field.path.length - 1])) {
+      problems.push({ segments: [...field.path], message: `exists in ${API_GROUP}/${field.since} and later only: set apiVersion: ${API_GROUP}/${field.since} to use it` });
+    }
+  }
+  return problems;
 }
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -49,8 +67,10 @@ const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
  * Validates one DistributedKV document exactly as `dkv synth`, `dkv validate`
  * and the controller do: the schema (with defaults applied to a copy), the
  * name rules of the generated objects, the cron ranges, and whether the
- * configured engine can run the image at all. Returns every
- * problem found, never only the first.
+ * configured engine can run the image at all. A document of any served
+ * version is checked against that version's schema (a v1beta1-only field
+ * in a v1alpha1 file is an unknown field there) and handed on converted to
+ * the storage version. Returns every problem found, never only the first.
  */
 export function validateDistributedKV(document: unknown, config: GeneratorConfig): ValidationResult {
   const problems: FieldProblem[] = [];
@@ -58,7 +78,11 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
     return { valid: false, problems: [{ segments: [], message: 'must be a YAML mapping (a DistributedKV object)' }] };
   }
   const doc = structuredClone(document) as Record<string, any>;
-  if (doc.apiVersion !== API_VERSION) problems.push({ segments: ['apiVersion'], message: `must be ${JSON.stringify(API_VERSION)} (got ${JSON.stringify(doc.apiVersion)})` });
+  const version = servedVersionOf(doc.apiVersion);
+  if (version === undefined) {
+    const served = SERVED_VERSIONS.map((v) => JSON.stringify(`${API_GROUP}/${v}`)).reverse().join(' or ');
+    problems.push({ segments: ['apiVersion'], message: `must be ${served} (got ${JSON.stringify(doc.apiVersion)})` });
+  }
   if (doc.kind !== KIND) problems.push({ segments: ['kind'], message: `must be ${JSON.stringify(KIND)} (got ${JSON.stringify(doc.kind)})` });
   const metadata = doc.metadata;
   if (typeof metadata !== 'object' || metadata === null) {
@@ -76,8 +100,14 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
   if (doc.spec === undefined) {
     problems.push({ segments: ['spec'], message: 'required field is missing' });
   } else {
-    const validate = specValidator();
-    if (!validate(doc.spec)) problems.push(...fieldProblems(validate.errors, ['spec']));
+    const validate = specValidator(version ?? STORAGE_VERSION);
+    const newer = version === undefined ? [] : newerFieldsIn(doc, version);
+    if (!validate(doc.spec)) {
+      // A field of a newer version is named as such, not as a misspelling.
+      const named = new Set(newer.map((p) => p.segments.join('.')));
+      problems.push(...fieldProblems(validate.errors, ['spec']).filter((p) => !named.has(p.segments.join('.'))));
+    }
+    problems.push(...newer);
     const schedule = doc.spec?.backup?.schedule;
     const scheduleReported = problems.some((p) => p.segments.join('.') === 'spec.backup.schedule');
     if (typeof schedule === 'string' && !scheduleReported) {
@@ -97,5 +127,5 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
     if (!Object.hasOwn(SCHEMA.properties, key)) problems.push({ segments: [key], message: unknownFieldMessage([], key, topLevel) });
   }
   if (problems.length > 0) return { valid: false, problems };
-  return { valid: true, resource: doc as ValidResource };
+  return { valid: true, resource: convertDistributedKV(doc, STORAGE_VERSION) as ValidResource };
 }

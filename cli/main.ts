@@ -22,6 +22,9 @@ const USAGE = `usage:
   dkv import --from <dir> [--kubeconfig <file>] [--overwrite]
       Apply exported definitions back: creates what is missing, leaves equal specs alone,
       refuses a different spec unless --overwrite (see dkv import --help).
+  dkv migrate [--kubeconfig <file>] [--force]
+      Rewrite every DistributedKV in the storage version and narrow the CRD's
+      storedVersions, as the leading controller does after an upgrade.
   dkv backup --cluster <name> --namespace <ns> --size <n> --s3-path <s3://bucket/prefix> [...]
       Take one backup of one etcd cluster into S3 (see dkv backup --help).
   dkv restore --from <s3://.../stamp/> --data-dir <dir> --name <member> [...]
@@ -75,6 +78,10 @@ async function run(argv: string[]): Promise<number> {
     case 'import': {
       const { importCommand } = await import('./import-command.js');
       return importCommand(rest);
+    }
+    case 'migrate': {
+      const { migrateCommand } = await import('./migrate-command.js');
+      return migrateCommand(rest);
     }
     case 'controller': {
       const { runController } = await import('../reconciler/main.js');

@@ -75,7 +75,7 @@ export class KVBackupCronJob extends Construct {
                       // No size: a resize would then change the CronJob too. The runner asks the ordinals in turn.
                       { name: 'DKV_CLUSTER_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
                       ...runner.env,
-                      { name: 'DKV_BACKUP_RETAIN', value: String(config.backup.retain) },
+                      { name: 'DKV_BACKUP_RETAIN', value: String(backup.retain ?? config.backup.retain) },
                       ...(snapshots.className ? [
                         { name: 'DKV_VOLUME_SNAPSHOT_CLASS', value: snapshots.className },
                         { name: 'DKV_VOLUME_SNAPSHOT_READY_TIMEOUT_SECONDS', value: String(snapshots.readyTimeoutSeconds) },

@@ -53,7 +53,7 @@ function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
  * @example
  * const chart = new Chart(app, 'shop', { namespace: 'shop' });
  * DistributedKVCluster.fromDocument(chart, 'orders', {
- *   apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV',
+ *   apiVersion: 'example.com/v1beta1', kind: 'DistributedKV',
  *   metadata: { name: 'orders' },
  *   spec: { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' },
  * });

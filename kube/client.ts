@@ -21,6 +21,8 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   'coordination.k8s.io/v1/Lease': { plural: 'leases', namespaced: true },
   'apiextensions.k8s.io/v1/CustomResourceDefinition': { plural: 'customresourcedefinitions', namespaced: false },
   'example.com/v1alpha1/DistributedKV': { plural: 'distributedkvs', namespaced: true },
+  'example.com/v1beta1/DistributedKV': { plural: 'distributedkvs', namespaced: true },
+  'v1/Secret': { plural: 'secrets', namespaced: true },
 };
 
 /**

@@ -50,6 +50,23 @@ export interface GeneratorConfig {
     readonly detectOnlyAnnotation: string;
     readonly leaseName: string;
   };
+  /**
+   * The conversion webhook between the API's served versions
+   * (reconciler/conversion-webhook.ts), and the certificate it serves.
+   */
+  readonly conversion: {
+    /** Where each controller replica serves HTTPS (/convert). */
+    readonly port: number;
+    /** The Service in the CRD's clientConfig. */
+    readonly serviceName: string;
+    readonly serviceNamespace: string;
+    /** An https:// URL the API server calls instead of the Service (a controller outside the cluster); empty: the Service. */
+    readonly url: string;
+    /** The Secret (controller's namespace) with ca.crt, ca.key, tls.crt, tls.key. */
+    readonly certificateSecret: string;
+    readonly caValidityDays: number;
+    readonly certificateValidityDays: number;
+  };
   /** Where and how `dkv backup` stores backups (the location itself is the spec's `backup.s3Path`). */
   readonly backup: {
     /** Complete backups kept per cluster; older ones are deleted after each success. */

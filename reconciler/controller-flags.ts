@@ -18,7 +18,12 @@ export const CONTROLLER_USAGE = `usage: dkv controller [options]
   --leader-election-namespace <ns> default: $POD_NAMESPACE or "default"
   --identity <id>                 leader election identity (default: hostname-pid)
   --lease-duration-ms, --renew-deadline-ms, --retry-period-ms   default 15000 / 10000 / 2000
-  --backoff-base-ms, --backoff-max-ms                           failed reconcile retry: default 2000 / 300000`;
+  --backoff-base-ms, --backoff-max-ms                           failed reconcile retry: default 2000 / 300000
+  --webhook-addr <host:port|off>  the conversion webhook between API versions, on every replica
+                                  (default 0.0.0.0:<configuration conversion.port>; off: not served,
+                                  so v1alpha1 clients fail while v1beta1 ones work)
+  --migrate-storage <true|false>  the leader rewrites every DistributedKV in the storage version and
+                                  narrows the CRD's storedVersions (default true; dkv migrate does it once)`;
 
 export interface ControllerFlags {
   readonly help: boolean;
@@ -37,6 +42,9 @@ export interface ControllerFlags {
   readonly retryPeriodMs: number;
   readonly backoffBaseMs: number;
   readonly backoffMaxMs: number;
+  /** Undefined: the configuration's port on every interface. Null: not served. */
+  readonly webhook: { readonly host: string; readonly port?: number } | null;
+  readonly migrateStorage: boolean;
 }
 
 /** A flag with a value it cannot take. */
@@ -56,6 +64,7 @@ export function parseControllerFlags(args: readonly string[]): ControllerFlags {
       'leader-election-namespace': { type: 'string' }, identity: { type: 'string' },
       'lease-duration-ms': { type: 'string' }, 'renew-deadline-ms': { type: 'string' }, 'retry-period-ms': { type: 'string' },
       'backoff-base-ms': { type: 'string' }, 'backoff-max-ms': { type: 'string' }, help: { type: 'boolean' },
+      'webhook-addr': { type: 'string' }, 'migrate-storage': { type: 'string' },
     },
   });
   const number = (flag: keyof typeof values, fallback: number, { min, integer = false, exclusive = false }: { min: number; integer?: boolean; exclusive?: boolean }): number => {
@@ -66,11 +75,22 @@ export function parseControllerFlags(args: readonly string[]): ControllerFlags {
     if (value.trim() === '' || !Number.isFinite(n) || (integer && !Number.isInteger(n)) || (exclusive ? n <= min : n < min)) throw new UsageError(flag, `must be ${what}`, value);
     return n;
   };
-  const electValue = values['leader-elect'] ?? 'true';
-  if (electValue !== 'true' && electValue !== 'false') throw new UsageError('leader-elect', 'must be true or false', electValue);
+  const boolean = (flag: 'leader-elect' | 'migrate-storage'): boolean => {
+    const value = values[flag] ?? 'true';
+    if (value !== 'true' && value !== 'false') throw new UsageError(flag, 'must be true or false', value);
+    return value === 'true';
+  };
   const address = values['health-addr'] ?? '0.0.0.0:8080';
   const [healthHost, healthPort] = address.split(/:(?=\d+$)/);
   if (healthPort === undefined || Number(healthPort) > 65535) throw new UsageError('health-addr', 'must be <host>:<port>', address);
+  const webhookAddress = values['webhook-addr'];
+  let webhook: ControllerFlags['webhook'] = { host: '0.0.0.0' };
+  if (webhookAddress === 'off') webhook = null;
+  else if (webhookAddress !== undefined) {
+    const [host, port] = webhookAddress.split(/:(?=\d+$)/);
+    if (port === undefined || Number(port) > 65535) throw new UsageError('webhook-addr', 'must be <host>:<port> or off', webhookAddress);
+    webhook = { host, port: Number(port) };
+  }
   return {
     help: values.help ?? false,
     kubeconfig: values.kubeconfig,
@@ -80,7 +100,7 @@ export function parseControllerFlags(args: readonly string[]): ControllerFlags {
     resyncMs: number('resync-minutes', 10, { min: 0, exclusive: true }) * 60_000,
     healthHost,
     healthPort: Number(healthPort),
-    leaderElect: electValue === 'true',
+    leaderElect: boolean('leader-elect'),
     leaderElectionNamespace: values['leader-election-namespace'],
     identity: values.identity,
     leaseDurationMs: number('lease-duration-ms', 15_000, { min: 1, integer: true }),
@@ -88,5 +108,7 @@ export function parseControllerFlags(args: readonly string[]): ControllerFlags {
     retryPeriodMs: number('retry-period-ms', 2_000, { min: 1, integer: true }),
     backoffBaseMs: number('backoff-base-ms', 2_000, { min: 1 }),
     backoffMaxMs: number('backoff-max-ms', 300_000, { min: 1 }),
+    webhook,
+    migrateStorage: boolean('migrate-storage'),
   };
 }

@@ -6,6 +6,7 @@
 import { setMaxListeners } from 'node:events';
 import type { GeneratorConfig } from '../api/config.js';
 import { API_VERSION, KIND } from '../api/validate.js';
+import { servedVersionOf } from '../api/versions.js';
 import { realClock, type Clock } from '../kube/clock.js';
 import { ClusterMemory } from './cluster-memory.js';
 import { EventRecorder } from './events.js';
@@ -176,7 +177,8 @@ export class Controller {
   }
 
   private enqueueOwner(object: CachedObject, instance: string | undefined): void {
-    const owner = (object.metadata.ownerReferences ?? []).find((r: { kind?: string; apiVersion?: string; controller?: boolean }) => r.kind === KIND && r.apiVersion === API_VERSION && r.controller);
+    // Any served version: objects created before an upgrade name the version of their day (v1alpha1).
+    const owner = (object.metadata.ownerReferences ?? []).find((r: { kind?: string; apiVersion?: string; controller?: boolean }) => r.kind === KIND && servedVersionOf(r.apiVersion) !== undefined && r.controller);
     const name = owner?.name ?? (instance ? object.metadata.labels?.[instance] : undefined);
     if (name) this.queue.add(`${object.metadata.namespace}/${name}`);
   }

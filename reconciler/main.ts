@@ -3,11 +3,13 @@
  * Caches sync at once on every replica; only the Lease holder reconciles.
  */
 import { hostname } from 'node:os';
+import { ConversionService } from '../conversion/conversion-service.js';
 import { loadCheckedConfig } from '../constructs/config-check.js';
 import { Controller } from './controller.js';
 import { CONTROLLER_USAGE, parseControllerFlags } from './controller-flags.js';
 import { startHealthServer } from './health-server.js';
 import { KubeClient } from '../kube/client.js';
+import { realClock } from '../kube/clock.js';
 import { LeaderElector } from '../kube/leader.js';
 import { createLogger } from '../kube/log.js';
 
@@ -30,6 +32,20 @@ export async function runController(args: string[]): Promise<number> {
   });
   log.info('serving /healthz, /readyz and /metrics', { healthPort: health.port, server: client.server });
 
+  // Every replica converts between API versions (a conversion writes nothing); only the leader migrates.
+  const ownNamespace = flags.leaderElectionNamespace ?? process.env.POD_NAMESPACE ?? config.conversion.serviceNamespace;
+  const conversion = flags.webhook === null ? undefined : new ConversionService({
+    client, config, log, clock: realClock, namespace: ownNamespace, host: flags.webhook.host, port: flags.webhook.port ?? config.conversion.port,
+    observe: (seconds, ok) => controller.metrics.observeConversion(seconds, ok),
+  });
+  void conversion?.start();
+  let term = new AbortController();
+  const startTerm = () => {
+    term = new AbortController();
+    const signal = term.signal;
+    if (conversion && flags.migrateStorage) void conversion.migrate(client.fenced(signal), () => signal.aborted);
+  };
+
   await controller.startCaches();
   log.info('caches synced', { clusters: controller.clusters.size });
 
@@ -47,12 +63,14 @@ export async function runController(args: string[]): Promise<number> {
       retryPeriodMs: flags.retryPeriodMs,
       onStartedLeading: () => {
         log.info('became leader: reconciling', { identity });
+        startTerm();
         void controller.startWorkers();
       },
       onStoppedLeading: () => {
         // As controller-runtime does: a replica that lost the Lease stops writing at once (the
         // term's requests are cut off) and exits, so its pod restarts as a fresh candidate.
         log.warn('lost leadership: stopped reconciling, exiting', { identity });
+        term.abort();
         void controller.stopWorkers();
         lostLeadership();
       },
@@ -60,6 +78,7 @@ export async function runController(args: string[]): Promise<number> {
     });
     elector.start();
   } else {
+    startTerm();
     void controller.startWorkers();
   }
 
@@ -80,8 +99,10 @@ export async function runController(args: string[]): Promise<number> {
   // Finish in-flight work (a replica that lost the Lease has cut it off already), then hand
   // the Lease over so a successor need not wait for it to expire.
   shuttingDown = true;
+  term.abort();
   await controller.stopWorkers(exitCode === 0 ? 'drain' : 'fence');
   await elector?.stop();
+  await conversion?.stop();
   await controller.stop();
   await health.close();
   client.close();

@@ -105,7 +105,7 @@ try {
     const now = table();
     if (live && now !== last) process.stdout.write(`\x1b[${last ? last.split('\n').length - 1 : 0}A\x1b[J${now}`);
     last = now;
-    const crs = (await admin.request('GET', `/apis/example.com/v1alpha1/distributedkvs`)).items as any[];
+    const crs = (await admin.request('GET', `/apis/example.com/v1beta1/distributedkvs`)).items as any[];
     const done = crs.length === clusters.length && crs.every((cr) => cr.status?.readyReplicas === cr.spec.size
       && cr.status?.conditions?.some((c: any) => c.type === 'Available' && c.status === 'True'));
     return done ? true : undefined;
@@ -129,7 +129,7 @@ try {
   try {
     await eventually('the clusters and every object they generated to be gone', async () => {
       const left = JSON.parse(kubectl('get', 'distributedkvs,statefulsets,services,poddisruptionbudgets,configmaps,cronjobs', '-A', '-l', generatedSelector(config), '-o', 'json')).items;
-      const clustersLeft = (await admin.request('GET', '/apis/example.com/v1alpha1/distributedkvs')).items;
+      const clustersLeft = (await admin.request('GET', '/apis/example.com/v1beta1/distributedkvs')).items;
       return left.length === 0 && clustersLeft.length === 0 ? true : undefined;
     }, 120_000, 500);
   } catch (e) {

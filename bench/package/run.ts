@@ -42,7 +42,7 @@ try {
 import { DistributedKVCluster } from '${ours.name}';
 const app = new App();
 DistributedKVCluster.fromDocument(new Chart(app, 'shop', { namespace: 'shop' }), 'orders',
-  { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name: 'orders' }, spec: { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' } });
+  { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'orders' }, spec: { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' } });
 app.synth();
 `);
   writeFileSync(join(consumer, 'cdk8s.yaml'), 'app: node main.js\noutput: dist\n');

@@ -1,12 +1,15 @@
 import { Construct } from 'constructs';
 import { k8s } from 'cdk8s-plus-27';
-import { PLURAL } from '../../api/crd.js';
+import { CRD_NAME, PLURAL } from '../../api/crd.js';
 import { API_GROUP } from '../../api/validate.js';
 import type { ControllerIdentity } from './controller-identity.js';
 import { controllerSubject } from './controller-service-account.js';
 
-/** Watch clusters, and remove the finalizer earlier versions added (metadata only; the controller never writes spec). */
-const CLUSTERS: k8s.PolicyRule = { apiGroups: [API_GROUP], resources: [PLURAL], verbs: ['get', 'list', 'watch', 'patch'] };
+/**
+ * Watch clusters, and remove the finalizer earlier versions added (metadata only; the controller never writes spec).
+ * `update`: the storage version migration writes each object back unchanged (conversion/storage-migration.ts).
+ */
+const CLUSTERS: k8s.PolicyRule = { apiGroups: [API_GROUP], resources: [PLURAL], verbs: ['get', 'list', 'watch', 'patch', 'update'] };
 
 /** Each cluster's status: what the controller observed and did. */
 const CLUSTER_STATUS: k8s.PolicyRule = { apiGroups: [API_GROUP], resources: [`${PLURAL}/status`], verbs: ['get', 'patch'] };
@@ -54,6 +57,13 @@ const STORAGE_CLASSES: k8s.PolicyRule = { apiGroups: ['storage.k8s.io'], resourc
 /** A cluster restored from a VolumeSnapshot (spec.restore.from): checked before anything is created. */
 const VOLUME_SNAPSHOTS: k8s.PolicyRule = { apiGroups: ['snapshot.storage.k8s.io'], resources: ['volumesnapshots'], verbs: ['get'] };
 
+/**
+ * The DistributedKV CRD only: its conversion webhook's caBundle (conversion/certificate-rotation.ts) and,
+ * after a storage version migration, status.storedVersions (cluster-scoped: see ControllerClusterRole).
+ */
+const DEFINITION: k8s.PolicyRule = { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], resourceNames: [CRD_NAME], verbs: ['get', 'patch'] };
+const DEFINITION_STATUS: k8s.PolicyRule = { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions/status'], resourceNames: [CRD_NAME], verbs: ['patch'] };
+
 /** What the controller did and refused, on each cluster (kubectl describe). */
 const EVENTS: k8s.PolicyRule = { apiGroups: [''], resources: ['events'], verbs: ['create'] };
 
@@ -64,11 +74,11 @@ const EVENTS: k8s.PolicyRule = { apiGroups: [''], resources: ['events'], verbs: 
  */
 export const CONTROLLER_RULES: readonly k8s.PolicyRule[] = [
   CLUSTERS, CLUSTER_STATUS, CLUSTER_FINALIZERS, STATEFUL_SETS, SERVICES, DISRUPTION_BUDGETS, CRON_JOBS, JOBS,
-  CONFIG_MAPS, PODS, CLAIMS, STORAGE_CLASSES, VOLUME_SNAPSHOTS, EVENTS,
+  CONFIG_MAPS, PODS, CLAIMS, STORAGE_CLASSES, VOLUME_SNAPSHOTS, EVENTS, DEFINITION, DEFINITION_STATUS,
 ];
 
 /** The rules on cluster-scoped resources, which a RoleBinding cannot grant. */
-export const CLUSTER_SCOPED_RULES: readonly k8s.PolicyRule[] = [STORAGE_CLASSES];
+export const CLUSTER_SCOPED_RULES: readonly k8s.PolicyRule[] = [STORAGE_CLASSES, DEFINITION, DEFINITION_STATUS];
 
 export interface ControllerClusterRoleProps {
   /** The ServiceAccount the role is bound to. */

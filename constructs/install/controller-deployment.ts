@@ -3,6 +3,7 @@ import { Construct } from 'constructs';
 import { k8s } from 'cdk8s-plus-27';
 import { restrictedContainerSecurityContext } from '../pod-defaults.js';
 import type { ControllerIdentity } from './controller-identity.js';
+import { WEBHOOK_PORT_NAME } from './conversion-webhook.js';
 
 /** The non-root user the image runs as (the Dockerfile's USER): distroless' "nonroot". */
 export const CONTROLLER_USER = 65532;
@@ -30,6 +31,8 @@ export interface ControllerDeploymentProps {
   readonly configText: string;
   /** The optional Secret whose keys become S3 credentials (backup.runner.credentialsSecret). */
   readonly credentialsSecret: string;
+  /** Where every replica serves the conversion webhook (conversion.port): the webhook Service targets it. */
+  readonly webhookPort: number;
 }
 
 /**
@@ -95,7 +98,7 @@ export class ControllerDeployment extends Construct {
                 // backup.definitions.s3Path when the definitions are exported on a schedule.
                 // Optional: with IRSA the controller's own service account identity is enough.
                 envFrom: [{ secretRef: { name: credentialsSecret, optional: true } }],
-                ports: [{ name: 'metrics', containerPort: port, protocol: 'TCP' }],
+                ports: [{ name: 'metrics', containerPort: port, protocol: 'TCP' }, { name: WEBHOOK_PORT_NAME, containerPort: props.webhookPort, protocol: 'TCP' }],
                 livenessProbe: { httpGet: { path: '/healthz', port: k8s.IntOrString.fromString('metrics') }, periodSeconds: 10 },
                 readinessProbe: { httpGet: { path: '/readyz', port: k8s.IntOrString.fromString('metrics') }, periodSeconds: 5 },
                 resources: {

@@ -11,6 +11,7 @@ import { controllerIdentity, DEFAULT_INSTALL_NAMESPACE } from './controller-iden
 import { ControllerMetricsService } from './controller-metrics-service.js';
 import { ControllerNamespace } from './controller-namespace.js';
 import { ControllerServiceAccount } from './controller-service-account.js';
+import { ConversionWebhook } from './conversion-webhook.js';
 import { DistributedKVDefinition } from './custom-resource-definition.js';
 import { LeaderElectionRole } from './leader-election-role.js';
 
@@ -44,7 +45,8 @@ export interface DkvInstallProps {
  * order `kubectl apply -f` should create it: the namespace, the CRD, the
  * controller's ServiceAccount and least-privilege RBAC (its ClusterRole,
  * the leader-election Role on its one Lease), its configuration, the
- * Deployment with its metrics Service and PodDisruptionBudget, and the
+ * Deployment with its metrics Service, its conversion webhook's Service and
+ * certificate Secret's Role, and PodDisruptionBudget, and the
  * ClusterRole a namespace binds for backup runners that cut VolumeSnapshots.
  */
 export class DkvInstall extends Construct {
@@ -54,15 +56,17 @@ export class DkvInstall extends Construct {
     const { config, text } = configuration;
     const identity = controllerIdentity(props.namespace ?? DEFAULT_INSTALL_NAMESPACE);
     new ControllerNamespace(this, 'Namespace', { identity });
-    new DistributedKVDefinition(this, 'Definition', { config });
+    new DistributedKVDefinition(this, 'Definition', { config, webhookNamespace: identity.namespace });
     new ControllerServiceAccount(this, 'ServiceAccount', { identity });
     new ControllerClusterRole(this, 'ClusterRole', { identity, watchNamespace });
     new LeaderElectionRole(this, 'LeaderElection', { identity, leaseName: config.controller.leaseName });
     new BackupRunnerClusterRole(this, 'BackupRunner', { identity });
     new ControllerConfigMap(this, 'Config', { identity, configText: text });
     new ControllerMetricsService(this, 'Metrics', { identity });
+    new ConversionWebhook(this, 'ConversionWebhook', { identity, config });
     new ControllerDeployment(this, 'Deployment', {
       identity, image: props.image ?? config.backup.runner.image, replicas, watchNamespace, configText: text, credentialsSecret: config.backup.runner.credentialsSecret,
+      webhookPort: config.conversion.port,
     });
     new ControllerDisruptionBudget(this, 'DisruptionBudget', { identity });
   }

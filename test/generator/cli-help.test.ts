@@ -7,7 +7,7 @@ import { CLI_TIMEOUT_MS, dkv, readTree, removeTemporaryDirectories, temporaryDir
 
 afterAll(removeTemporaryDirectories);
 
-const COMMANDS = ['synth', 'validate', 'controller', 'install', 'backup', 'restore', 'export', 'import'] as const;
+const COMMANDS = ['synth', 'validate', 'controller', 'install', 'backup', 'restore', 'export', 'import', 'migrate'] as const;
 
 describe('dkv <command> --help', () => {
   it.each(COMMANDS)('dkv %s --help prints that command\'s usage and exits 0, doing nothing else', (command) => {

@@ -8,14 +8,16 @@ import type { GeneratorConfig } from '../../api/config.js';
 import { loadCheckedConfig } from '../../constructs/config-check.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import { SCHEMA } from '../../api/validate.js';
+import { STORAGE_VERSION } from '../../api/versions.js';
 import { DNS1035_LABEL, maxClusterNameLength, nameProblems } from '../../model/cluster-identity.js';
 import { DEFAULT_CONFIG, removeTemporaryDirectories, temporaryDirectory } from './support.js';
 
 afterAll(removeTemporaryDirectories);
 
+/** The storage version's entry (the older served versions derive from the same schema: test/generator/conversion.test.ts). */
 function version(config: GeneratorConfig = DEFAULT_CONFIG): any {
   const crd = customResourceDefinition(config) as any;
-  expect(crd.spec.versions).toHaveLength(1);
+  expect(crd.spec.versions.map((v: any) => v.name)).toEqual([STORAGE_VERSION, 'v1alpha1']);
   return crd.spec.versions[0];
 }
 

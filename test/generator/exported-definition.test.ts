@@ -82,7 +82,7 @@ describe('an exported DistributedKV', () => {
     expect(Array.isArray(docs) && docs.length).toBe(1);
     expect((docs as { toJS(): unknown }[])[0].toJS()).toEqual(exportedDefinition(LIVE));
     const body = text.split('\n').filter((l) => !l.startsWith('#'));
-    expect(body.filter((l) => /^\S/.test(l))).toEqual(['apiVersion: example.com/v1alpha1', 'kind: DistributedKV', 'metadata:', 'spec:']);
+    expect(body.filter((l) => /^\S/.test(l))).toEqual(['apiVersion: example.com/v1beta1', 'kind: DistributedKV', 'metadata:', 'spec:']);
     const read = readSpecText('shop.orders.yaml', text, DEFAULT_CONFIG);
     expect(read.problems).toEqual([]);
     expect(read.specs.map((s) => s.resource.metadata.name)).toEqual(['orders']);

@@ -76,7 +76,7 @@ describe('the controller Deployment', () => {
     expect(budget.spec.maxUnavailable).toBe(1);
     expect(budget.spec.selector).toEqual(deployment.spec.selector);
     expect(deployment.spec.template.metadata.labels).toMatchObject(deployment.spec.selector.matchLabels);
-    expect(one(objects, 'Service').spec.selector).toEqual(deployment.spec.selector.matchLabels);
+    expect(one(objects, 'Service', 'dkv-controller-metrics').spec.selector).toEqual(deployment.spec.selector.matchLabels);
   });
 
   it('probes /healthz for liveness and /readyz for readiness on the port --health-addr serves, which the metrics Service exposes', () => {
@@ -85,7 +85,22 @@ describe('the controller Deployment', () => {
     expect(c.livenessProbe.httpGet.path).toBe('/healthz');
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: port.name });
     expect(controllerArgs(objects)).toMatchObject({ healthHost: '0.0.0.0', healthPort: port.containerPort });
-    expect(one(objects, 'Service').spec.ports).toEqual([expect.objectContaining({ name: 'metrics', port: port.containerPort, targetPort: port.name })]);
+    expect(one(objects, 'Service', 'dkv-controller-metrics').spec.ports).toEqual([expect.objectContaining({ name: 'metrics', port: port.containerPort, targetPort: port.name })]);
+  });
+
+  it('serves the conversion webhook on every replica, behind the Service the CRD sends the API server to', () => {
+    const c = container(objects);
+    const port = c.ports.find((p: any) => p.name === 'webhook');
+    expect(port.containerPort).toBe(DEFAULT_CONFIG.conversion.port);
+    expect(controllerArgs(objects).webhook).toEqual({ host: '0.0.0.0' }); // the configuration's port
+    const service = one(objects, 'Service', DEFAULT_CONFIG.conversion.serviceName);
+    expect(service.spec.selector).toEqual(one(objects, 'Deployment').spec.selector.matchLabels);
+    expect(service.spec.ports).toEqual([expect.objectContaining({ port: 443, targetPort: 'webhook' })]);
+    const clientConfig = one(objects, 'CustomResourceDefinition').spec.conversion.webhook.clientConfig;
+    expect(clientConfig.service).toEqual({ namespace: service.metadata.namespace, name: service.metadata.name, path: '/convert', port: 443 });
+    expect(clientConfig).not.toHaveProperty('caBundle'); // the controller's to write, not a GitOps tool's to take back
+    const elsewhere = bundle({ namespace: 'ops' });
+    expect(one(elsewhere, 'CustomResourceDefinition').spec.conversion.webhook.clientConfig.service.namespace).toBe('ops');
   });
 
   it('requests CPU and memory and limits memory', () => {
@@ -132,8 +147,17 @@ describe('the controller\'s permissions', () => {
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name, namespace: account.metadata.namespace }]);
   });
 
-  it('never grant a wildcard, Secrets, RBAC, impersonation or escalation', () => {
-    for (const rule of [...rules, ...objects.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole').flatMap((o) => o.rules!)]) {
+  it('never grant a wildcard, RBAC, impersonation or escalation, and on Secrets only the webhook certificate\'s, in the controller\'s namespace', () => {
+    const certificateRole = one(objects, 'Role', 'dkv-controller-webhook-certificate');
+    expect(certificateRole.metadata.namespace).toBe('dkv-system');
+    // create cannot be limited to a name (it is in the body); reading and replacing can.
+    expect(certificateRole.rules).toEqual([
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      { apiGroups: [''], resources: ['secrets'], resourceNames: [DEFAULT_CONFIG.conversion.certificateSecret], verbs: ['get', 'update'] },
+    ]);
+    const rotation = source('conversion/certificate-rotation.ts');
+    for (const call of ["request('GET', this.secretPath)", "request('PUT', this.secretPath", "request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`"]) expect(rotation).toContain(call);
+    for (const rule of [...rules, ...objects.filter((o) => (o.kind === 'Role' && o !== certificateRole) || o.kind === 'ClusterRole').flatMap((o) => o.rules!)]) {
       expect([...rule.apiGroups, ...rule.resources, ...rule.verbs]).not.toContain('*');
       expect(rule.resources).not.toContain('secrets');
       expect(rule.apiGroups).not.toContain('rbac.authorization.k8s.io');
@@ -172,6 +196,10 @@ describe('the controller\'s permissions', () => {
     { resource: 'storage.k8s.io/storageclasses', verbs: ['list'], file: 'reconciler/storage-step.ts', call: "('GET', '/apis/storage.k8s.io/v1/storageclasses')" },
     { resource: 'snapshot.storage.k8s.io/volumesnapshots', verbs: ['get'], file: 'reconciler/restore-source.ts', call: "request('GET', `${VOLUME_SNAPSHOTS}/namespaces/" },
     { resource: '/events', verbs: ['create'], file: 'reconciler/events.ts', call: "request('POST', resourcePath('v1', 'Event', namespace)" },
+    { resource: 'example.com/distributedkvs', verbs: ['update'], file: 'conversion/storage-migration.ts', call: "request('PUT', path" },
+    { resource: 'apiextensions.k8s.io/customresourcedefinitions', verbs: ['get'], file: 'conversion/certificate-rotation.ts', call: "request('GET', CRD_PATH)" },
+    { resource: 'apiextensions.k8s.io/customresourcedefinitions', verbs: ['patch'], file: 'conversion/certificate-rotation.ts', call: "request('PATCH', CRD_PATH" },
+    { resource: 'apiextensions.k8s.io/customresourcedefinitions/status', verbs: ['patch'], file: 'conversion/storage-migration.ts', call: "request('PATCH', `${CRD_PATH}/status`" },
   ];
 
   it.each(USES)('grant $verbs on $resource, which $file calls for', ({ resource, verbs, file, call }) => {
@@ -197,13 +225,13 @@ describe('the controller\'s permissions', () => {
   });
 
   it('let the controller hold only its own Lease, in its own namespace: create, and get and update by name', () => {
-    const role = one(objects, 'Role');
+    const role = one(objects, 'Role', 'dkv-controller-leader-election');
     expect(role.metadata.namespace).toBe('dkv-system');
     expect(role.rules).toEqual([
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [DEFAULT_CONFIG.controller.leaseName], verbs: ['get', 'update'] },
     ]);
-    const binding = one(objects, 'RoleBinding');
+    const binding = one(objects, 'RoleBinding', role.metadata.name);
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
     expect(binding.metadata.namespace).toBe(role.metadata.namespace);
     // The elector's calls: GET and PUT of the Lease by name, POST to create it.
@@ -213,7 +241,7 @@ describe('the controller\'s permissions', () => {
 
   it('name a leader-election Lease the configuration chooses', () => {
     const objects = bundle({ configFile: writeConfig('controller:\n  leaseName: kv-operator\n') });
-    expect(one(objects, 'Role').rules![1].resourceNames).toEqual(['kv-operator']);
+    expect(one(objects, 'Role', 'dkv-controller-leader-election').rules![1].resourceNames).toEqual(['kv-operator']);
   });
 });
 
@@ -287,7 +315,11 @@ describe('dkv install options', () => {
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'dkv-controller' });
     expect(objects.filter((o) => o.kind === 'ClusterRoleBinding' && o.roleRef.name === 'dkv-controller')).toEqual([]);
     const clusterScoped = one(objects, 'ClusterRole', 'dkv-controller-cluster-scoped');
-    expect(clusterScoped.rules).toEqual([{ apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list'] }]);
+    expect(clusterScoped.rules).toEqual([
+      { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list'] },
+      { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], resourceNames: ['distributedkvs.example.com'], verbs: ['get', 'patch'] },
+      { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions/status'], resourceNames: ['distributedkvs.example.com'], verbs: ['patch'] },
+    ]);
     expect(one(objects, 'ClusterRoleBinding', 'dkv-controller-cluster-scoped').roleRef.name).toBe('dkv-controller-cluster-scoped');
   });
 });

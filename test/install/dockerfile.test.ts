@@ -194,7 +194,7 @@ describe('the Dockerfile', () => {
   it('holds the files the code reads at runtime: package.json (the package root), the schemas, the default configuration and the example specs', () => {
     const read = [
       ['api/package-root.ts', "'package.json'", 'package.json'],
-      ['api/validate.ts', "'distributedkv.schema.json'", 'api/distributedkv.schema.json'],
+      ['api/schema.ts', "'distributedkv.schema.json'", 'api/distributedkv.schema.json'],
       ['api/config.ts', "'config.schema.json'", 'api/config.schema.json'],
       ['api/config.ts', "'dkv.config.yaml'", 'dkv.config.yaml'],
       ['cli/synth-command.ts', "'examples'", 'examples/orders.yaml'],

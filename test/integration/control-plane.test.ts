@@ -36,7 +36,7 @@ describeWithCluster('the control plane', () => {
     expect(crd.status.acceptedNames.kind).toBe('DistributedKV');
     // The OpenAPI document is rebuilt asynchronously after the CRD is established.
     const schema = await eventually('the DistributedKV OpenAPI v3 schema to be published', async () => {
-      const openapi = await client.request('GET', '/openapi/v3/apis/example.com/v1alpha1');
+      const openapi = await client.request('GET', '/openapi/v3/apis/example.com/v1beta1');
       return Object.entries<any>(openapi.components.schemas).find(([name]) => name.endsWith('.DistributedKV'))?.[1];
     });
     expect(schema.properties.spec.properties.size).toMatchObject({ minimum: 1, maximum: 9 });
@@ -60,7 +60,7 @@ describeWithCluster('the control plane', () => {
   it('accepts, in a server-side dry-run apply, every object for every size 1-9 with and without backup', async () => {
     for (let size = 1; size <= 9; size++) {
       for (const backup of [undefined, { s3Path: 's3://bucket/kv', schedule: '*/30 * * * *' }]) {
-        const result = validateDistributedKV({ apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name: `kv-${size}`, namespace }, spec: { size, image: 'kv:1', backup } }, config);
+        const result = validateDistributedKV({ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: `kv-${size}`, namespace }, spec: { size, image: 'kv:1', backup } }, config);
         if (!result.valid) throw new Error(JSON.stringify(result.problems));
         const objects = synthesizeCluster(result.resource, config);
         // The etcd engine's member ConfigMap, and the backup CronJob when there is a backup.
@@ -80,7 +80,7 @@ describeWithCluster('the control plane', () => {
 
     async function serverVerdict(document: Record<string, any>): Promise<{ accepted: boolean; message: string }> {
       try {
-        await client.request('POST', resourcePath('example.com/v1alpha1', 'DistributedKV', namespace), {
+        await client.request('POST', resourcePath('example.com/v1beta1', 'DistributedKV', namespace), {
           query: { dryRun: 'All', fieldValidation: 'Strict' },
           body: { ...document, metadata: { ...document.metadata, namespace } },
         });
@@ -117,7 +117,7 @@ describeWithCluster('the control plane', () => {
     });
 
     it('names the by-design difference: a backwards cron range passes the API server and fails the generator', async () => {
-      const document = { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name: 'backwards' }, spec: { size: 3, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '5-3 * * * *' } } };
+      const document = { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'backwards' }, spec: { size: 3, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '5-3 * * * *' } } };
       expect((await serverVerdict(document)).accepted).toBe(true);
       const local = validateDistributedKV(document, config);
       expect(local.valid).toBe(false);
@@ -126,12 +126,12 @@ describeWithCluster('the control plane', () => {
 
     it('names the by-design difference: the server lets storage only grow and keeps its class, which ajv (seeing one version) cannot check', async () => {
       const name = 'growing-storage';
-      const path = resourcePath('example.com/v1alpha1', 'DistributedKV', namespace, name);
-      await client.request('POST', resourcePath('example.com/v1alpha1', 'DistributedKV', namespace), { body: { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name, namespace }, spec: { size: 3, image: 'kv:1', storage: { size: '10Gi' } } } });
+      const path = resourcePath('example.com/v1beta1', 'DistributedKV', namespace, name);
+      await client.request('POST', resourcePath('example.com/v1beta1', 'DistributedKV', namespace), { body: { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name, namespace }, spec: { size: 3, image: 'kv:1', storage: { size: '10Gi' } } } });
       const patch = (storage: Record<string, string>) => client.request('PATCH', path, { body: { spec: { storage } }, contentType: 'application/merge-patch+json' });
       const grown = await patch({ size: '20Gi' });
       expect(grown.spec.storage.size).toBe('20Gi');
-      const shrunk = { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name, namespace }, spec: { size: 3, image: 'kv:1', storage: { size: '5Gi' } } };
+      const shrunk = { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name, namespace }, spec: { size: 3, image: 'kv:1', storage: { size: '5Gi' } } };
       expect(validateDistributedKV(shrunk, config).valid).toBe(true);
       await expect(patch({ size: '5Gi' })).rejects.toThrow(/storage.size can only grow/);
       await expect(patch({ storageClassName: 'fast-ssd' })).rejects.toThrow(/storageClassName cannot change after creation/);
@@ -139,8 +139,8 @@ describeWithCluster('the control plane', () => {
   });
 
   it('applies the same defaults on the server as the validator', async () => {
-    const document = { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name: 'defaults', namespace }, spec: { size: 1, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '@daily' } } };
-    const created = await client.request('POST', resourcePath('example.com/v1alpha1', 'DistributedKV', namespace), { body: document });
+    const document = { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'defaults', namespace }, spec: { size: 1, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '@daily' } } };
+    const created = await client.request('POST', resourcePath('example.com/v1beta1', 'DistributedKV', namespace), { body: document });
     const local = validateDistributedKV(document, config);
     expect(local.valid).toBe(true);
     if (local.valid) expect(created.spec).toEqual(local.resource.spec);
@@ -148,8 +148,8 @@ describeWithCluster('the control plane', () => {
 
   it('keeps status apart from spec: a status write leaves metadata.generation alone, a spec write bumps it', async () => {
     const name = 'status-sub';
-    const path = resourcePath('example.com/v1alpha1', 'DistributedKV', namespace, name);
-    const created = await client.request('POST', resourcePath('example.com/v1alpha1', 'DistributedKV', namespace), { body: { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name, namespace }, spec: { size: 3, image: 'kv:1' } } });
+    const path = resourcePath('example.com/v1beta1', 'DistributedKV', namespace, name);
+    const created = await client.request('POST', resourcePath('example.com/v1beta1', 'DistributedKV', namespace), { body: { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name, namespace }, spec: { size: 3, image: 'kv:1' } } });
     expect(created.metadata.generation).toBe(1);
 
     const afterStatus = await client.request('PATCH', `${path}/status`, { body: { status: { readyReplicas: 2, observedGeneration: 1 } }, contentType: 'application/merge-patch+json' });

@@ -77,7 +77,7 @@ describeWithCluster('the controller exports every cluster\'s definition into S3 
     const orders = await text(`definitions/${newest}/${namespace}.orders.yaml`);
     expect(orders).toMatch(/^# Exported by dkv export from https:\/\/127\.0\.0\.1:\d+ at /);
     const document = parse(orders);
-    expect(document).toEqual({ apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name: 'orders', namespace }, spec: expect.objectContaining({ size: 3, image: 'kv:1' }) });
+    expect(document).toEqual({ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'orders', namespace }, spec: expect.objectContaining({ size: 3, image: 'kv:1' }) });
     expect(validateDistributedKV(document, harnessConfig).valid).toBe(true);
   }, 90_000);
 });

@@ -5,7 +5,7 @@
 const BASE = { size: 3, image: 'registry.example.com/kv/server:1.4.2' };
 
 function doc(name: string, spec: unknown): Record<string, unknown> {
-  return { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name }, spec };
+  return { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name }, spec };
 }
 
 const S3_PATHS = [

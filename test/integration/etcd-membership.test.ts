@@ -152,7 +152,7 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
 
   it('bootstraps 1 member, grows to 3 and to 5 and shrinks to 3 one member at a time as Git says, never losing quorum, never fighting the GitOps tool, and writes nothing once settled', async () => {
     // The DistributedKV lives in Git: a GitOps tool applies it and heals it every 500 ms; the controller writes its objects and status.
-    const gitops = new GitOpsSync(client, { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name: NAME, namespace }, spec: {} });
+    const gitops = new GitOpsSync(client, { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: NAME, namespace }, spec: {} });
     stopAtTheEnd.push(() => gitops.stop());
     await gitops.commit({ size: 1, image: 'registry.k8s.io/etcd:3.6.8-0' });
     gitops.start();

@@ -163,6 +163,6 @@ describeWithCluster('the install bundle for a controller that watches one namesp
     const other = await createNamespace(admin, 'rbac-other');
     await expect(controllerClient.request('GET', resourcePath('apps/v1', 'StatefulSet', other))).rejects.toMatchObject({ status: 403 });
     await expect(controllerClient.request('GET', clusterPath(other))).rejects.toMatchObject({ status: 403 });
-    await expect(controllerClient.request('GET', '/apis/example.com/v1alpha1/distributedkvs')).rejects.toMatchObject({ status: 403 });
+    await expect(controllerClient.request('GET', '/apis/example.com/v1beta1/distributedkvs')).rejects.toMatchObject({ status: 403 });
   });
 });

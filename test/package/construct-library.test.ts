@@ -84,7 +84,7 @@ import { App, Chart } from 'cdk8s';
 import { DistributedKVCluster } from '${ours.name}';
 const chart = new Chart(new App(), 'shop');
 try {
-  DistributedKVCluster.fromDocument(chart, 'orders', { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name: 'orders' }, spec: { size: 10, image: '' } });
+  DistributedKVCluster.fromDocument(chart, 'orders', { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'orders' }, spec: { size: 10, image: '' } });
 } catch (e) {
   console.log(e.name + ': ' + e.message);
 }

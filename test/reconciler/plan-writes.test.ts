@@ -17,7 +17,7 @@ const MANAGER = config.controller.fieldManager;
 const UID = 'uid-kv';
 
 function desiredFor(spec: Record<string, unknown>): KubeObject[] {
-  const result = validateDistributedKV({ apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name: 'kv', namespace: 'shop' }, spec }, config);
+  const result = validateDistributedKV({ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'kv', namespace: 'shop' }, spec }, config);
   if (!result.valid) throw new Error('invalid test spec');
   return synthesizeCluster(result.resource, config);
 }
@@ -26,7 +26,7 @@ function desiredFor(spec: Record<string, unknown>): KubeObject[] {
 function liveCopy(object: KubeObject, edit: (o: any) => void = () => undefined): CachedObject {
   const copy = JSON.parse(JSON.stringify(object));
   copy.metadata.uid = `uid-${object.kind}-${object.metadata.name}`;
-  copy.metadata.ownerReferences = [{ apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', name: 'kv', uid: UID, controller: true }];
+  copy.metadata.ownerReferences = [{ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', name: 'kv', uid: UID, controller: true }];
   edit(copy);
   return copy;
 }

@@ -1,0 +1,116 @@
+/**
+ * The conversion webhook's PKI, in memory: a CA, a serving certificate it
+ * signs, and the questions rotation asks of them (who signed this, for which
+ * names, how much of its life is left). node-forge writes the X.509 (Node's
+ * crypto parses certificates but cannot make one); Node makes the keys,
+ * natively and off the event loop.
+ */
+import { generateKeyPair, X509Certificate } from 'node:crypto';
+import { promisify } from 'node:util';
+import forge from 'node-forge';
+
+const generateRsa = promisify(generateKeyPair);
+
+/** A certificate and its private key, PEM. */
+export interface KeyedCertificate {
+  readonly certificate: string;
+  readonly privateKey: string;
+}
+
+const DAY_MS = 86_400_000;
+
+async function newKey(): Promise<{ forgeKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey; pem: string }> {
+  const { privateKey } = await generateRsa('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
+  const forgeKey = forge.pki.privateKeyFromPem(privateKey) as forge.pki.rsa.PrivateKey;
+  return { forgeKey, publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e), pem: privateKey };
+}
+
+function serial(): string {
+  // Positive (leading bit clear) and unique enough for certificates nobody revokes.
+  return '01' + forge.util.bytesToHex(forge.random.getBytesSync(15));
+}
+
+function validity(cert: forge.pki.Certificate, now: Date, days: number): void {
+  // A minute of backdating absorbs clock skew between the controller and the API server.
+  cert.validity.notBefore = new Date(now.getTime() - 60_000);
+  cert.validity.notAfter = new Date(now.getTime() + days * DAY_MS);
+}
+
+/** A new self-signed CA for the webhook, valid for `days`. */
+export async function createCertificateAuthority(commonName: string, now: Date, days: number): Promise<KeyedCertificate> {
+  const key = await newKey();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = key.publicKey;
+  cert.serialNumber = serial();
+  validity(cert, now, days);
+  const subject = [{ name: 'commonName', value: commonName }];
+  cert.setSubject(subject);
+  cert.setIssuer(subject);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true, critical: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ]);
+  cert.sign(key.forgeKey, forge.md.sha256.create());
+  return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
+}
+
+/** A serving certificate for `dnsNames` and `ipAddresses`, signed by `ca`. */
+export async function createServingCertificate(
+  ca: KeyedCertificate, names: { readonly dnsNames: readonly string[]; readonly ipAddresses: readonly string[] }, now: Date, days: number,
+): Promise<KeyedCertificate> {
+  const key = await newKey();
+  const caCert = forge.pki.certificateFromPem(ca.certificate);
+  const caKey = forge.pki.privateKeyFromPem(ca.privateKey);
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = key.publicKey;
+  cert.serialNumber = serial();
+  validity(cert, now, days);
+  cert.setSubject([{ name: 'commonName', value: names.dnsNames[0] ?? names.ipAddresses[0] ?? 'dkv-conversion-webhook' }]);
+  cert.setIssuer(caCert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', serverAuth: true },
+    { name: 'subjectAltName', altNames: [...names.dnsNames.map((value) => ({ type: 2, value })), ...names.ipAddresses.map((ip) => ({ type: 7, ip }))] },
+  ]);
+  cert.sign(caKey, forge.md.sha256.create());
+  return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
+}
+
+/** The certificates of a PEM bundle, in order. */
+export function splitBundle(pem: string): string[] {
+  return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g)?.map((c) => (c.endsWith('\n') ? c : `${c}\n`)) ?? [];
+}
+
+/** Whether `pem` parses, is unexpired at `now`, and has more than `minFraction` of its life left. */
+export function freshEnough(pem: string, now: Date, minFraction: number): boolean {
+  const cert = parse(pem);
+  if (!cert) return false;
+  const from = Date.parse(cert.validFrom);
+  const to = Date.parse(cert.validTo);
+  return now.getTime() < to && (to - now.getTime()) > (to - from) * minFraction;
+}
+
+/** Whether `pem` is still valid at `now`. */
+export function unexpired(pem: string, now: Date): boolean {
+  const cert = parse(pem);
+  return cert !== undefined && now.getTime() < Date.parse(cert.validTo);
+}
+
+/** Whether `servingPem` was signed by `caPem` and names every one of `dnsNames` and `ipAddresses`. */
+export function servesFor(servingPem: string, caPem: string, names: { readonly dnsNames: readonly string[]; readonly ipAddresses: readonly string[] }): boolean {
+  const serving = parse(servingPem);
+  const ca = parse(caPem);
+  if (!serving || !ca || !serving.checkIssued(ca) || !serving.verify(ca.publicKey)) return false;
+  return names.dnsNames.every((name) => serving.checkHost(name, { subject: 'never' }) === name)
+    && names.ipAddresses.every((ip) => serving.checkIP(ip) === ip);
+}
+
+function parse(pem: string): X509Certificate | undefined {
+  try {
+    return new X509Certificate(pem);
+  } catch {
+    return undefined;
+  }
+}

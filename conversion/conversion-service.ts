@@ -1,0 +1,98 @@
+/**
+ * What `dkv controller` runs for API versions, beside the reconciler: on
+ * every replica, the conversion webhook with a certificate kept fresh by
+ * CertificateRotation (settled at start, then every `refreshMs`, which
+ * also picks up another replica's rotation); on the leader, the storage
+ * version migration. Failures retry with exponential backoff from seconds
+ * and never stop the reconciler: clients of the storage version need
+ * neither.
+ */
+import type { GeneratorConfig } from '../api/config.js';
+import type { Clock, TimerHandle } from '../kube/clock.js';
+import type { KubeClient } from '../kube/client.js';
+import type { Logger } from '../kube/log.js';
+import { CertificateRotation } from './certificate-rotation.js';
+import { migrateStorageVersion, type MigrationResult } from './storage-migration.js';
+import { startConversionWebhook, type ConversionWebhook } from './webhook-server.js';
+
+export interface ConversionServiceOptions {
+  readonly client: KubeClient;
+  readonly config: GeneratorConfig;
+  /** The controller's namespace: where the certificate Secret lives. */
+  readonly namespace: string;
+  readonly host: string;
+  readonly port: number;
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** How often the certificate is checked (and another replica's renewal picked up). */
+  readonly refreshMs?: number;
+  readonly backoff?: { readonly baseMs: number; readonly maxMs: number };
+  readonly observe?: (seconds: number, ok: boolean) => void;
+}
+
+/** Retries `attempt` with exponential backoff until it succeeds or `stopped()`; `attempt` is never run twice at once. */
+async function withBackoff<T>(clock: Clock, backoff: { baseMs: number; maxMs: number }, stopped: () => boolean, log: Logger, what: string, attempt: () => Promise<T>): Promise<T | undefined> {
+  for (let failures = 0; !stopped(); failures++) {
+    try {
+      return await attempt();
+    } catch (e) {
+      const delayMs = Math.min(backoff.maxMs, backoff.baseMs * 2 ** failures);
+      log.warn(`${what} failed: retrying`, { error: (e as Error).message, retryInMs: delayMs });
+      await new Promise<void>((resolve) => clock.after(delayMs, resolve).unref());
+    }
+  }
+  return undefined;
+}
+
+export class ConversionService {
+  private webhook: ConversionWebhook | undefined;
+  private timer: TimerHandle | undefined;
+  private stopped = false;
+  private readonly rotation: CertificateRotation;
+  private readonly backoff: { baseMs: number; maxMs: number };
+
+  constructor(private readonly options: ConversionServiceOptions) {
+    this.rotation = new CertificateRotation(options);
+    this.backoff = { baseMs: 2_000, maxMs: 60_000, ...options.backoff };
+  }
+
+  /** The webhook's port once it serves. */
+  get port(): number | undefined {
+    return this.webhook?.port;
+  }
+
+  /** Settles the certificate (retrying until it can), then serves; resolves once serving, or when stopped first. */
+  async start(): Promise<void> {
+    const { clock, log } = this.options;
+    const certificate = await withBackoff(clock, this.backoff, () => this.stopped, log, 'conversion webhook certificate', () => this.rotation.settle());
+    if (!certificate || this.stopped) return;
+    this.webhook = await startConversionWebhook({ host: this.options.host, port: this.options.port, certificate, log, observe: this.options.observe });
+    this.scheduleRefresh();
+  }
+
+  private scheduleRefresh(): void {
+    if (this.stopped) return;
+    this.timer = this.options.clock.after(this.options.refreshMs ?? 60_000, () => {
+      void (async () => {
+        const certificate = await withBackoff(this.options.clock, this.backoff, () => this.stopped, this.options.log, 'conversion webhook certificate', () => this.rotation.settle());
+        if (certificate) this.webhook?.setCertificate(certificate);
+        this.scheduleRefresh();
+      })();
+    }).unref();
+  }
+
+  /**
+   * The leader's storage version migration, retried until done or `stopped()`
+   * (the leadership term ended; the next leader runs it again, which is safe).
+   */
+  migrate(client: KubeClient, stopped: () => boolean): Promise<MigrationResult | undefined> {
+    return withBackoff(this.options.clock, this.backoff, () => this.stopped || stopped(), this.options.log, 'storage version migration', () =>
+      migrateStorageVersion({ client, log: this.options.log }));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.timer?.cancel();
+    await this.webhook?.close();
+  }
+}
