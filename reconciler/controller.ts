@@ -178,7 +178,8 @@ export class Controller {
 
   private enqueueOwner(object: CachedObject, instance: string | undefined): void {
     // Any served version: objects created before an upgrade name the version of their day (v1alpha1).
-    const owner = (object.metadata.ownerReferences ?? []).find((r: { kind?: string; apiVersion?: string; controller?: boolean }) => r.kind === KIND && servedVersionOf(r.apiVersion) !== undefined && r.controller);
+    const owner = (object.metadata.ownerReferences ?? [])
+      .find((r: { kind?: string; apiVersion?: string; controller?: boolean }) => r.kind === KIND && servedVersionOf(r.apiVersion) !== undefined && r.controller);
     const name = owner?.name ?? (instance ? object.metadata.labels?.[instance] : undefined);
     if (name) this.queue.add(`${object.metadata.namespace}/${name}`);
   }
