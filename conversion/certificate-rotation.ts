@@ -17,7 +17,10 @@
  *   3. only then, a serving certificate missing, near its end, for other
  *      names, or not from the current CA → a new one from the current CA.
  * So the API server trusts a CA before any replica serves a certificate
- * from it, and a rotation never fails a conversion.
+ * from it, and a rotation never fails a conversion. A settle that injected
+ * a bundle stops there while a certificate is being served: the next one
+ * (a refresh period later) renews the serving certificate, by when the API
+ * server has long picked up the CRD's new bundle.
  *
  * Where the CRD carries cert-manager's CA-injector annotation, cert-manager
  * issues the certificate and injects the bundle: the controller only serves
@@ -149,7 +152,7 @@ export class CertificateRotation {
 
     // 1. A CA with life left.
     if (!stored || !currentCa || !stored.caKey || !freshEnough(currentCa, now, RENEW_FRACTION)) {
-      const ca = await createCertificateAuthority(`dkv-conversion-webhook-ca@${Math.floor(now.getTime() / 1000)}`, now, caValidityDays);
+      const ca = await createCertificateAuthority(`dkv-conversion-webhook-ca-${Math.floor(now.getTime() / 1000)}`, now, caValidityDays);
       const trusted = [ca.certificate, ...bundle.filter((pem) => unexpired(pem, now))];
       await this.writeSecret(stored, { caBundle: trusted, caKey: ca.privateKey, serving: stored?.serving });
       return { step: currentCa ? 'ca-renewed' : 'ca-created', serving: stored?.serving };
@@ -186,22 +189,32 @@ export class CertificateRotation {
     return { step: 'in-order', serving };
   }
 
-  /** Syncs until a sync finds everything in order (a handful of steps), and returns what to serve. */
-  async settle(maxSteps = 8): Promise<KeyedCertificate> {
+  /**
+   * Syncs until a sync finds everything in order (a handful of steps), or
+   * until a new bundle was injected while a certificate is served (see the
+   * file's comment), and returns what to serve and the steps taken.
+   */
+  async settle(maxSteps = 8): Promise<{ serving: KeyedCertificate; steps: RotationStep[] }> {
+    const steps: RotationStep[] = [];
+    let lastConflict = '';
     for (let i = 0; i < maxSteps; i++) {
       let result: Awaited<ReturnType<CertificateRotation['sync']>>;
       try {
         result = await this.sync();
       } catch (e) {
         if (e instanceof KubeApiError && (e.status === 409 || e.status === 422)) {
+          lastConflict = e.message;
+          this.options.log.debug('conversion webhook certificate: conflict, re-reading', { error: e.message });
           continue; // another replica wrote first (a failed JSON-patch test is 422): re-read
         }
         throw e;
       }
+      steps.push(result.step);
       if (result.step !== 'in-order') this.options.log.info('conversion webhook certificate', { step: result.step });
-      if ((result.step === 'in-order' || result.step === 'cert-manager') && result.serving) return result.serving;
+      const done = result.step === 'in-order' || result.step === 'cert-manager' || (result.step === 'ca-bundle-injected' && result.serving !== undefined);
+      if (done && result.serving) return { serving: result.serving, steps };
       if (result.step === 'cert-manager') throw new Error(`cert-manager has not issued the Secret ${this.options.namespace}/${this.options.config.conversion.certificateSecret} (tls.crt, tls.key) yet`);
     }
-    throw new Error(`conversion webhook certificate: not settled after ${maxSteps} steps`);
+    throw new Error(`conversion webhook certificate: not settled after ${maxSteps} steps${lastConflict ? ` (last refused: ${lastConflict})` : ''}`);
   }
 }

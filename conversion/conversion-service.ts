@@ -11,7 +11,7 @@ import type { GeneratorConfig } from '../api/config.js';
 import type { Clock, TimerHandle } from '../kube/clock.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../kube/log.js';
-import { CertificateRotation } from './certificate-rotation.js';
+import { CertificateRotation, type RotationStep } from './certificate-rotation.js';
 import { migrateStorageVersion, type MigrationResult } from './storage-migration.js';
 import { startConversionWebhook, type ConversionWebhook } from './webhook-server.js';
 
@@ -64,18 +64,24 @@ export class ConversionService {
   /** Settles the certificate (retrying until it can), then serves; resolves once serving, or when stopped first. */
   async start(): Promise<void> {
     const { clock, log } = this.options;
-    const certificate = await withBackoff(clock, this.backoff, () => this.stopped, log, 'conversion webhook certificate', () => this.rotation.settle());
-    if (!certificate || this.stopped) return;
-    this.webhook = await startConversionWebhook({ host: this.options.host, port: this.options.port, certificate, log, observe: this.options.observe });
+    const settled = await withBackoff(clock, this.backoff, () => this.stopped, log, 'conversion webhook certificate', () => this.rotation.settle());
+    if (!settled || this.stopped) return;
+    this.webhook = await startConversionWebhook({ host: this.options.host, port: this.options.port, certificate: settled.serving, log, observe: this.options.observe });
     this.scheduleRefresh();
+  }
+
+  /** One settle of the certificate (CertificateRotation.settle), then serving what it settled on; returns its steps. */
+  async refresh(): Promise<RotationStep[]> {
+    const { serving, steps } = await this.rotation.settle();
+    this.webhook?.setCertificate(serving);
+    return steps;
   }
 
   private scheduleRefresh(): void {
     if (this.stopped) return;
     this.timer = this.options.clock.after(this.options.refreshMs ?? 60_000, () => {
       void (async () => {
-        const certificate = await withBackoff(this.options.clock, this.backoff, () => this.stopped, this.options.log, 'conversion webhook certificate', () => this.rotation.settle());
-        if (certificate) this.webhook?.setCertificate(certificate);
+        await withBackoff(this.options.clock, this.backoff, () => this.stopped, this.options.log, 'conversion webhook certificate', () => this.refresh());
         this.scheduleRefresh();
       })();
     }).unref();

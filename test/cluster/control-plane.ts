@@ -28,6 +28,8 @@ export interface ControlPlane {
   readonly kubeconfigPath: string;
   /** https://127.0.0.1:<port> */
   readonly server: string;
+  /** http://127.0.0.1:<port>: the API server's etcd, for tests that check what is stored (its v3 JSON gateway). */
+  readonly etcdUrl: string;
   /** Milliseconds from spawning etcd to kube-apiserver answering /readyz (with `withNodes`: to every fake node Ready). */
   readonly startMillis: number;
   /** Stops kube-apiserver only (to test clients that outlive it). */
@@ -225,6 +227,7 @@ export async function startControlPlane(givenBinDir?: string, options: ControlPl
     dir,
     kubeconfigPath,
     server,
+    etcdUrl,
     startMillis: Date.now() - started,
     stopApiServer,
     startApiServer,
