@@ -61,12 +61,23 @@ export class ConversionService {
     return this.webhook?.port;
   }
 
-  /** Settles the certificate (retrying until it can), then serves; resolves once serving, or when stopped first. */
+  /**
+   * Settles the certificate, then serves, each retried until it works (a
+   * port still held by the previous process, say); resolves once serving,
+   * or when stopped first. Never rejects.
+   */
   async start(): Promise<void> {
     const { clock, log } = this.options;
     const settled = await withBackoff(clock, this.backoff, () => this.stopped, log, 'conversion webhook certificate', () => this.rotation.settle());
     if (!settled || this.stopped) return;
-    this.webhook = await startConversionWebhook({ host: this.options.host, port: this.options.port, certificate: settled.serving, log, observe: this.options.observe });
+    const webhook = await withBackoff(clock, this.backoff, () => this.stopped, log, 'conversion webhook listen', () =>
+      startConversionWebhook({ host: this.options.host, port: this.options.port, certificate: settled.serving, log, observe: this.options.observe }));
+    if (!webhook) return;
+    if (this.stopped) {
+      await webhook.close();
+      return;
+    }
+    this.webhook = webhook;
     this.scheduleRefresh();
   }
 

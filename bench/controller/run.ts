@@ -119,7 +119,7 @@ try {
   const sequentialMs = performance.now() - started;
 
   // The controller, as its own process so its memory is its own.
-  const child = spawn(process.execPath, [...(process.env.DKV_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), join(packageRoot(), 'bin', 'dkv.js'), 'controller', '--kubeconfig', plane.kubeconfigPath, '--config', configFile, '--namespace', 'ctrl', '--leader-elect', 'false', '--health-addr', '127.0.0.1:0', '--workers', WORKERS], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...(process.env.DKV_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), join(packageRoot(), 'bin', 'dkv.js'), 'controller', '--kubeconfig', plane.kubeconfigPath, '--config', configFile, '--namespace', 'ctrl', '--leader-elect', 'false', '--health-addr', '127.0.0.1:0', '--webhook-addr', 'off', '--workers', WORKERS], { stdio: ['ignore', 'pipe', 'inherit'] });
   // Logs at info, as in production; the bench reads them only for the health port.
   const healthPort = await new Promise<number>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {

@@ -96,6 +96,8 @@ describeWithCluster('leadership lost with reconciles in flight', () => {
     const child = spawn(process.execPath, [
       join(packageRoot(), 'bin', 'dkv.js'), 'controller', '--kubeconfig', process.env.DKV_TEST_KUBECONFIG!, '--namespace', namespace, '--identity', 'fenced',
       '--health-addr', '127.0.0.1:0', '--leader-election-namespace', namespace,
+      // The shared control plane's CRD converts through no webhook: test/integration/conversion-webhook.test.ts tests it on its own.
+      '--webhook-addr', 'off',
       '--lease-duration-ms', '4000', '--renew-deadline-ms', '3000', '--retry-period-ms', '500',
     ], { stdio: ['ignore', 'ignore', 'inherit'] });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

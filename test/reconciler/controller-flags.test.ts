@@ -13,6 +13,12 @@ describe('dkv controller flags', () => {
     expect(parseControllerFlags(['--leader-elect', 'false', '--health-addr', '[::1]:0', '--resync-minutes', '0.5'])).toMatchObject({ leaderElect: false, healthHost: '[::1]', healthPort: 0, resyncMs: 30_000 });
   });
 
+  it('serves the conversion webhook on every interface at the configuration\'s port unless told where, or off, and migrates storage unless told not to', () => {
+    expect(parseControllerFlags([])).toMatchObject({ webhook: { host: '0.0.0.0' }, migrateStorage: true });
+    expect(parseControllerFlags(['--webhook-addr', '127.0.0.1:0', '--migrate-storage', 'false'])).toMatchObject({ webhook: { host: '127.0.0.1', port: 0 }, migrateStorage: false });
+    expect(parseControllerFlags(['--webhook-addr', 'off'])).toMatchObject({ webhook: null });
+  });
+
   it.each([
     [['--leader-elect', 'yes'], '--leader-elect: must be true or false (got "yes")'],
     [['--leader-elect', 'True'], '--leader-elect: must be true or false (got "True")'],
@@ -21,6 +27,8 @@ describe('dkv controller flags', () => {
     [['--workers', '2.5'], '--workers: must be an integer at least 1 (got "2.5")'],
     [['--lease-duration-ms', ''], '--lease-duration-ms: must be an integer at least 1 (got "")'],
     [['--health-addr', 'localhost'], '--health-addr: must be <host>:<port> (got "localhost")'],
+    [['--webhook-addr', '9443'], '--webhook-addr: must be <host>:<port> or off (got "9443")'],
+    [['--migrate-storage', 'no'], '--migrate-storage: must be true or false (got "no")'],
   ])('rejects %j', (args, message) => {
     expect(() => parseControllerFlags(args)).toThrow(message);
   });
