@@ -55,6 +55,7 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     patches: { ...base.patches, ...overrides.patches } as GeneratorConfig['patches'],
     controller: { ...base.controller, ...overrides.controller },
     conversion: { ...base.conversion, ...overrides.conversion },
+    fleet: { ...base.fleet, ...overrides.fleet },
     backup: mergeBackup(base.backup, overrides.backup as BackupOverrides | undefined),
   };
 }

@@ -13,6 +13,11 @@ export interface KVBackupCronJobProps {
   readonly backup: NonNullable<DistributedKVSpec['backup']>;
   /** The generator configuration: the client port the backup container connects to, labels and annotations. */
   readonly config: GeneratorConfig;
+  /**
+   * `true`: no runs start (a standby in fleet mode); `false`: said explicitly (the active one, which may take
+   * over from a standby's suspension); unset, what `dkv synth` writes, leaves `suspend` out.
+   */
+  readonly suspended?: boolean;
 }
 
 /**
@@ -43,6 +48,7 @@ export class KVBackupCronJob extends Construct {
       metadata: { name: identity.backupCronJobName, labels, annotations: identity.annotations },
       spec: {
         schedule: backup.schedule,
+        ...(props.suspended !== undefined ? { suspend: props.suspended } : {}),
         concurrencyPolicy: 'Forbid',
         startingDeadlineSeconds: 300,
         successfulJobsHistoryLimit: 3,

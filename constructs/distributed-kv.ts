@@ -27,6 +27,13 @@ export interface DistributedKVProps {
    * default a new cluster of `spec.size` members, what `dkv synth` writes.
    */
   readonly membership?: MembershipPlan;
+  /**
+   * `true`: the backup CronJob is suspended, for its cluster's controller
+   * stands by for another Kubernetes cluster's, which alone writes backups
+   * (fleet mode); `false`: not suspended, said explicitly (the active one).
+   * @default unset, what `dkv synth` writes: `suspend` is left out
+   */
+  readonly backupsSuspended?: boolean;
 }
 
 function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
@@ -88,7 +95,7 @@ export class DistributedKVCluster extends Construct {
     new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership });
     new KVServices(this, 'Services', { identity, config });
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity, size: spec.size });
-    if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config });
+    if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended });
 
     for (const child of this.node.findAll()) {
       if (!(child instanceof ApiObject)) continue;

@@ -12,15 +12,21 @@ import type { MembershipPlan } from '../engines/index.js';
  * place that knows what a DistributedKV turns into.
  */
 export class DistributedKVChart extends Chart {
-  constructor(scope: App, id: string, readonly resource: ValidResource, readonly config: GeneratorConfig, membership?: MembershipPlan) {
+  constructor(scope: App, id: string, readonly resource: ValidResource, readonly config: GeneratorConfig, membership?: MembershipPlan, options: SynthesisOptions = {}) {
     super(scope, id, { namespace: resource.metadata.namespace, disableResourceNameHashes: true });
-    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership });
+    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership, backupsSuspended: options.backupsSuspended });
   }
 }
 
-function render(resource: ValidResource, config: GeneratorConfig, membership?: MembershipPlan): KubeObject[] {
+/** What only the controller decides about the objects, beyond the spec and the configuration. */
+export interface SynthesisOptions {
+  /** Fleet mode: `true` on a standby (backup CronJobs suspended), `false` on the active one; unset outside fleet mode. */
+  readonly backupsSuspended?: boolean;
+}
+
+function render(resource: ValidResource, config: GeneratorConfig, membership?: MembershipPlan, options?: SynthesisOptions): KubeObject[] {
   const app = new App({ outdir: '.' });
-  return new DistributedKVChart(app, resource.metadata.name, resource, config, membership).toJson();
+  return new DistributedKVChart(app, resource.metadata.name, resource, config, membership, options).toJson();
 }
 
 /** A configured patch that cannot be applied to one cluster's objects. */
@@ -67,9 +73,9 @@ export function failingPatch(resource: ValidResource, config: GeneratorConfig): 
  * check's probe specs did not catch): the configuration must change, so
  * callers must not retry.
  */
-export function synthesizeCluster(resource: ValidResource, config: GeneratorConfig, membership?: MembershipPlan): KubeObject[] {
+export function synthesizeCluster(resource: ValidResource, config: GeneratorConfig, membership?: MembershipPlan, options?: SynthesisOptions): KubeObject[] {
   try {
-    return render(resource, config, membership);
+    return render(resource, config, membership, options);
   } catch (e) {
     const failure = failingPatch(resource, config);
     if (!failure) throw e;

@@ -103,18 +103,23 @@ export class LeaderElector {
     return this.leading;
   }
 
+  /** The holder of the Lease as last read or written ('' when free, undefined before the first read). */
+  get holder(): string | undefined {
+    return this.lease === undefined ? undefined : this.lease.spec?.holderIdentity ?? '';
+  }
+
   /**
    * Stops the loop; a leader stops leading, then (unless releaseOnStop is
-   * false) releases the Lease so a successor need not wait for it to expire.
-   * Later calls wait for the first.
+   * false, or this call says `release: false`) releases the Lease so a
+   * successor need not wait for it to expire. Later calls wait for the first.
    */
-  stop(): Promise<void> {
+  stop(options: { readonly release?: boolean } = {}): Promise<void> {
     return (this.halted ??= (async () => {
       this.state = 'stopped';
       this.loopTimer?.cancel();
       this.stepDown('stopped');
       await this.inflight; // a write in flight may still succeed: release what it wrote
-      const release = this.options.releaseOnStop ?? true;
+      const release = options.release ?? this.options.releaseOnStop ?? true;
       if (release && this.lease?.spec?.holderIdentity === this.options.identity) await this.release(this.lease);
     })());
   }

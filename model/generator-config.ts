@@ -67,6 +67,11 @@ export interface GeneratorConfig {
     readonly caValidityDays: number;
     readonly certificateValidityDays: number;
   };
+  /** Fleet mode: the Lease on the coordination API server whose holder writes what is global (reconciler/fleet-lock.ts). */
+  readonly fleet: {
+    readonly leaseName: string;
+    readonly leaseNamespace: string;
+  };
   /** Where and how `dkv backup` stores backups (the location itself is the spec's `backup.s3Path`). */
   readonly backup: {
     /** Complete backups kept per cluster; older ones are deleted after each success. */

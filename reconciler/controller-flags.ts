@@ -22,6 +22,10 @@ export const CONTROLLER_USAGE = `usage: dkv controller [options]
   --webhook-addr <host:port|off>  the conversion webhook between API versions, on every replica
                                   (default 0.0.0.0:<configuration conversion.port>; off: not served,
                                   so v1alpha1 clients fail while v1beta1 ones work)
+  --fleet-kubeconfig <file>       fleet mode: the coordination API server holding the fleet lock (configuration
+                                  fleet.leaseName); only its holder's cluster runs backups and exports, the
+                                  others report Standby (lock timings: twice the --lease-duration-ms ... flags)
+  --fleet-member <name>           this Kubernetes cluster's name in the fleet (required with --fleet-kubeconfig)
   --migrate-storage <true|false>  the leader rewrites every DistributedKV in the storage version and
                                   narrows the CRD's storedVersions (default true; dkv migrate does it once)`;
 
@@ -45,6 +49,8 @@ export interface ControllerFlags {
   /** Undefined: the configuration's port on every interface. Null: not served. */
   readonly webhook: { readonly host: string; readonly port?: number } | null;
   readonly migrateStorage: boolean;
+  /** Fleet mode: the coordination API server's kubeconfig and this cluster's name. */
+  readonly fleet?: { readonly kubeconfig: string; readonly member: string };
 }
 
 /** A flag with a value it cannot take. */
@@ -64,7 +70,7 @@ export function parseControllerFlags(args: readonly string[]): ControllerFlags {
       'leader-election-namespace': { type: 'string' }, identity: { type: 'string' },
       'lease-duration-ms': { type: 'string' }, 'renew-deadline-ms': { type: 'string' }, 'retry-period-ms': { type: 'string' },
       'backoff-base-ms': { type: 'string' }, 'backoff-max-ms': { type: 'string' }, help: { type: 'boolean' },
-      'webhook-addr': { type: 'string' }, 'migrate-storage': { type: 'string' },
+      'webhook-addr': { type: 'string' }, 'migrate-storage': { type: 'string' }, 'fleet-kubeconfig': { type: 'string' }, 'fleet-member': { type: 'string' },
     },
   });
   const number = (flag: keyof typeof values, fallback: number, { min, integer = false, exclusive = false }: { min: number; integer?: boolean; exclusive?: boolean }): number => {
@@ -91,6 +97,11 @@ export function parseControllerFlags(args: readonly string[]): ControllerFlags {
     if (port === undefined || Number(port) > 65535) throw new UsageError('webhook-addr', 'must be <host>:<port> or off', webhookAddress);
     webhook = { host, port: Number(port) };
   }
+  const fleetKubeconfig = values['fleet-kubeconfig'];
+  const fleetMember = values['fleet-member'];
+  if (fleetKubeconfig !== undefined && !fleetMember) throw new UsageError('fleet-member', 'is required with --fleet-kubeconfig: this cluster\'s name in the fleet', fleetMember ?? '');
+  if (fleetMember !== undefined && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(fleetMember)) throw new UsageError('fleet-member', 'must be a DNS-1123 subdomain', fleetMember);
+  if (fleetMember !== undefined && fleetKubeconfig === undefined) throw new UsageError('fleet-kubeconfig', 'is required with --fleet-member', '');
   return {
     help: values.help ?? false,
     kubeconfig: values.kubeconfig,
@@ -110,5 +121,6 @@ export function parseControllerFlags(args: readonly string[]): ControllerFlags {
     backoffMaxMs: number('backoff-max-ms', 300_000, { min: 1 }),
     webhook,
     migrateStorage: boolean('migrate-storage'),
+    fleet: fleetKubeconfig !== undefined && fleetMember ? { kubeconfig: fleetKubeconfig, member: fleetMember } : undefined,
   };
 }

@@ -12,7 +12,7 @@ import { ClusterMemory } from './cluster-memory.js';
 import { EventRecorder } from './events.js';
 import type { FieldFightPolicy } from './field-fights.js';
 import { Informer, objectKey, type CachedObject, type InformerOptions } from '../kube/informer.js';
-import { resourcePath, type KubeClient } from '../kube/client.js';
+import { KubeApiError, resourcePath, type KubeClient } from '../kube/client.js';
 import type { Logger } from '../kube/log.js';
 import { ControllerMetrics } from './metrics.js';
 import { claimedNames } from './name-claims.js';
@@ -25,6 +25,7 @@ import { scheduleDefinitionsExports } from './definitions-export.js';
 import { ObjectStore, type S3Credentials } from '../backup/object-store.js';
 import { parseS3Path } from '../backup/s3-location.js';
 import type { LiveDistributedKV } from '../cli/exported-definition.js';
+import type { FleetRole } from './fleet-role.js';
 
 /** What a DistributedKV generates; their informers are label-selected so the cache holds only ours. */
 export const OWNED_KINDS = [
@@ -127,6 +128,10 @@ export class Controller {
   private term?: AbortController;
   /** Start and stop run one after the other: a new term never begins before the last one ended. */
   private transition: Promise<void> = Promise.resolve();
+  /** Fleet mode: this controller's part (setFleetRole); undefined outside fleet mode. */
+  private fleet?: FleetRole;
+  /** Ends the current fleet term (active): global writes of the term stop. */
+  private fleetTerm?: AbortController;
 
   constructor(private readonly options: ControllerOptions) {
     const { client, config, log } = options;
@@ -172,6 +177,7 @@ export class Controller {
       memberAddresses: options.memberAddresses,
       memberTimeoutMs: options.memberTimeoutMs,
       restoreSourceCheck: options.restoreSourceCheck ?? s3RestoreSourceCheck(config.backup.s3, options.s3Credentials),
+      fleet: () => this.fleet,
       log,
     };
   }
@@ -242,8 +248,67 @@ export class Controller {
       for (const cr of this.clusters.list()) this.queue.add(objectKey(cr));
       const workers = this.options.workers ?? 4;
       for (let i = 0; i < workers; i++) this.workersRunning.push(this.work(context));
-      this.exportDefinitionsDuring(term.signal);
+      if (!this.fleet) this.exportDefinitionsDuring(term.signal);
+      else if (this.fleet.role === 'active' && this.fleetTerm) this.exportDefinitionsDuring(AbortSignal.any([term.signal, this.fleetTerm.signal]));
     }));
+  }
+
+  /** Fleet mode: this controller's part now. */
+  get fleetRole(): FleetRole | undefined {
+    return this.fleet;
+  }
+
+  /**
+   * Fleet mode (reconciler/fleet-lock.ts): whether this controller writes
+   * what is global. Becoming active starts the definitions' export (while
+   * leading); becoming standby ends it at once and fences this cluster's
+   * backups before anything else: every backup CronJob suspended and every
+   * backup Job still running deleted, so the other cluster's controller,
+   * which may take the fleet lock once it expires, is the only writer.
+   * Then every cluster is reconciled again (CronJobs, Standby condition).
+   * Resolves once fenced.
+   */
+  async setFleetRole(role: FleetRole): Promise<void> {
+    const was = this.fleet;
+    this.fleet = role;
+    this.metrics.fleetActive.set(role.role === 'active' ? 1 : 0);
+    if (role.role === 'active' && was?.role !== 'active') {
+      const fleetTerm = (this.fleetTerm = new AbortController());
+      if (this.leading && this.term) this.exportDefinitionsDuring(AbortSignal.any([this.term.signal, fleetTerm.signal]));
+    } else if (role.role === 'standby' && was?.role !== 'standby') {
+      this.fleetTerm?.abort();
+      try {
+        await this.fenceBackups();
+      } finally {
+        for (const cr of this.clusters.list()) this.queue.add(objectKey(cr));
+      }
+      return;
+    }
+    for (const cr of this.clusters.list()) this.queue.add(objectKey(cr));
+  }
+
+  /**
+   * Suspends every backup CronJob and deletes every unfinished backup Job in
+   * this cluster. Not fenced by the leadership term: it may run as that term
+   * ends (the fleet lock is given up after it), and both writes are ones any
+   * replica of this cluster would make in standby. Throws if any failed.
+   */
+  private async fenceBackups(): Promise<void> {
+    const client = this.options.client;
+    const fieldManager = this.options.config.controller.fieldManager;
+    const cronJobs = this.owned.get('batch/v1/CronJob')!.list().filter((c) => !(c as { spec?: { suspend?: boolean } }).spec?.suspend);
+    const finished = (job: CachedObject) => Boolean((job as { status?: { completionTime?: string; conditions?: { type: string; status: string }[] } }).status?.completionTime)
+      || ((job as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? []).some((c) => (c.type === 'Failed' || c.type === 'Complete') && c.status === 'True');
+    const jobs = this.owned.get('batch/v1/Job')!.list().filter((j) => !finished(j));
+    const results = await Promise.allSettled([
+      ...cronJobs.map((c) => client.request('PATCH', resourcePath('batch/v1', 'CronJob', c.metadata.namespace, c.metadata.name), {
+        contentType: 'application/merge-patch+json', query: { fieldManager }, body: { spec: { suspend: true } },
+      })),
+      ...jobs.map((j) => client.request('DELETE', resourcePath('batch/v1', 'Job', j.metadata.namespace, j.metadata.name), { query: { propagationPolicy: 'Background' } })),
+    ]);
+    const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected' && !(r.reason instanceof KubeApiError && r.reason.status === 404));
+    if (failed.length > 0) throw new Error(`fencing backups: ${failed.length} write(s) failed: ${failed.map((f) => (f.reason as Error).message).join('; ')}`);
+    if (cronJobs.length + jobs.length > 0) this.options.log.warn('fleet standby: backups fenced', { cronJobsSuspended: cronJobs.length, jobsDeleted: jobs.length });
   }
 
   /** The scheduled export of the clusters' definitions (configuration backup.definitions), for one leadership term. */

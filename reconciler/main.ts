@@ -4,6 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { ConversionService } from '../conversion/conversion-service.js';
+import { FleetLock } from './fleet-lock.js';
 import { loadCheckedConfig } from '../constructs/config-check.js';
 import { Controller } from './controller.js';
 import { CONTROLLER_USAGE, parseControllerFlags } from './controller-flags.js';
@@ -12,6 +13,20 @@ import { KubeClient } from '../kube/client.js';
 import { realClock } from '../kube/clock.js';
 import { LeaderElector } from '../kube/leader.js';
 import { createLogger } from '../kube/log.js';
+
+/**
+ * The fleet lock's timings: twice the local leader Lease's. A controller that
+ * crashes while its cluster is active cannot fence its own backups; its
+ * cluster's next local leader does, as it starts standing by, after at most
+ * the local lease and a retry. The other cluster may take the fleet lock only
+ * a fleet lease after the last renewal it saw: with twice the local timings
+ * that is later, provided the lease is over 3.2 retry periods (the defaults,
+ * 15 s and 2 s, leave 8 s to spare). Run two replicas (the install bundle's
+ * default), or a crashed one leaves no successor to fence.
+ */
+export function fleetLockTimings(flags: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number }): { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number } {
+  return { leaseDurationMs: 2 * flags.leaseDurationMs, renewDeadlineMs: 2 * flags.renewDeadlineMs, retryPeriodMs: 2 * flags.retryPeriodMs };
+}
 
 export async function runController(args: string[]): Promise<number> {
   const flags = parseControllerFlags(args);
@@ -39,17 +54,36 @@ export async function runController(args: string[]): Promise<number> {
     observe: (seconds, ok) => controller.metrics.observeConversion(seconds, ok),
   });
   void conversion?.start();
+  // Fleet mode: the leader of each Kubernetes cluster competes for the fleet lock on the coordination API server.
+  const fleetClient = flags.fleet ? KubeClient.fromKubeconfig(flags.fleet.kubeconfig) : undefined;
+  if (flags.fleet && flags.leaseDurationMs <= 3.2 * flags.retryPeriodMs) {
+    log.warn('fleet: the lease is too short for the retry period: a crashed controller\'s successor may not fence its backups before the other cluster takes over', { leaseDurationMs: flags.leaseDurationMs, retryPeriodMs: flags.retryPeriodMs });
+  }
+  let fleetLock: FleetLock | undefined;
+  const identity = flags.identity ?? `${hostname()}-${process.pid}`;
   let term = new AbortController();
   const startTerm = () => {
     term = new AbortController();
     const signal = term.signal;
     if (conversion && flags.migrateStorage) void conversion.migrate(client.fenced(signal), () => signal.aborted);
+    if (flags.fleet && fleetClient) {
+      fleetLock = new FleetLock({
+        client: fleetClient, controller, member: flags.fleet.member, identity, name: config.fleet.leaseName, namespace: config.fleet.leaseNamespace,
+        ...fleetLockTimings(flags), log,
+      });
+      void fleetLock.start();
+    }
+  };
+  const endTerm = async () => {
+    term.abort();
+    const lock = fleetLock;
+    fleetLock = undefined;
+    await lock?.stop();
   };
 
   await controller.startCaches();
   log.info('caches synced', { clusters: controller.clusters.size });
 
-  const identity = flags.identity ?? `${hostname()}-${process.pid}`;
   let elector: LeaderElector | undefined;
   let exitCode = 0;
   let lostLeadership: () => void = () => undefined;
@@ -70,7 +104,7 @@ export async function runController(args: string[]): Promise<number> {
         // As controller-runtime does: a replica that lost the Lease stops writing at once (the
         // term's requests are cut off) and exits, so its pod restarts as a fresh candidate.
         log.warn('lost leadership: stopped reconciling, exiting', { identity });
-        term.abort();
+        void endTerm();
         void controller.stopWorkers();
         lostLeadership();
       },
@@ -99,10 +133,12 @@ export async function runController(args: string[]): Promise<number> {
   // Finish in-flight work (a replica that lost the Lease has cut it off already), then hand
   // the Lease over so a successor need not wait for it to expire.
   shuttingDown = true;
-  term.abort();
+  // The fleet lock first: it fences this cluster's backups, then frees the lock for the other cluster.
+  await endTerm();
   await controller.stopWorkers(exitCode === 0 ? 'drain' : 'fence');
   await elector?.stop();
   await conversion?.stop();
+  fleetClient?.close();
   await controller.stop();
   await health.close();
   client.close();

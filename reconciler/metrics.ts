@@ -22,6 +22,7 @@ export class ControllerMetrics {
   readonly definitionsExports = new Counter({ name: 'dkv_definitions_exports_total', help: 'Scheduled exports of the clusters\' definitions into S3, by result.', labelNames: ['result'], registers: [this.registry] });
   readonly backupLastDuration = new Gauge({ name: 'dkv_backup_last_duration_seconds', help: 'Start to completion of the newest successful backup Job of a cluster.', labelNames: ['namespace', 'name'], registers: [this.registry] });
   readonly conversions = new Histogram({ name: 'dkv_conversion_review_duration_seconds', help: 'ConversionReviews answered by the conversion webhook, by result (success, failure).', labelNames: ['result'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5], registers: [this.registry] });
+  readonly fleetActive = new Gauge({ name: 'dkv_fleet_active', help: 'Fleet mode: 1 while this controller\'s cluster holds the fleet lock and writes what is global, 0 while it stands by.', registers: [this.registry] });
   readonly leader = new Gauge({ name: 'dkv_leader', help: '1 while this process holds the leader Lease and reconciles.', registers: [this.registry] });
 
   /** The `manager` label values seen so far; see recordDrift. */

@@ -13,6 +13,7 @@ import type { Logger } from '../kube/log.js';
 import type { ControllerMetrics } from './metrics.js';
 import type { MemberAddresses } from './membership-step.js';
 import type { RestoreSourceCheck } from './restore-source.js';
+import type { FleetRole } from './fleet-role.js';
 
 export interface ReconcileResult {
   /** Look again after this long even if nothing changes. */
@@ -47,6 +48,8 @@ export interface ReconcileContext {
   readonly restoreSourceCheck: RestoreSourceCheck;
   /** The leadership term, as `client` is fenced by it: calls to the store's members are fenced the same way. */
   readonly term?: AbortSignal;
+  /** Fleet mode (fleet-role.ts): this controller's part now; undefined outside fleet mode. */
+  readonly fleet?: () => FleetRole | undefined;
 }
 
 /** `Kind/name`: how objects are named in Events, status messages and the controller's memory. */

@@ -77,12 +77,14 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const restoreProblem = await restoreSourceProblem(ctx, owned, resource);
   if (restoreProblem) return refuseForNow(ctx, cr, key, owned, 'RestoreSourceInvalid', restoreProblem);
   // While it has backups, a deletion waits for one final backup.
-  if (!detectOnly) await keepFinalBackupFinalizer(ctx, cr, Boolean(resource.spec.backup));
+  // A standby's final backup is the active Kubernetes cluster's to take.
+  const fleet = ctx.fleet?.();
+  if (!detectOnly) await keepFinalBackupFinalizer(ctx, cr, Boolean(resource.spec.backup) && fleet?.role !== 'standby');
   // Day-2: one membership step (engines with a membership), whose objects this reconcile writes.
   const membership = await membershipStep(ctx, cr, resource, detectOnly);
   let desired: KubeObject[];
   try {
-    desired = synthesizeCluster(resource, config, membership?.plan);
+    desired = synthesizeCluster(resource, config, membership?.plan, { backupsSuspended: fleet ? fleet.role === 'standby' : undefined });
   } catch (e) {
     if (!(e instanceof InvalidConfigError)) throw e;
     return refuse(ctx, cr, key, owned, 'InvalidConfig', e.problems.map(formatProblem).join('; '));

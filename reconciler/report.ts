@@ -147,6 +147,9 @@ async function reportRefusal(ctx: ReconcileContext, cr: CachedObject, key: strin
 }
 
 async function writeStatus(ctx: ReconcileContext, cr: CachedObject, observed: ObservedState): Promise<void> {
+  // A standby's backups run in the active Kubernetes cluster: its own suspended CronJob says nothing about them.
+  const fleet = ctx.fleet?.();
+  observed = { ...observed, fleet, backup: fleet?.role === 'standby' ? undefined : observed.backup };
   recordBackupMetrics(ctx, cr.metadata.namespace!, cr.metadata.name, observed.backup);
   const previous = cr.status as DistributedKVStatus | undefined;
   const next = desiredStatus(observed, previous, new Date(ctx.now()));

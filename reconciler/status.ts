@@ -11,14 +11,17 @@ import { canonicalJson } from '../model/desired-hash.js';
 import type { ScalingPhase } from '../engines/etcd/scaling.js';
 import { hasQuorum, type MemberStatus } from '../engines/membership.js';
 import type { BackupObservation } from './backup-status.js';
+import { standbyCondition, type FleetRole } from './fleet-role.js';
 
 export interface ObservedState {
   readonly generation: number;
   readonly size?: number;
   /** The live StatefulSet, if any. */
   readonly statefulSet?: { metadata: { generation?: number }; spec?: { replicas?: number }; status?: { readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number } };
-  /** What the backup CronJob's runs did, if the cluster has backups (backup-status.ts). */
+  /** What the backup CronJob's runs did, if the cluster has backups (backup-status.ts) and its backups run here. */
   readonly backup?: BackupObservation;
+  /** Fleet mode: whether this cluster's controller writes what is global (fleet-role.ts). */
+  readonly fleet?: FleetRole;
   readonly generatedObjects: readonly GeneratedObject[];
   /** Why the cluster is degraded, if it is. */
   readonly degraded?: { readonly reason: DegradedReason; readonly message: string };
@@ -111,6 +114,8 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
     conditions.push({ type: 'BackupFailing', status: failing.status ? 'True' : 'False', reason: failing.reason, message: failing.message });
     conditions.push({ type: 'BackupStale', status: stale.status ? 'True' : 'False', reason: stale.reason, message: stale.message });
   }
+
+  if (observed.fleet) conditions.push(standbyCondition(observed.fleet));
 
   conditions.push(observed.degraded
     ? { type: 'Degraded', status: 'True', reason: observed.degraded.reason, message: observed.degraded.message }

@@ -31,9 +31,10 @@ const CRON_JOBS: k8s.PolicyRule = { apiGroups: ['batch'], resources: ['cronjobs'
 /**
  * The backup Jobs a CronJob runs, read for lastBackupTime, BackupFailing and
  * BackupStale; and the one final backup Job created from the CronJob's
- * template when a cluster is deleted.
+ * template when a cluster is deleted. In fleet mode, a controller that
+ * stands by deletes the backup Jobs still running in its cluster (fencing).
  */
-const JOBS: k8s.PolicyRule = { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch', 'create'] };
+const JOBS: k8s.PolicyRule = { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch', 'create', 'delete'] };
 
 /** The member ConfigMap (etcd engine): how a member that starts joins. */
 const CONFIG_MAPS: k8s.PolicyRule = { apiGroups: [''], resources: ['configmaps'], verbs: GENERATED };
