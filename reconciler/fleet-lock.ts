@@ -76,9 +76,15 @@ export class FleetLock {
       onStoppedLeading: () => {
         this.active = false;
         log.warn('fleet: lost the fleet lock, fencing backups and standing by', { member });
-        this.change({ role: 'standby', member, activeMember: memberOf(this.elector.holder) });
+        this.change({ role: 'standby', member, activeMember: this.otherHolder() });
       },
     });
+  }
+
+  /** The member holding the lock, unless it is this process (a Lease it has just stopped renewing). */
+  private otherHolder(): string | undefined {
+    const holder = this.elector.holder;
+    return holder === `${this.options.member}/${this.options.identity}` ? undefined : memberOf(holder);
   }
 
   /** Whether this member holds the lock now. */
@@ -107,7 +113,7 @@ export class FleetLock {
   private watchHolder(): void {
     if (this.stopped) return;
     this.watchTimer = this.clock.after(this.options.retryPeriodMs, () => {
-      const holder = memberOf(this.elector.holder);
+      const holder = this.otherHolder();
       if (!this.active && holder !== this.activeMember) {
         this.activeMember = holder;
         this.change({ role: 'standby', member: this.options.member, activeMember: holder });

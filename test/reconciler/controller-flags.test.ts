@@ -19,6 +19,11 @@ describe('dkv controller flags', () => {
     expect(parseControllerFlags(['--webhook-addr', 'off'])).toMatchObject({ webhook: null });
   });
 
+  it('runs in fleet mode with a coordination kubeconfig and this cluster\'s name, and alone otherwise', () => {
+    expect(parseControllerFlags([]).fleet).toBeUndefined();
+    expect(parseControllerFlags(['--fleet-kubeconfig', '/etc/fleet/kubeconfig', '--fleet-member', 'eu-west']).fleet).toEqual({ kubeconfig: '/etc/fleet/kubeconfig', member: 'eu-west' });
+  });
+
   it.each([
     [['--leader-elect', 'yes'], '--leader-elect: must be true or false (got "yes")'],
     [['--leader-elect', 'True'], '--leader-elect: must be true or false (got "True")'],
@@ -29,6 +34,9 @@ describe('dkv controller flags', () => {
     [['--health-addr', 'localhost'], '--health-addr: must be <host>:<port> (got "localhost")'],
     [['--webhook-addr', '9443'], '--webhook-addr: must be <host>:<port> or off (got "9443")'],
     [['--migrate-storage', 'no'], '--migrate-storage: must be true or false (got "no")'],
+    [['--fleet-kubeconfig', '/etc/fleet/kubeconfig'], '--fleet-member: is required with --fleet-kubeconfig'],
+    [['--fleet-member', 'eu-west'], '--fleet-kubeconfig: is required with --fleet-member'],
+    [['--fleet-kubeconfig', 'k', '--fleet-member', 'EU West'], '--fleet-member: must be a DNS-1123 subdomain (got "EU West")'],
   ])('rejects %j', (args, message) => {
     expect(() => parseControllerFlags(args)).toThrow(message);
   });
