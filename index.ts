@@ -9,7 +9,7 @@
  * @packageDocumentation
  */
 export { DistributedKVCluster, type DistributedKVProps } from './constructs/distributed-kv.js';
-export { DistributedKVChart, synthesizeCluster } from './constructs/synthesize.js';
+export { DistributedKVChart, synthesizeCluster, type SynthesisOptions } from './constructs/synthesize.js';
 export { validateDistributedKV, API_GROUP, API_VERSION, KIND, type ValidResource, type ValidationResult } from './api/validate.js';
 export type { FieldProblem } from './api/schema-errors.js';
 export { loadConfig, loadDefaultConfig, type GeneratorConfig, type EngineName, type JsonPatchOperation, type PatchableKind } from './api/config.js';

@@ -63,8 +63,8 @@ function startReplica(kubeconfig: string, namespace: string, identity: string): 
   const child = spawn(process.execPath, [
     join(packageRoot(), 'bin', 'dkv.js'), 'controller', '--kubeconfig', kubeconfig, '--namespace', namespace, '--identity', identity,
     '--health-addr', '127.0.0.1:0', '--leader-election-namespace', namespace,
-      // The shared control plane's CRD converts through no webhook: test/integration/conversion-webhook.test.ts tests it on its own.
-      '--webhook-addr', 'off',
+    // The shared control plane's CRD converts through no webhook: test/integration/conversion-webhook.test.ts tests it on its own.
+    '--webhook-addr', 'off',
     '--lease-duration-ms', '4000', '--renew-deadline-ms', '3000', '--retry-period-ms', '500',
   ], { stdio: ['ignore', 'pipe', 'inherit'] });
   const healthPort = new Promise<number>((resolve, reject) => {
