@@ -47,59 +47,65 @@ function deploymentFlags(objects: readonly KubeObject[]): ReturnType<typeof pars
   return parseControllerFlags(args);
 }
 
+/**
+ * Registers a describe's setup: the CRD and the default bundle applied, a client with the test's
+ * (admin) credentials and one with the token of the bundle's ServiceAccount.
+ */
+function bundleClients(): { readonly bundle: KubeObject[]; admin: KubeClient; controller: KubeClient } {
+  const clients = { bundle: renderInstall() } as { readonly bundle: KubeObject[]; admin: KubeClient; controller: KubeClient };
+  beforeAll(async () => {
+    clients.admin = testClient();
+    await installCrd(clients.admin);
+    await applyBundle(clients.admin, clients.bundle);
+    clients.controller = await controllerToken(clients.admin, clients.bundle);
+  });
+  afterAll(() => {
+    clients.admin?.close();
+    clients.controller?.close();
+  });
+  return clients;
+}
+
 const gone = (admin: KubeClient, namespace: string, name: string) => untilGone(admin, clusterPath(namespace, name), `${namespace}/${name}`);
 
 describeWithCluster('the controller with only the permissions of the generated install bundle', () => {
-  let admin: KubeClient;
-  let controllerClient: KubeClient;
-  const bundle = renderInstall();
-
-  beforeAll(async () => {
-    admin = testClient();
-    await installCrd(admin);
-    await applyBundle(admin, bundle);
-    controllerClient = await controllerToken(admin, bundle);
-  });
-  afterAll(() => {
-    admin?.close();
-    controllerClient?.close();
-  });
+  const clients = bundleClients();
 
   it('is accepted whole by the API server, strict field validation on: the Deployment runs two replicas as the ServiceAccount, probed on /healthz and /readyz', async () => {
-    const deployment = await admin.request('GET', resourcePath('apps/v1', 'Deployment', 'dkv-system', 'dkv-controller'));
+    const deployment = await clients.admin.request('GET', resourcePath('apps/v1', 'Deployment', 'dkv-system', 'dkv-controller'));
     expect(deployment.spec.replicas).toBe(2);
     expect(deployment.spec.template.spec.serviceAccountName).toBe('dkv-controller');
     expect(deployment.spec.template.spec.containers[0].livenessProbe.httpGet.path).toBe('/healthz');
     expect(deployment.spec.template.spec.containers[0].readinessProbe.httpGet.path).toBe('/readyz');
-    const budget = await admin.request('GET', resourcePath('policy/v1', 'PodDisruptionBudget', 'dkv-system', 'dkv-controller'));
+    const budget = await clients.admin.request('GET', resourcePath('policy/v1', 'PodDisruptionBudget', 'dkv-system', 'dkv-controller'));
     expect(budget.spec.selector).toEqual(deployment.spec.selector);
-    expect(deploymentFlags(bundle).namespace).toBeUndefined(); // every namespace
+    expect(deploymentFlags(clients.bundle).namespace).toBeUndefined(); // every namespace
   });
 
   it('is refused what the roles do not grant: Secrets, and any Lease but its own', async () => {
-    await expect(controllerClient.request('GET', '/api/v1/secrets')).rejects.toMatchObject({ status: 403 });
-    await expect(controllerClient.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'dkv-system', 'someone-elses'))).rejects.toMatchObject({ status: 403 });
-    await expect(controllerClient.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'default', defaults.controller.leaseName))).rejects.toMatchObject({ status: 403 });
+    await expect(clients.controller.request('GET', '/api/v1/secrets')).rejects.toMatchObject({ status: 403 });
+    await expect(clients.controller.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'dkv-system', 'someone-elses'))).rejects.toMatchObject({ status: 403 });
+    await expect(clients.controller.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'default', defaults.controller.leaseName))).rejects.toMatchObject({ status: 403 });
   });
 
   it('converges a cluster (owner references with blockOwnerDeletion), corrects drift, and lets a deleted cluster go', async () => {
-    const namespace = await createNamespace(admin, 'rbac');
+    const namespace = await createNamespace(clients.admin, 'rbac');
     // The default configuration (etcd engine): its member ConfigMap needs its own rule. No Job runs here (no
     // kube-controller-manager), so the final backup's Job is created and then given up after 2 s.
-    const running = await startController(controllerClient, namespace, { config: { ...defaults, backup: { ...defaults.backup, final: { ...defaults.backup.final, timeoutSeconds: 2 } } } });
+    const running = await startController(clients.controller, namespace, { config: { ...defaults, backup: { ...defaults.backup, final: { ...defaults.backup.final, timeoutSeconds: 2 } } } });
     try {
-      await createCluster(admin, namespace, 'kv', { size: 3, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '@daily' } });
-      await converged(admin, namespace, 'kv', 6); // with the etcd engine's member ConfigMap
+      await createCluster(clients.admin, namespace, 'kv', { size: 3, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '@daily' } });
+      await converged(clients.admin, namespace, 'kv', 6); // with the etcd engine's member ConfigMap
       const sts = resourcePath('apps/v1', 'StatefulSet', namespace, 'kv');
-      await admin.request('PATCH', `${sts}/scale`, { query: { fieldManager: 'kubectl' }, body: { spec: { replicas: 7 } }, contentType: 'application/merge-patch+json' });
-      await eventually('the scale to be reverted', async () => ((await admin.request('GET', sts)).spec.replicas === 3 ? true : undefined));
-      expect((await admin.request('GET', clusterPath(namespace, 'kv'))).metadata.finalizers).toEqual([defaults.backup.final.finalizer]);
-      await admin.request('DELETE', clusterPath(namespace, 'kv'));
+      await clients.admin.request('PATCH', `${sts}/scale`, { query: { fieldManager: 'kubectl' }, body: { spec: { replicas: 7 } }, contentType: 'application/merge-patch+json' });
+      await eventually('the scale to be reverted', async () => ((await clients.admin.request('GET', sts)).spec.replicas === 3 ? true : undefined));
+      expect((await clients.admin.request('GET', clusterPath(namespace, 'kv'))).metadata.finalizers).toEqual([defaults.backup.final.finalizer]);
+      await clients.admin.request('DELETE', clusterPath(namespace, 'kv'));
       // The final backup's Job, created under the role (jobs: create), before the deletion goes on.
-      await eventually('the final backup Job', async () => ((await admin.request('GET', resourcePath('batch/v1', 'Job', namespace, 'kv-backup-final')).catch(() => undefined)) ? true : undefined));
-      await gone(admin, namespace, 'kv');
+      await eventually('the final backup Job', async () => ((await clients.admin.request('GET', resourcePath('batch/v1', 'Job', namespace, 'kv-backup-final')).catch(() => undefined)) ? true : undefined));
+      await gone(clients.admin, namespace, 'kv');
       // Its objects are the garbage collector's (status-truth.test.ts proves it where one runs).
-      const [statefulSet] = (await admin.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace))).items;
+      const [statefulSet] = (await clients.admin.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace))).items;
       expect(statefulSet.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'DistributedKV', name: 'kv', controller: true, blockOwnerDeletion: true })]);
       const failures = (await running.controller.metrics.reconciles.get()).values.filter((v) => v.labels.result === 'error');
       expect(failures.reduce((n, v) => n + v.value, 0)).toBe(0);
@@ -111,7 +117,7 @@ describeWithCluster('the controller with only the permissions of the generated i
   it('can hold the leader Lease in its own namespace', async () => {
     let leading = false;
     const elector = new LeaderElector({
-      client: controllerClient, namespace: 'dkv-system', name: defaults.controller.leaseName, identity: 'rbac-test',
+      client: clients.controller, namespace: 'dkv-system', name: defaults.controller.leaseName, identity: 'rbac-test',
       leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 250,
       onStartedLeading: () => (leading = true), onStoppedLeading: () => (leading = false),
     });
@@ -174,35 +180,22 @@ describeWithCluster('the install bundle for a controller that watches one namesp
 // Last: injecting the CA bundle updates the shared CRD, which makes the API server rebuild its
 // storage and close its watches; no other controller of this file is running by then.
 describeWithCluster('the controller\'s conversion webhook and storage migration with only the bundle\'s permissions', () => {
-  let admin: KubeClient;
-  let controllerClient: KubeClient;
-  const bundle = renderInstall();
-
-  beforeAll(async () => {
-    admin = testClient();
-    await installCrd(admin);
-    await applyBundle(admin, bundle);
-    controllerClient = await controllerToken(admin, bundle);
-  });
-  afterAll(() => {
-    admin?.close();
-    controllerClient?.close();
-  });
+  const clients = bundleClients();
 
   it('can make its conversion webhook\'s certificate in its own namespace and inject the CA bundle into the CRD', async () => {
-    const rotation = new CertificateRotation({ client: controllerClient, config: defaults, namespace: 'dkv-system', clock: realClock, log: createLogger('silent') });
+    const rotation = new CertificateRotation({ client: clients.controller, config: defaults, namespace: 'dkv-system', clock: realClock, log: createLogger('silent') });
     const { steps } = await rotation.settle();
     expect(steps).toEqual(['ca-created', 'ca-bundle-injected', 'serving-renewed', 'in-order']);
-    const secret = await admin.request('GET', resourcePath('v1', 'Secret', 'dkv-system', defaults.conversion.certificateSecret));
-    const crd = await admin.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${CRD_NAME}`);
+    const secret = await clients.admin.request('GET', resourcePath('v1', 'Secret', 'dkv-system', defaults.conversion.certificateSecret));
+    const crd = await clients.admin.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${CRD_NAME}`);
     expect(crd.spec.conversion.webhook.clientConfig.caBundle).toBe(secret.data['ca.crt']);
     // Another namespace's Secrets stay out of reach.
-    await expect(controllerClient.request('GET', resourcePath('v1', 'Secret', 'default', defaults.conversion.certificateSecret))).rejects.toMatchObject({ status: 403 });
+    await expect(clients.controller.request('GET', resourcePath('v1', 'Secret', 'default', defaults.conversion.certificateSecret))).rejects.toMatchObject({ status: 403 });
   });
 
   it('may do what a storage version migration does: update every DistributedKV and patch the CRD\'s status', async () => {
     // Asked, not done: a real migration here would rewrite other tests' objects on the shared control plane.
-    const allowed = async (resourceAttributes: Record<string, string>) => (await controllerClient.request('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+    const allowed = async (resourceAttributes: Record<string, string>) => (await clients.controller.request('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
       body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes } },
     })).status.allowed;
     expect(await allowed({ group: 'example.com', resource: 'distributedkvs', verb: 'update', namespace: 'any' })).toBe(true);

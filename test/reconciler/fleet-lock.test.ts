@@ -24,14 +24,20 @@ function member(api: FakeLeaseApi, clock: FakeClock, name: string, events: strin
   return new FleetLock({ client: api, controller, member: name, identity: 'pod-0', namespace: 'dkv-fleet', name: 'dkv-fleet', ...TIMINGS, clock, log: silentLogger });
 }
 
+/** A member `primary`, started alone: it holds the lock. */
+async function startedPrimary(options: { failFencing?: boolean } = {}) {
+  const api = new FakeLeaseApi();
+  const clock = new FakeClock();
+  const events: string[] = [];
+  const primary = member(api, clock, 'primary', events, options);
+  await primary.start();
+  await clock.advance(0);
+  return { api, clock, events, primary };
+}
+
 describe('the fleet lock', () => {
   it('stands by first, then becomes active on winning the lock; the other member stands by naming it', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new FakeClock();
-    const events: string[] = [];
-    const primary = member(api, clock, 'primary', events);
-    await primary.start();
-    await clock.advance(0);
+    const { api, clock, events, primary } = await startedPrimary();
     const standby = member(api, clock, 'standby', events);
     await standby.start();
     await clock.advance(TIMINGS.retryPeriodMs * 2);
@@ -48,12 +54,7 @@ describe('the fleet lock', () => {
   });
 
   it('fences (standby) as soon as it cannot renew, a lease margin before the other member may take the lock', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new FakeClock();
-    const events: string[] = [];
-    const primary = member(api, clock, 'primary', events);
-    await primary.start();
-    await clock.advance(0);
+    const { api, clock, events, primary } = await startedPrimary();
     api.unreachable = true;
     const cutAt = clock.monotonic();
     let fencedAt: number | undefined;
@@ -68,12 +69,7 @@ describe('the fleet lock', () => {
   });
 
   it('on stop, fences before it frees the lock, so the other member never takes it over an unfenced cluster', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new FakeClock();
-    const events: string[] = [];
-    const primary = member(api, clock, 'primary', events);
-    await primary.start();
-    await clock.advance(0);
+    const { api, events, primary } = await startedPrimary();
     await primary.stop();
     await settle();
     // Fenced while the lock was still held, then released.
@@ -82,11 +78,8 @@ describe('the fleet lock', () => {
   });
 
   it('leaves the lock to expire when its fencing could not be written', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new FakeClock();
-    const primary = member(api, clock, 'primary', [], { failFencing: true });
-    await primary.start(); // the first standby fails too: nothing to fence yet, and it still competes
-    await clock.advance(0);
+    // The first standby fails too: nothing to fence yet, and it still competes.
+    const { api, primary } = await startedPrimary({ failFencing: true });
     expect(api.holder).toBe('primary/pod-0');
     await primary.stop();
     expect(api.holder).toBe('primary/pod-0');
