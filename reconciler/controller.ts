@@ -253,11 +253,6 @@ export class Controller {
     }));
   }
 
-  /** Fleet mode: this controller's part now. */
-  get fleetRole(): FleetRole | undefined {
-    return this.fleet;
-  }
-
   /**
    * Fleet mode (reconciler/fleet-lock.ts): whether this controller writes
    * what is global. Becoming active starts the definitions' export (while
