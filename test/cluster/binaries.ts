@@ -11,7 +11,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -50,7 +50,10 @@ function checkToolchain(): void {
 /** build.sh's answer: the directory is the last line it prints. */
 function directoryFrom(stdout: string): string {
   const lines = stdout.trim().split('\n');
-  return lines[lines.length - 1];
+  const dir = lines[lines.length - 1];
+  // An empty answer would make join(dir, 'kubectl') a bare name, found on the PATH: some other kubectl.
+  if (!isAbsolute(dir)) throw new ControlPlaneUnavailable(`test/cluster/build.sh printed no binary directory (stdout: ${JSON.stringify(stdout.slice(-200))})`);
+  return dir;
 }
 
 /**
@@ -74,7 +77,18 @@ export function buildBinaries(binaries: readonly Binary[]): Promise<string> {
     let stdout = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(directoryFrom(stdout)) : reject(new ControlPlaneUnavailable(`test/cluster/build.sh ${binaries.join(' ')} failed with exit code ${code}`))));
+    // 'close', not 'exit': stdout may still hold the last line when the process has exited.
+    child.on('close', (code) => {
+      if (code !== 0) {
+        reject(new ControlPlaneUnavailable(`test/cluster/build.sh ${binaries.join(' ')} failed with exit code ${code}`));
+        return;
+      }
+      try {
+        resolve(directoryFrom(stdout));
+      } catch (e) {
+        reject(e);
+      }
+    });
   });
 }
 

@@ -366,9 +366,12 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
         return cr.status?.observedGeneration === cr.metadata.generation && degraded(cr)?.reason === reason ? cr : undefined;
       }, 60_000, 200);
       expect(degraded(refused)).toMatchObject({ status: 'True', message: expect.stringMatching(words) });
-      expect((await eventNames(reason)).filter((m) => words.test(m))).toHaveLength(1);
+      // The Event follows the status write: wait for it, then there must be exactly one.
+      const named = async () => (await eventNames(reason)).filter((m) => words.test(m));
+      await eventually(`the ${reason} Event`, async () => ((await named()).length > 0 ? true : undefined), 20_000, 100);
       // No hot retry: a later look finds no new write (each reconcile that ran would have patched status or posted an Event).
       await new Promise((r) => setTimeout(r, 5_000)); // a measured window, not a wait for a condition
+      expect(await named()).toHaveLength(1);
       const writes = controllerWrites.slice(writesBefore);
       expect(writes.filter((w) => !/\/distributedkvs\/kv\/status |\/events /.test(w))).toEqual([]);
       expect(writes.length).toBeLessThanOrEqual(2); // the status patch and the Event
