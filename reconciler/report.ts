@@ -11,7 +11,7 @@ import type { DistributedKVStatus, GeneratedObject } from '../imports/distribute
 import { API_VERSION, KIND } from '../api/validate.js';
 import type { WriteOutcome } from './execute-writes.js';
 import type { CachedObject } from '../kube/informer.js';
-import { resourcePath } from '../kube/client.js';
+import { KubeApiError, resourcePath } from '../kube/client.js';
 import type { MembershipStepResult } from './membership-step.js';
 import type { StorageStep } from '../engines/storage-growth.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
@@ -157,7 +157,14 @@ async function writeStatus(ctx: ReconcileContext, cr: CachedObject, observed: Ob
   // Only the status subresource: the controller never writes spec. No resourceVersion
   // precondition: the status describes what was observed, and only the leader writes it.
   const path = resourcePath(API_VERSION, KIND, cr.metadata.namespace, cr.metadata.name);
-  await ctx.client.request('PATCH', `${path}/status`, { body: statusPatch(previous, next), contentType: 'application/merge-patch+json' });
+  try {
+    await ctx.client.request('PATCH', `${path}/status`, { body: statusPatch(previous, next), contentType: 'application/merge-patch+json' });
+  } catch (e) {
+    // Deleted while this reconcile ran (controller-runtime ignores NotFound the same way): nothing is left to
+    // report on, and its delete event has queued it already. Not a failure to retry with backoff.
+    if (!(e instanceof KubeApiError && e.status === 404)) throw e;
+    ctx.log.debug('cluster deleted while reconciling: status not written', { cluster: `${cr.metadata.namespace}/${cr.metadata.name}` });
+  }
 }
 
 /** What the backup CronJob's Jobs did, judged by the schedule it runs (the live one: a refused spec may name another). */

@@ -520,6 +520,31 @@ describeWithCluster('the DistributedKV controller', () => {
     expect(await metric(controller, 'dkv_applies_total', { reason: 'pruned' })).toBe(0);
   });
 
+  it('counts a cluster deleted while it was being reconciled as done, not as a failure to retry with backoff', async () => {
+    const namespace = await createNamespace(client, 'ctl-deleted-midway');
+    // The controller's requests go through this client, which deletes the cluster just before the first status write:
+    // a user's delete racing a reconcile, made certain.
+    let raced = false;
+    const racing = Object.create(client, {
+      request: {
+        value: async (method: string, path: string, options?: object) => {
+          if (!raced && method === 'PATCH' && path.endsWith(`/distributedkvs/${NAME}/status`)) {
+            raced = true;
+            await client.request('DELETE', clusterPath(namespace, NAME));
+            await gone(clusterPath(namespace, NAME));
+          }
+          return client.request(method, path, options);
+        },
+      },
+    }) as KubeClient;
+    running = await startController(racing, namespace);
+    await createCluster(client, namespace, NAME, WITHOUT_BACKUP);
+    await eventually('the status write that found the cluster gone', async () => (raced ? true : undefined));
+    await eventually('the controller to be idle', async () => (running!.controller.idle ? true : undefined));
+    expect(await metric(running, 'dkv_reconcile_total', { result: 'error' })).toBe(0);
+    expect(await metric(running, 'dkv_reconcile_total', { result: 'success' })).toBeGreaterThan(0);
+  });
+
   it('honours --cascade=orphan: deletes nothing, so the garbage collector can orphan the objects', async () => {
     const { namespace, controller } = await startIn('ctl-orphan');
     await createSettled(namespace, controller, WITHOUT_BACKUP);

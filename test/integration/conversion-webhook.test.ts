@@ -24,6 +24,7 @@ import { createLogger } from '../../kube/log.js';
 import { freePort, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { describeWithCluster, eventually } from '../cluster/kube.js';
 import { establishCrd } from '../support/crds.js';
+import { dkv } from '../support/dkv-cli.js';
 
 const CRD_PATH = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${CRD_NAME}`;
 const NAMESPACE = 'shop';
@@ -190,8 +191,13 @@ describeWithCluster('API versions: v1alpha1 and v1beta1 through the conversion w
     // Nothing was lost on the way: the retained field too.
     expect((await client.request('GET', path('v1beta1', 'retained'))).spec.backup.retain).toBe(9);
     expect((await client.request('GET', path('v1beta1'))).items).toHaveLength(FLEET + 2);
-    // A second run has nothing to do.
+    // A second run has nothing to do; `dkv migrate` is the same migration from a workstation.
     expect(await migrateStorageVersion({ client, log })).toMatchObject({ migrated: false, rewritten: 0 });
+    const idle = await dkv(['migrate', '--kubeconfig', plane.kubeconfigPath], {});
+    expect(idle).toMatchObject({ status: 0, stdout: 'nothing to migrate: storedVersions lists the storage version alone\n' });
+    const forced = await dkv(['migrate', '--kubeconfig', plane.kubeconfigPath, '--force'], {});
+    expect(forced.status).toBe(0);
+    expect(forced.stdout).toMatch(/^migrated: \d+ rewritten, \d+ written by others or deleted meanwhile; storedVersions was v1beta1, now the storage version alone\n$/);
   }, 180_000);
 
   it('with the webhook down: v1alpha1 requests fail with an error naming the webhook, v1beta1 ones work, nothing is lost', async () => {
