@@ -56,11 +56,6 @@ export class ConversionService {
     this.backoff = { baseMs: 2_000, maxMs: 60_000, ...options.backoff };
   }
 
-  /** The webhook's port once it serves. */
-  get port(): number | undefined {
-    return this.webhook?.port;
-  }
-
   /**
    * Settles the certificate, then serves, each retried until it works (a
    * port still held by the previous process, say); resolves once serving,
