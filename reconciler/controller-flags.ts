@@ -27,7 +27,8 @@ export const CONTROLLER_USAGE = `usage: dkv controller [options]
                                   others report Standby (lock timings: twice the --lease-duration-ms ... flags)
   --fleet-member <name>           this Kubernetes cluster's name in the fleet (required with --fleet-kubeconfig)
   --migrate-storage <true|false>  the leader rewrites every DistributedKV in the storage version and
-                                  narrows the CRD's storedVersions (default true; dkv migrate does it once)`;
+                                  narrows the CRD's storedVersions (default true, but never with --namespace:
+                                  then run dkv migrate with cluster-wide rights)`;
 
 export interface ControllerFlags {
   readonly help: boolean;

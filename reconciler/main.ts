@@ -54,6 +54,9 @@ export async function runController(args: string[]): Promise<number> {
     observe: (seconds, ok) => controller.metrics.observeConversion(seconds, ok),
   });
   void conversion?.start();
+  if (flags.migrateStorage && flags.namespace !== undefined) {
+    log.info('storage version migration left to dkv migrate: this controller watches one namespace and may not rewrite the others', { namespace: flags.namespace });
+  }
   // Fleet mode: the leader of each Kubernetes cluster competes for the fleet lock on the coordination API server.
   const fleetClient = flags.fleet ? KubeClient.fromKubeconfig(flags.fleet.kubeconfig) : undefined;
   if (flags.fleet && flags.leaseDurationMs <= 3.2 * flags.retryPeriodMs) {
@@ -65,7 +68,8 @@ export async function runController(args: string[]): Promise<number> {
   const startTerm = () => {
     term = new AbortController();
     const signal = term.signal;
-    if (conversion && flags.migrateStorage) void conversion.migrate(client.fenced(signal), () => signal.aborted);
+    // Migration rewrites every namespace's objects: a controller that watches one namespace has no rights beyond it.
+    if (conversion && flags.migrateStorage && flags.namespace === undefined) void conversion.migrate(client.fenced(signal), () => signal.aborted);
     if (flags.fleet && fleetClient) {
       fleetLock = new FleetLock({
         client: fleetClient, controller, member: flags.fleet.member, identity, name: config.fleet.leaseName, namespace: config.fleet.leaseNamespace,
