@@ -1,0 +1,230 @@
+/**
+ * Membership of the replicas that share the work (sharded controllers):
+ * one Lease per replica (`<group>-<identity>`, labelled with the group),
+ * renewed like the leader Lease; the live replicas are those whose Lease
+ * this replica saw change within the lease duration, measured on its own
+ * monotonic clock (kube/leader.ts's rule: clocks need not agree). Keys are
+ * assigned over the live replicas by rendezvous hashing (shard-ring.ts).
+ *
+ * Hand-over without two owners: each replica publishes, in its Lease, the
+ * id of the view (the set of live replicas) it acts on, and it adopts a new
+ * view only after it has stopped working on every key the new view takes
+ * from it (`onView` resolves once drained). A key that moves to this
+ * replica may be worked on only when every live replica publishes the view
+ * this replica acts on: the old owner, if alive, has then drained it. An
+ * old owner that is no longer live needs no acknowledgement: it stopped
+ * working when its own renewals failed past the renew deadline (`onLost`),
+ * before its Lease could expire for the others.
+ *
+ * The part of issue 11's sharded controllers that decides who works on
+ * what; not yet wired into `dkv controller`.
+ */
+import type { Clock, TimerHandle } from './clock.js';
+import { KubeApiError } from './client.js';
+import type { LeaseApi } from './leader.js';
+import type { Logger } from './log.js';
+import { ownerOf, shardView, type ShardView } from './shard-ring.js';
+
+const LEASES = '/apis/coordination.k8s.io/v1/namespaces';
+export const SHARD_GROUP_LABEL = 'dkv.example.com/shard-group';
+export const SHARD_VIEW_ANNOTATION = 'dkv.example.com/shard-view';
+
+interface ShardLease {
+  apiVersion: string; kind: string;
+  metadata: { name: string; namespace: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec?: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string };
+}
+
+export interface ShardMembershipOptions {
+  /** Reads, creates and updates Leases, and lists them by label. */
+  readonly client: LeaseApi;
+  readonly namespace: string;
+  /** Names the replicas that share one kind of work: the Leases' label value and name prefix. */
+  readonly group: string;
+  readonly identity: string;
+  readonly leaseDurationMs: number;
+  /** A replica whose renewals fail this long stops working (onLost); must be < leaseDurationMs. */
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** The view to act on changed: stop working on the keys it takes from this replica, then resolve. */
+  readonly onView: (view: ShardView) => Promise<void>;
+  /** This replica can no longer show it is alive: stop working on every key now. */
+  readonly onLost: () => void;
+}
+
+export class ShardMembership {
+  private acting: ShardView;
+  private previous: ShardView;
+  private readonly seen = new Map<string, { key: string; at: number; view?: string; identity: string }>();
+  private timer?: TimerHandle;
+  private deadline?: TimerHandle;
+  private stopped = false;
+  private alive = false;
+  private ownLease?: ShardLease;
+
+  constructor(private readonly options: ShardMembershipOptions) {
+    if (!(options.leaseDurationMs > options.renewDeadlineMs && options.renewDeadlineMs > options.retryPeriodMs)) {
+      throw new Error(`shard membership: needs leaseDurationMs > renewDeadlineMs > retryPeriodMs (got ${options.leaseDurationMs}, ${options.renewDeadlineMs}, ${options.retryPeriodMs})`);
+    }
+    // Alone until the first look at the others: nothing is worked on before then (see mayWork).
+    this.acting = shardView([]);
+    this.previous = this.acting;
+  }
+
+  private get leaseName(): string {
+    return `${this.options.group}-${this.options.identity}`;
+  }
+
+  /** The view this replica acts on. */
+  get view(): ShardView {
+    return this.acting;
+  }
+
+  /** Whether this replica's own Lease is renewed within the deadline. */
+  get isAlive(): boolean {
+    return this.alive;
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = this.options.clock.after(delayMs, () => {
+      void this.tick().finally(() => this.schedule(this.options.retryPeriodMs));
+    });
+  }
+
+  /** One round: renew (publishing the acting view), look at the others, adopt a changed view. Never rejects. */
+  async tick(): Promise<void> {
+    const { clock, log } = this.options;
+    const startedAt = clock.monotonic();
+    try {
+      await this.renew();
+      this.renewed(startedAt);
+    } catch (e) {
+      log.warn('shard.renew-failed', { error: (e as Error).message });
+    }
+    try {
+      const live = await this.lookAtOthers();
+      const next = shardView(this.alive ? [...live, this.options.identity] : live);
+      if (next.id !== this.acting.id && this.alive) {
+        await this.options.onView(next);
+        this.previous = this.acting;
+        this.acting = next;
+        log.info('shard.view', { members: next.members, view: next.id });
+        await this.renew().catch(() => undefined); // publish at once: others wait on it
+      }
+    } catch (e) {
+      log.warn('shard.list-failed', { error: (e as Error).message });
+    }
+  }
+
+  private async renew(): Promise<void> {
+    const { client, namespace, group, identity, leaseDurationMs } = this.options;
+    const path = `${LEASES}/${namespace}/leases/${this.leaseName}`;
+    const spec = { holderIdentity: identity, leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000), renewTime: new Date(this.options.clock.now()).toISOString().replace('Z', '000Z') };
+    const metadata = {
+      name: this.leaseName, namespace, labels: { [SHARD_GROUP_LABEL]: group }, annotations: { [SHARD_VIEW_ANNOTATION]: this.acting.id },
+    };
+    let current = this.ownLease;
+    if (!current) {
+      try {
+        current = await client.request<ShardLease>('GET', path);
+      } catch (e) {
+        if (!(e instanceof KubeApiError && e.status === 404)) throw e;
+        this.ownLease = await client.request<ShardLease>('POST', `${LEASES}/${namespace}/leases`, { body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata, spec } });
+        return;
+      }
+    }
+    try {
+      this.ownLease = await client.request<ShardLease>('PUT', path, {
+        body: { ...current, metadata: { ...current.metadata, ...metadata, resourceVersion: current.metadata.resourceVersion }, spec },
+      });
+    } catch (e) {
+      this.ownLease = undefined; // re-read next time (409: written elsewhere)
+      throw e;
+    }
+  }
+
+  private renewed(startedAt: number): void {
+    const remaining = startedAt + this.options.renewDeadlineMs - this.options.clock.monotonic();
+    if (remaining <= 0) return this.lose('renew succeeded too late');
+    this.deadline?.cancel();
+    this.deadline = this.options.clock.after(remaining, () => this.lose(`no successful renew within ${this.options.renewDeadlineMs} ms`));
+    this.alive = true;
+  }
+
+  private lose(reason: string): void {
+    this.deadline?.cancel();
+    if (!this.alive) return;
+    this.alive = false;
+    this.options.log.warn('shard.lost', { reason });
+    // Nothing is worked on until a renew succeeds and a view is adopted again.
+    this.previous = shardView([]);
+    this.acting = this.previous;
+    this.options.onLost();
+  }
+
+  /** The other live replicas, each Lease judged on this replica's own clock. */
+  private async lookAtOthers(): Promise<string[]> {
+    const { client, namespace, group, identity, leaseDurationMs, clock } = this.options;
+    const list = await client.request<{ items: ShardLease[] }>('GET', `${LEASES}/${namespace}/leases`, { query: { labelSelector: `${SHARD_GROUP_LABEL}=${group}` } });
+    const now = clock.monotonic();
+    const live: string[] = [];
+    const present = new Set<string>();
+    for (const lease of list.items) {
+      const holder = lease.spec?.holderIdentity;
+      if (!holder || holder === identity) continue;
+      present.add(lease.metadata.name);
+      const key = `${lease.spec?.renewTime}|${lease.metadata.resourceVersion}`;
+      const before = this.seen.get(lease.metadata.name);
+      const at = before?.key === key ? before.at : now;
+      this.seen.set(lease.metadata.name, { key, at, view: lease.metadata.annotations?.[SHARD_VIEW_ANNOTATION], identity: holder });
+      if (now - at <= (lease.spec?.leaseDurationSeconds ?? leaseDurationMs / 1000) * 1000) live.push(holder);
+    }
+    for (const name of [...this.seen.keys()]) if (!present.has(name)) this.seen.delete(name);
+    return live;
+  }
+
+  /** Whether every other live replica publishes the view this one acts on (they have drained what it took from them). */
+  private barrierMet(): boolean {
+    for (const other of this.acting.members) {
+      if (other === this.options.identity) continue;
+      const entry = [...this.seen.values()].find((s) => s.identity === other);
+      if (entry?.view !== this.acting.id) return false;
+    }
+    return true;
+  }
+
+  /**
+   * Whether this replica may work on `key` now: it owns it in the view it
+   * acts on, and either owned it in the view before (no hand-over), or
+   * every live replica has adopted this view.
+   */
+  mayWork(key: string): boolean {
+    const { identity } = this.options;
+    if (!this.alive || ownerOf(key, this.acting.members) !== identity) return false;
+    return ownerOf(key, this.previous.members) === identity || this.barrierMet();
+  }
+
+  /** Stops renewing and frees this replica's Lease, so the others take its keys at once instead of waiting it out. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.timer?.cancel();
+    this.deadline?.cancel();
+    this.alive = false;
+    const lease = this.ownLease;
+    if (!lease) return;
+    try {
+      await this.options.client.request('PUT', `${LEASES}/${this.options.namespace}/leases/${this.leaseName}`, {
+        body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1 } },
+      });
+    } catch (e) {
+      this.options.log.warn('shard.release-failed', { error: (e as Error).message });
+    }
+  }
+}

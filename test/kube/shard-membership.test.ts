@@ -1,0 +1,145 @@
+/**
+ * Shard membership on a fake clock against in-memory Leases: replicas agree
+ * on who works on what, a replica that joins or dies moves only the keys it
+ * must, and at no instant may two replicas work on one key (checked after
+ * every step of the clock over 300 keys: the invariant the hand-over
+ * barrier exists for).
+ */
+import { ShardMembership } from '../../kube/shard-membership.js';
+import { ownerOf } from '../../kube/shard-ring.js';
+import { silentLogger } from '../../kube/log.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { FakeLeaseStore } from '../support/fake-lease-store.js';
+
+const TIMINGS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+const KEYS = Array.from({ length: 300 }, (_, i) => `uid-${i}`);
+
+interface Replica {
+  readonly name: string;
+  readonly membership: ShardMembership;
+  /** Keys it is working on: it stops a key the moment a new view takes it away (onView drains it). */
+  readonly working: Set<string>;
+  lostAt?: number;
+}
+
+function replica(store: FakeLeaseStore, clock: FakeClock, name: string): Replica {
+  const working = new Set<string>();
+  const r: Replica = {
+    name, working,
+    membership: new ShardMembership({
+      client: store.client(name), namespace: 'dkv-system', group: 'dkv-controller', identity: name, ...TIMINGS, clock, log: silentLogger,
+      // Drains what the new view takes away before the view is adopted and published.
+      onView: async (view) => {
+        for (const key of [...working]) if (ownerOf(key, view.members) !== name) working.delete(key);
+      },
+      onLost: () => {
+        working.clear();
+        r.lostAt = clock.monotonic();
+      },
+    }),
+  };
+  return r;
+}
+
+/** Each replica works on every key it may, and stops keys it may not: what a controller's work loop would do. */
+function work(replicas: readonly Replica[]): void {
+  for (const r of replicas) {
+    for (const key of KEYS) {
+      if (r.membership.mayWork(key)) r.working.add(key);
+      else r.working.delete(key);
+    }
+  }
+}
+
+/** Advances the clock in small steps, applying work() and checking no key has two workers after each. */
+async function run(clock: FakeClock, replicas: readonly Replica[], ms: number, violations: string[]): Promise<void> {
+  for (let t = 0; t < ms; t += 250) {
+    await clock.advance(250);
+    work(replicas);
+    for (const key of KEYS) {
+      const workers = replicas.filter((r) => r.working.has(key)).map((r) => r.name);
+      if (workers.length > 1) violations.push(`${key} worked on by ${workers.join(' and ')} at ${clock.monotonic()} ms`);
+    }
+  }
+}
+
+const owners = (replicas: readonly Replica[]) => new Map(KEYS.map((k) => [k, replicas.filter((r) => r.working.has(k)).map((r) => r.name).join(',')]));
+
+describe('shard membership', () => {
+  it('three replicas agree on one view and share every key, each worked on by exactly one', async () => {
+    const store = new FakeLeaseStore();
+    const clock = new FakeClock();
+    const replicas = ['r-0', 'r-1', 'r-2'].map((n) => replica(store, clock, n));
+    for (const r of replicas) r.membership.start();
+    const violations: string[] = [];
+    await run(clock, replicas, 10_000, violations);
+    expect(violations).toEqual([]);
+    expect(new Set(replicas.map((r) => r.membership.view.id)).size).toBe(1);
+    expect(replicas[0].membership.view.members).toEqual(['r-0', 'r-1', 'r-2']);
+    for (const key of KEYS) expect(replicas.filter((r) => r.working.has(key))).toHaveLength(1);
+    for (const r of replicas) expect(r.working.size).toBeGreaterThan(KEYS.length / 5);
+  });
+
+  it('hands a joining replica its keys only after their owners let go, and moves no other key', async () => {
+    const store = new FakeLeaseStore();
+    const clock = new FakeClock();
+    const replicas = ['r-0', 'r-1', 'r-2'].map((n) => replica(store, clock, n));
+    for (const r of replicas) r.membership.start();
+    const violations: string[] = [];
+    await run(clock, replicas, 10_000, violations);
+    const before = owners(replicas);
+    const joiner = replica(store, clock, 'r-3');
+    const all = [...replicas, joiner];
+    joiner.membership.start();
+    await run(clock, all, 12_000, violations);
+    expect(violations).toEqual([]);
+    const after = owners(all);
+    let moved = 0;
+    for (const key of KEYS) {
+      if (after.get(key) === before.get(key)) continue;
+      expect(after.get(key)).toBe('r-3');
+      moved++;
+    }
+    expect(moved).toBeGreaterThan(KEYS.length / 8);
+    for (const key of KEYS) expect(after.get(key)).not.toBe('');
+  });
+
+  it('gives a dead replica\'s keys to the others after its Lease expires, having made it stop first', async () => {
+    const store = new FakeLeaseStore();
+    const clock = new FakeClock();
+    const replicas = ['r-0', 'r-1', 'r-2'].map((n) => replica(store, clock, n));
+    for (const r of replicas) r.membership.start();
+    const violations: string[] = [];
+    await run(clock, replicas, 10_000, violations);
+    const dying = replicas[2];
+    const itsKeys = [...dying.working];
+    store.unreachable.add('r-2'); // partitioned: it can neither renew nor list
+    const cutAt = clock.monotonic();
+    let takenAt: number | undefined;
+    for (let t = 0; t < 30_000 && takenAt === undefined; t += 250) {
+      await run(clock, replicas, 250, violations);
+      if (itsKeys.every((k) => replicas[0].working.has(k) || replicas[1].working.has(k))) takenAt = clock.monotonic();
+    }
+    expect(violations).toEqual([]);
+    expect(dying.lostAt! - cutAt).toBeLessThanOrEqual(TIMINGS.renewDeadlineMs);
+    expect(takenAt! - cutAt).toBeGreaterThan(dying.lostAt! - cutAt); // it stopped before anyone took over
+    expect(takenAt! - cutAt).toBeLessThanOrEqual(TIMINGS.leaseDurationMs + 2 * TIMINGS.retryPeriodMs + 1000);
+    expect(dying.working.size).toBe(0);
+  });
+
+  it('lets the others take a stopped replica\'s keys at once: it frees its Lease', async () => {
+    const store = new FakeLeaseStore();
+    const clock = new FakeClock();
+    const replicas = ['r-0', 'r-1'].map((n) => replica(store, clock, n));
+    for (const r of replicas) r.membership.start();
+    const violations: string[] = [];
+    await run(clock, replicas, 8_000, violations);
+    const leaving = replicas[1];
+    const itsKeys = [...leaving.working];
+    await leaving.membership.stop();
+    leaving.working.clear();
+    await run(clock, [replicas[0]], 3 * TIMINGS.retryPeriodMs, violations);
+    expect(itsKeys.every((k) => replicas[0].working.has(k))).toBe(true);
+    expect(violations).toEqual([]);
+  });
+});
