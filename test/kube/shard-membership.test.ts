@@ -63,16 +63,22 @@ async function run(clock: FakeClock, replicas: readonly Replica[], ms: number, v
   }
 }
 
+/** Replicas started together and run for `ms`: the store, the clock, the replicas and the violations seen so far. */
+async function started(names: readonly string[], ms: number) {
+  const store = new FakeLeaseStore();
+  const clock = new FakeClock();
+  const replicas = names.map((n) => replica(store, clock, n));
+  for (const r of replicas) r.membership.start();
+  const violations: string[] = [];
+  await run(clock, replicas, ms, violations);
+  return { store, clock, replicas, violations };
+}
+
 const owners = (replicas: readonly Replica[]) => new Map(KEYS.map((k) => [k, replicas.filter((r) => r.working.has(k)).map((r) => r.name).join(',')]));
 
 describe('shard membership', () => {
   it('three replicas agree on one view and share every key, each worked on by exactly one', async () => {
-    const store = new FakeLeaseStore();
-    const clock = new FakeClock();
-    const replicas = ['r-0', 'r-1', 'r-2'].map((n) => replica(store, clock, n));
-    for (const r of replicas) r.membership.start();
-    const violations: string[] = [];
-    await run(clock, replicas, 10_000, violations);
+    const { replicas, violations } = await started(['r-0', 'r-1', 'r-2'], 10_000);
     expect(violations).toEqual([]);
     expect(new Set(replicas.map((r) => r.membership.view.id)).size).toBe(1);
     expect(replicas[0].membership.view.members).toEqual(['r-0', 'r-1', 'r-2']);
@@ -81,12 +87,7 @@ describe('shard membership', () => {
   });
 
   it('hands a joining replica its keys only after their owners let go, and moves no other key', async () => {
-    const store = new FakeLeaseStore();
-    const clock = new FakeClock();
-    const replicas = ['r-0', 'r-1', 'r-2'].map((n) => replica(store, clock, n));
-    for (const r of replicas) r.membership.start();
-    const violations: string[] = [];
-    await run(clock, replicas, 10_000, violations);
+    const { store, clock, replicas, violations } = await started(['r-0', 'r-1', 'r-2'], 10_000);
     const before = owners(replicas);
     const joiner = replica(store, clock, 'r-3');
     const all = [...replicas, joiner];
@@ -105,12 +106,7 @@ describe('shard membership', () => {
   });
 
   it('gives a dead replica\'s keys to the others after its Lease expires, having made it stop first', async () => {
-    const store = new FakeLeaseStore();
-    const clock = new FakeClock();
-    const replicas = ['r-0', 'r-1', 'r-2'].map((n) => replica(store, clock, n));
-    for (const r of replicas) r.membership.start();
-    const violations: string[] = [];
-    await run(clock, replicas, 10_000, violations);
+    const { store, clock, replicas, violations } = await started(['r-0', 'r-1', 'r-2'], 10_000);
     const dying = replicas[2];
     const itsKeys = [...dying.working];
     store.unreachable.add('r-2'); // partitioned: it can neither renew nor list
@@ -128,12 +124,7 @@ describe('shard membership', () => {
   });
 
   it('lets the others take a stopped replica\'s keys at once: it frees its Lease', async () => {
-    const store = new FakeLeaseStore();
-    const clock = new FakeClock();
-    const replicas = ['r-0', 'r-1'].map((n) => replica(store, clock, n));
-    for (const r of replicas) r.membership.start();
-    const violations: string[] = [];
-    await run(clock, replicas, 8_000, violations);
+    const { clock, replicas, violations } = await started(['r-0', 'r-1'], 8_000);
     const leaving = replicas[1];
     const itsKeys = [...leaving.working];
     await leaving.membership.stop();
