@@ -2,12 +2,13 @@ import { maxClusterNameLength } from '../model/cluster-identity.js';
 import type { GeneratorConfig } from './config.js';
 import { CUSTOM_MESSAGE, SYNONYMS } from './schema-errors.js';
 import { SCHEMA } from './schema.js';
+import { KIND } from './validate.js';
 import { API_GROUP, SERVED_VERSIONS, SINCE, STORAGE_VERSION, schemaForVersion, type ServedVersion } from './versions.js';
-
-const KIND = 'DistributedKV';
 
 export const PLURAL = 'distributedkvs';
 export const CRD_NAME = `${PLURAL}.${API_GROUP}`;
+/** The CRD's own path on the API server (its caBundle and storedVersions are written there). */
+export const CRD_PATH = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${CRD_NAME}`;
 
 /** JSON Schema keywords with no place in a CRD's structural schema. */
 const DROPPED = new Set(['$schema', '$id', 'title', 'definitions', 'additionalProperties', CUSTOM_MESSAGE, SYNONYMS, SINCE]);

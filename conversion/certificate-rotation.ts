@@ -26,7 +26,7 @@
  * issues the certificate and injects the bundle: the controller only serves
  * the certificate it finds in the Secret, and writes nothing.
  */
-import { CRD_NAME } from '../api/crd.js';
+import { CRD_NAME, CRD_PATH } from '../api/crd.js';
 import type { GeneratorConfig } from '../api/config.js';
 import type { Clock } from '../kube/clock.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
@@ -40,7 +40,6 @@ export const CERT_MANAGER_INJECT_ANNOTATION = 'cert-manager.io/inject-ca-from';
 /** Renewed when less than this share of a certificate's validity is left. */
 const RENEW_FRACTION = 1 / 3;
 
-const CRD_PATH = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${CRD_NAME}`;
 
 /** The names the serving certificate must carry. */
 export interface ServingNames {

@@ -14,12 +14,11 @@
  * object changed by someone else in between (409) was written in the
  * storage version by that write; one deleted (404) needs nothing.
  */
-import { CRD_NAME, PLURAL } from '../api/crd.js';
+import { CRD_NAME, CRD_PATH, PLURAL } from '../api/crd.js';
 import { API_GROUP, STORAGE_VERSION } from '../api/versions.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { Logger } from '../kube/log.js';
 
-const CRD_PATH = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${CRD_NAME}`;
 const LIST_PATH = `/apis/${API_GROUP}/${STORAGE_VERSION}/${PLURAL}`;
 
 export interface MigrationResult {

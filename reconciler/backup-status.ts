@@ -43,9 +43,13 @@ export interface BackupInput {
 
 interface Finished { readonly name: string; readonly at: string; readonly startedAt?: string; readonly succeeded: boolean; readonly message?: string }
 
+/** The condition by which a Job says it ended, succeeded or failed; undefined while it runs. */
+export function endCondition(job: JobLike): NonNullable<NonNullable<JobLike['status']>['conditions']>[number] | undefined {
+  return (job.status?.conditions ?? []).find((c) => c.status === 'True' && (c.type === 'Complete' || c.type === 'Failed'));
+}
+
 function finished(job: JobLike): Finished | undefined {
-  const conditions = job.status?.conditions ?? [];
-  const done = conditions.find((c) => c.status === 'True' && (c.type === 'Complete' || c.type === 'Failed'));
+  const done = endCondition(job);
   if (!done) return undefined;
   const at = done.type === 'Complete' ? job.status?.completionTime ?? done.lastTransitionTime : done.lastTransitionTime;
   return at ? { name: job.metadata.name, at, startedAt: job.status?.startTime, succeeded: done.type === 'Complete', message: done.message } : undefined;

@@ -26,6 +26,7 @@ import { ObjectStore, type S3Credentials } from '../backup/object-store.js';
 import { parseS3Path } from '../backup/s3-location.js';
 import type { LiveDistributedKV } from '../cli/exported-definition.js';
 import type { FleetRole } from './fleet-role.js';
+import { endCondition, type JobLike } from './backup-status.js';
 
 /** What a DistributedKV generates; their informers are label-selected so the cache holds only ours. */
 export const OWNED_KINDS = [
@@ -292,9 +293,8 @@ export class Controller {
     const client = this.options.client;
     const fieldManager = this.options.config.controller.fieldManager;
     const cronJobs = this.owned.get('batch/v1/CronJob')!.list().filter((c) => !(c as { spec?: { suspend?: boolean } }).spec?.suspend);
-    const finished = (job: CachedObject) => Boolean((job as { status?: { completionTime?: string; conditions?: { type: string; status: string }[] } }).status?.completionTime)
-      || ((job as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? []).some((c) => (c.type === 'Failed' || c.type === 'Complete') && c.status === 'True');
-    const jobs = this.owned.get('batch/v1/Job')!.list().filter((j) => !finished(j));
+    const running = (job: JobLike) => !job.status?.completionTime && !endCondition(job);
+    const jobs = this.owned.get('batch/v1/Job')!.list().filter((j) => running(j as unknown as JobLike));
     const results = await Promise.allSettled([
       ...cronJobs.map((c) => client.request('PATCH', resourcePath('batch/v1', 'CronJob', c.metadata.namespace, c.metadata.name), {
         contentType: 'application/merge-patch+json', query: { fieldManager }, body: { spec: { suspend: true } },

@@ -17,7 +17,7 @@ import { ConversionService } from '../../conversion/conversion-service.js';
 import { migrateStorageVersion } from '../../conversion/storage-migration.js';
 import { PRESERVED_FIELDS_ANNOTATION } from '../../api/conversion.js';
 import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
-import { CRD_NAME, customResourceDefinition } from '../../api/crd.js';
+import { CRD_PATH, customResourceDefinition } from '../../api/crd.js';
 import { realClock, type Clock } from '../../kube/clock.js';
 import { KubeApiError, KubeClient } from '../../kube/client.js';
 import { createLogger } from '../../kube/log.js';
@@ -26,7 +26,6 @@ import { describeWithCluster, eventually } from '../cluster/kube.js';
 import { establishCrd } from '../support/crds.js';
 import { dkv } from '../support/dkv-cli.js';
 
-const CRD_PATH = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${CRD_NAME}`;
 const NAMESPACE = 'shop';
 const CONTROLLER_NAMESPACE = 'dkv-system';
 const FLEET = 1_000;
