@@ -56,6 +56,7 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     controller: { ...base.controller, ...overrides.controller },
     conversion: { ...base.conversion, ...overrides.conversion },
     fleet: { ...base.fleet, ...overrides.fleet },
+    sharding: { ...base.sharding, ...overrides.sharding },
     backup: mergeBackup(base.backup, overrides.backup as BackupOverrides | undefined),
   };
 }

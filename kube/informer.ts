@@ -15,7 +15,7 @@ export interface CachedObject {
 
 /** One page of a list. */
 interface ListPage {
-  readonly metadata: { readonly resourceVersion: string; readonly continue?: string };
+  readonly metadata: { readonly resourceVersion: string; readonly continue?: string; readonly shardInfo?: { readonly selector: string } };
   readonly items: CachedObject[];
 }
 
@@ -30,6 +30,8 @@ export interface InformerOptions {
   readonly path: string;
   /** Only objects with these labels are listed, watched and cached. */
   readonly labelSelector?: string;
+  /** The share this informer holds (sharded controllers); can change with select(). @default everything */
+  readonly shard?: InformerShard;
   /** Called for every change the cache sees, and for every object at each resync. */
   readonly onEvent: (type: InformerEventType, object: CachedObject, old?: CachedObject) => void;
   /** Called when a watch ends abnormally and is restarted (for metrics). */
@@ -65,6 +67,24 @@ export interface InformerOptions {
   readonly clock?: Clock;
 }
 
+/**
+ * A share of the collection: the `shardSelector` sent to the API server
+ * (KEP-5866), and the same filter applied here to whatever arrives, so the
+ * cache holds the share whether or not the server honours the selector (an
+ * older server, or the ShardedListAndWatch feature gate off, ignores it).
+ */
+export interface InformerShard {
+  /** Undefined: nothing (an empty share). */
+  readonly selector?: string;
+  readonly matches: (object: CachedObject) => boolean;
+}
+
+/** What an informer lists and watches; select() changes it. */
+export interface InformerSelection {
+  readonly labelSelector?: string;
+  readonly shard?: InformerShard;
+}
+
 /** Each watch asks the server to end it after a random time between these (client-go's reflector picks 5 to 10 minutes). */
 const MIN_WATCH_TIMEOUT_SECONDS = 240;
 const MAX_WATCH_TIMEOUT_SECONDS = 360;
@@ -95,10 +115,45 @@ export class Informer {
   /** When the API server last showed this informer any sign of life (monotonic ms). */
   private lastActivity: number;
   private readonly clock: Clock;
+  private selection: InformerSelection;
+  /** Bumped by select(); a relist answers the selection of its generation. */
+  private selectionGeneration = 0;
+  private listedGeneration = -1;
+  private needList = true;
+  private selectedWaiters: { generation: number; resolve: () => void }[] = [];
+  private serverFiltered?: boolean;
 
   constructor(private readonly options: InformerOptions) {
     this.clock = options.clock ?? realClock;
     this.lastActivity = this.clock.monotonic();
+    this.selection = { labelSelector: options.labelSelector, shard: options.shard };
+  }
+
+  /**
+   * Lists and watches another selection from now on: the watch is ended and
+   * the collection relisted, which reports objects that left the selection
+   * as deleted and those that entered it as added. Resolves once the cache
+   * holds the new selection.
+   */
+  select(selection: InformerSelection): Promise<void> {
+    this.selection = selection;
+    const generation = ++this.selectionGeneration;
+    this.needList = true;
+    this.abortWatch();
+    this.wakeUp?.();
+    return new Promise((resolve) => {
+      if (this.listedGeneration >= generation || this.stopped) resolve();
+      else this.selectedWaiters.push({ generation, resolve });
+    });
+  }
+
+  /**
+   * Whether the API server filtered the last list by the shard selector
+   * (it echoed it in shardInfo); false when this informer filtered instead;
+   * undefined before a sharded list.
+   */
+  get shardFilteredByServer(): boolean | undefined {
+    return this.serverFiltered;
   }
 
   start(): void {
@@ -135,7 +190,8 @@ export class Informer {
   liveness(): { readonly live: boolean; readonly silentMs: number; readonly boundMs: number } {
     const silentMs = Math.round(this.clock.monotonic() - this.lastActivity);
     const boundMs = this.idleTimeoutMs(MAX_WATCH_TIMEOUT_SECONDS) + (this.options.maxBackoffMs ?? 30_000);
-    return { live: this.stopped || silentMs <= boundMs, silentMs, boundMs };
+    const idle = this.selection.shard !== undefined && this.selection.shard.selector === undefined; // an empty share watches nothing
+    return { live: this.stopped || idle || silentMs <= boundMs, silentMs, boundMs };
   }
 
   private idleTimeoutMs(timeoutSeconds: number): number {
@@ -186,6 +242,23 @@ export class Informer {
     }
   }
 
+  /** Whether the share's filter drops any of these (what a server that honours the selector never sends). */
+  private dropsAny(items: readonly CachedObject[], shard: InformerShard): boolean {
+    return items.some((item) => !shard.matches(item));
+  }
+
+  /**
+   * Records whether the server filters by the shard selector: it did if it
+   * echoed the selector or sent nothing outside it; one object outside it
+   * shows it does not (logged when the judgement changes).
+   */
+  private judgeServerFiltering(byServer: boolean): void {
+    if (byServer === this.serverFiltered) return;
+    this.serverFiltered = byServer;
+    (this.options.log ?? silentLogger).info(byServer ? 'shard: the API server filters by the shard selector' : 'shard: the API server ignores the shard selector: filtering here',
+      { kind: this.options.kind, selector: this.selection.shard?.selector });
+  }
+
   private prepare(object: CachedObject): CachedObject {
     object.apiVersion = this.options.apiVersion;
     object.kind = this.options.kind;
@@ -215,23 +288,30 @@ export class Informer {
     const initial = this.options.initialBackoffMs ?? 1000;
     const max = this.options.maxBackoffMs ?? 30_000;
     let backoff = initial;
-    let needList = true;
     while (!this.stopped) {
       try {
-        if (needList) {
-          await this.relist();
-          needList = false;
+        if (this.needList) {
+          this.needList = false;
+          await this.relist().catch((e: unknown) => {
+            this.needList = true;
+            throw e;
+          });
+        }
+        if (this.needList) continue; // select() during the list: list again
+        if (this.selection.shard && this.selection.shard.selector === undefined) {
+          await this.sleep(24 * 3600_000); // an empty share: nothing to watch until select() wakes this
+          continue;
         }
         const ended = await this.watchOnce();
         backoff = initial;
         if (ended === 'gone') {
-          needList = true;
+          this.needList = true;
           this.options.onWatchRestart?.('gone');
         }
       } catch (e) {
         if (this.stopped) break;
         const gone = e instanceof KubeApiError && e.status === 410;
-        if (gone) needList = true;
+        if (gone) this.needList = true;
         this.options.onWatchRestart?.(gone ? 'gone' : e instanceof WatchIdleError ? 'idle' : 'error');
         (this.options.log ?? silentLogger).warn('watch failed', { kind: this.options.kind, error: String(e), retryInMs: backoff });
         // Jitter keeps many informers from reconnecting in lockstep after an API server restart.
@@ -243,18 +323,28 @@ export class Informer {
 
   private async relist(): Promise<void> {
     const fresh = new Map<string, CachedObject>();
+    const generation = this.selectionGeneration;
+    const { labelSelector, shard } = this.selection;
     let continueToken: string | undefined;
-    let list: ListPage;
-    do {
+    let list: ListPage = { metadata: { resourceVersion: '' }, items: [] };
+    let serverFiltered: boolean | undefined;
+    // An empty share lists nothing: the API server refuses an empty shardSelector, and "everything" would be wrong.
+    const listed = !shard || shard.selector !== undefined;
+    while (listed) {
       list = await this.options.client.request<ListPage>('GET', this.options.path, {
-        query: { labelSelector: this.options.labelSelector, limit: 500, continue: continueToken },
+        query: { labelSelector, shardSelector: shard?.selector, limit: 500, continue: continueToken },
       });
+      // Built-in kinds echo the selector in shardInfo; custom resources (1.36) filter without echoing it.
+      if (shard) serverFiltered = (serverFiltered ?? true) && (list.metadata.shardInfo?.selector === shard.selector || !this.dropsAny(list.items, shard));
       for (const item of list.items as CachedObject[]) {
         const object = this.prepare(item);
+        if (shard && !shard.matches(object)) continue;
         fresh.set(objectKey(object), object);
       }
       continueToken = list.metadata?.continue || undefined;
-    } while (continueToken);
+      if (!continueToken) break;
+    }
+    if (shard && listed) this.judgeServerFiltering(serverFiltered ?? true);
     this.resourceVersion = list.metadata.resourceVersion;
     this.lastActivity = this.clock.monotonic();
     const previous = new Map(this.cache);
@@ -271,6 +361,12 @@ export class Informer {
       this.synced = true;
       for (const resolve of this.syncedWaiters.splice(0)) resolve();
     }
+    this.listedGeneration = generation;
+    this.selectedWaiters = this.selectedWaiters.filter((w) => {
+      if (w.generation > generation) return true;
+      w.resolve();
+      return false;
+    });
   }
 
   /** Watches until the stream ends; returns 'gone' when the resourceVersion expired. */
@@ -278,8 +374,10 @@ export class Informer {
     let gone = false;
     // The server ends the watch after this long; a fresh one also proves the connection is alive.
     const timeoutSeconds = MIN_WATCH_TIMEOUT_SECONDS + Math.floor(this.clock.random() * (MAX_WATCH_TIMEOUT_SECONDS - MIN_WATCH_TIMEOUT_SECONDS));
+    const { labelSelector, shard } = this.selection;
     const { done, abort } = this.options.client.watch(this.options.path, {
-      labelSelector: this.options.labelSelector,
+      labelSelector,
+      shardSelector: shard?.selector,
       resourceVersion: this.resourceVersion,
       allowWatchBookmarks: true,
       timeoutSeconds,
@@ -290,6 +388,7 @@ export class Informer {
       }
     }, { idleTimeoutMs: this.idleTimeoutMs(timeoutSeconds), onActivity: () => (this.lastActivity = this.clock.monotonic()) });
     this.abortWatch = abort;
+    if (this.needList) abort(); // select() came while this watch was being opened
     await done;
     return gone ? 'gone' : 'ended';
   }
@@ -303,6 +402,11 @@ export class Informer {
     this.resourceVersion = (event.object as CachedObject | undefined)?.metadata?.resourceVersion ?? this.resourceVersion;
     if (event.type === 'BOOKMARK') return undefined;
     const object = this.prepare(event.object as CachedObject);
+    const shard = this.selection.shard;
+    if (shard && !shard.matches(object)) {
+      if (shard.selector !== undefined) this.judgeServerFiltering(false);
+      return undefined;
+    }
     const key = objectKey(object);
     const old = this.cache.get(key);
     if (event.type === 'DELETED') {

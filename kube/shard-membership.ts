@@ -16,8 +16,8 @@
  * working when its own renewals failed past the renew deadline (`onLost`),
  * before its Lease could expire for the others.
  *
- * The part of issue 11's sharded controllers that decides who works on
- * what; not yet wired into `dkv controller`.
+ * `dkv controller --shards auto` (reconciler/main.ts) assigns buckets of
+ * clusters (shard-buckets.ts) with it.
  */
 import type { Clock, TimerHandle } from './clock.js';
 import { KubeApiError } from './client.js';

@@ -6,10 +6,7 @@
  * only its own keys move. Argo CD's consistent hashing with bounded loads
  * and timebertt/kubernetes-controller-sharding's ring solve the same
  * problem; rendezvous hashing needs no virtual nodes for an even spread.
- *
- * The first part of sharded controllers (every replica active, each
- * reconciling its share): not yet wired into `dkv controller`, whose one
- * leader still reconciles every cluster.
+
  */
 import { createHash } from 'node:crypto';
 

@@ -72,6 +72,15 @@ export interface GeneratorConfig {
     readonly leaseName: string;
     readonly leaseNamespace: string;
   };
+  /** Sharded controllers (`dkv controller --shards auto`): how replicas share the clusters (kube/shard-buckets.ts). */
+  readonly sharding: {
+    /** The replicas' membership Leases are `<group>-<identity>`, labelled with the group. */
+    readonly group: string;
+    /** Fixed buckets of the uid hash space that replicas hand over (a power of two). */
+    readonly buckets: number;
+    /** The label every generated object carries: its cluster's bucket, so a replica watches only its clusters' children. */
+    readonly bucketLabel: string;
+  };
   /** Where and how `dkv backup` stores backups (the location itself is the spec's `backup.s3Path`). */
   readonly backup: {
     /** Complete backups kept per cluster; older ones are deleted after each success. */

@@ -26,6 +26,12 @@ export const CONTROLLER_USAGE = `usage: dkv controller [options]
                                   fleet.leaseName); only its holder's cluster runs backups and exports, the
                                   others report Standby (lock timings: twice the --lease-duration-ms ... flags)
   --fleet-member <name>           this Kubernetes cluster's name in the fleet (required with --fleet-kubeconfig)
+  --shards <off|auto>             off (default): one leader reconciles every cluster, the other replicas wait.
+                                  auto: every replica reconciles a share (configuration sharding; one Lease
+                                  each, named after --identity, in the leader election namespace); the
+                                  leader still runs the definitions export and the storage migration.
+                                  Switch when one replica's memory or reconcile rate is the limit: from a few
+                                  thousand clusters, or when a waiting standby is a replica wasted
   --migrate-storage <true|false>  the leader rewrites every DistributedKV in the storage version and
                                   narrows the CRD's storedVersions (default true, but never with --namespace:
                                   then run dkv migrate with cluster-wide rights)`;
@@ -50,6 +56,8 @@ export interface ControllerFlags {
   /** Undefined: the configuration's port on every interface. Null: not served. */
   readonly webhook: { readonly host: string; readonly port?: number } | null;
   readonly migrateStorage: boolean;
+  /** Every replica reconciles a share of the clusters (reconciler/main.ts, kube/shard-membership.ts). */
+  readonly shards: boolean;
   /** Fleet mode: the coordination API server's kubeconfig and this cluster's name. */
   readonly fleet?: { readonly kubeconfig: string; readonly member: string };
 }
@@ -72,6 +80,7 @@ export function parseControllerFlags(args: readonly string[]): ControllerFlags {
       'lease-duration-ms': { type: 'string' }, 'renew-deadline-ms': { type: 'string' }, 'retry-period-ms': { type: 'string' },
       'backoff-base-ms': { type: 'string' }, 'backoff-max-ms': { type: 'string' }, help: { type: 'boolean' },
       'webhook-addr': { type: 'string' }, 'migrate-storage': { type: 'string' }, 'fleet-kubeconfig': { type: 'string' }, 'fleet-member': { type: 'string' },
+      shards: { type: 'string' },
     },
   });
   const number = (flag: keyof typeof values, fallback: number, { min, integer = false, exclusive = false }: { min: number; integer?: boolean; exclusive?: boolean }): number => {
@@ -103,8 +112,13 @@ export function parseControllerFlags(args: readonly string[]): ControllerFlags {
   if (fleetKubeconfig !== undefined && !fleetMember) throw new UsageError('fleet-member', 'is required with --fleet-kubeconfig: this cluster\'s name in the fleet', fleetMember ?? '');
   if (fleetMember !== undefined && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(fleetMember)) throw new UsageError('fleet-member', 'must be a DNS-1123 subdomain', fleetMember);
   if (fleetMember !== undefined && fleetKubeconfig === undefined) throw new UsageError('fleet-kubeconfig', 'is required with --fleet-member', '');
+  const shards = values.shards ?? 'off';
+  if (shards !== 'off' && shards !== 'auto') throw new UsageError('shards', 'must be off or auto', shards);
+  // Fleet fencing suspends every backup CronJob of the cluster from the cache, which a shard holds a part of.
+  if (shards === 'auto' && fleetKubeconfig !== undefined) throw new UsageError('shards', 'cannot be combined with fleet mode (--fleet-kubeconfig) yet', shards);
   return {
     help: values.help ?? false,
+    shards: shards === 'auto',
     kubeconfig: values.kubeconfig,
     config: values.config,
     namespace: values.namespace,

@@ -11,7 +11,8 @@ import { realClock, type Clock } from '../kube/clock.js';
 import { ClusterMemory } from './cluster-memory.js';
 import { EventRecorder } from './events.js';
 import type { FieldFightPolicy } from './field-fights.js';
-import { Informer, objectKey, type CachedObject, type InformerOptions } from '../kube/informer.js';
+import { Informer, objectKey, type CachedObject, type InformerOptions, type InformerSelection } from '../kube/informer.js';
+import { bucketLabelSelector, bucketOf, shardSelectorOf } from '../kube/shard-buckets.js';
 import { KubeApiError, resourcePath, type KubeClient } from '../kube/client.js';
 import type { Logger } from '../kube/log.js';
 import { ControllerMetrics } from './metrics.js';
@@ -75,6 +76,16 @@ export interface ControllerOptions {
   readonly restoreSourceCheck?: RestoreSourceCheck;
   /** S3 credentials for restore checks and the scheduled definitions export. @default the AWS SDK's default chain */
   readonly s3Credentials?: S3Credentials;
+  /** Sharded mode: only the clusters of the buckets given to setShare() are cached and reconciled. */
+  readonly sharding?: ShardingOptions;
+}
+
+/** How a sharded controller learns when it may work on a bucket (kube/shard-membership.ts decides). */
+export interface ShardingOptions {
+  /** Whether the hand-over of `bucket` to this replica is complete (its previous owner has let go). */
+  readonly mayWork: (bucket: number) => boolean;
+  /** How soon a cluster whose bucket is still being handed over is looked at again. */
+  readonly retryMs: number;
 }
 
 /**
@@ -133,6 +144,10 @@ export class Controller {
   private fleet?: FleetRole;
   /** Ends the current fleet term (active): global writes of the term stop. */
   private fleetTerm?: AbortController;
+  /** Sharded mode: the buckets whose clusters are cached and may be worked on. */
+  private share = new Set<number>();
+  /** The reconciles running now, by key, with their cluster's bucket (sharded mode waits for those it gives up). */
+  private readonly running = new Map<string, { bucket?: number; finished: Promise<void> }>();
 
   constructor(private readonly options: ControllerOptions) {
     const { client, config, log } = options;
@@ -140,8 +155,11 @@ export class Controller {
     const clock = options.clock ?? realClock;
     this.queue = new WorkQueue(options.backoff ?? { baseMs: 2000, maxMs: 300_000 }, (depth) => this.metrics.queueDepth.set(depth), clock);
     const resyncMs = options.resyncMs ?? 10 * 60_000;
+    // Sharded: nothing is cached before the first share.
+    const selection = options.sharding ? this.selections(new Set()) : undefined;
     this.clusters = new Informer({
       client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, options.namespace), resyncMs, log, clock, ...options.watch,
+      shard: selection?.clusters.shard,
       // Clusters by the object names they claim: a name clash is found without a request.
       indexBy: (object) => claimedNames(object, config),
       onEvent: (type, object, old) => {
@@ -163,7 +181,8 @@ export class Controller {
     const fieldManager = config.controller.fieldManager;
     for (const { apiVersion, kind } of [...OWNED_KINDS, ...OBSERVED_KINDS]) {
       this.owned.set(`${apiVersion}/${kind}`, new Informer({
-        client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), labelSelector: selector, resyncMs, log, clock, ...options.watch,
+        client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), resyncMs, log, clock, ...options.watch,
+        ...(selection?.owned ?? { labelSelector: selector }),
         indexBy: ownerUids,
         transform: (object) => slimOwnedObject(object, fieldManager),
         onEvent: (_type, object) => this.enqueueOwner(object, instance),
@@ -181,6 +200,65 @@ export class Controller {
       fleet: () => this.fleet,
       log,
     };
+  }
+
+  /**
+   * What the informers select for a share of buckets: DistributedKVs by the
+   * hash ranges of their uids (server-side shardSelector, else filtered
+   * here), their objects by the bucket label, so no object is relabelled
+   * when buckets move.
+   */
+  private selections(buckets: ReadonlySet<number>): { clusters: InformerSelection; owned: InformerSelection } {
+    const { config } = this.options;
+    const total = config.sharding.buckets;
+    const owned = [...buckets];
+    const selector = shardSelectorOf(owned, total);
+    const bucketTerm = bucketLabelSelector(config.sharding.bucketLabel, owned);
+    const clusterShard = { selector, matches: (o: CachedObject) => o.metadata.uid !== undefined && buckets.has(bucketOf(o.metadata.uid, total)) };
+    return {
+      clusters: { shard: clusterShard },
+      owned: bucketTerm
+        ? { labelSelector: [generatedSelector(config), bucketTerm].filter(Boolean).join(',') }
+        : { labelSelector: generatedSelector(config), shard: { selector: undefined, matches: () => false } },
+    };
+  }
+
+  /**
+   * Sharded mode: from now on this replica caches and reconciles the
+   * clusters of `buckets`. Buckets it gives up are let go first: no new
+   * reconcile of theirs starts, and those running finish. Then every
+   * informer relists its new selection; clusters of buckets it gains are
+   * queued (each one is worked on once ShardingOptions.mayWork allows).
+   * Resolves when buckets given up are no longer worked on and the caches
+   * hold the new share.
+   */
+  async setShare(buckets: readonly number[]): Promise<void> {
+    const next = new Set(buckets);
+    const kept = new Set([...this.share].filter((b) => next.has(b)));
+    const given = [...this.share].filter((b) => !next.has(b));
+    this.share = kept;
+    await Promise.all([...this.running.values()].filter((r) => r.bucket !== undefined && !kept.has(r.bucket)).map((r) => r.finished));
+    const selection = this.selections(next);
+    await Promise.all([this.clusters.select(selection.clusters), ...[...this.owned.values()].map((i) => i.select(selection.owned))]);
+    this.share = next;
+    this.metrics.shardBuckets.set(next.size);
+    this.metrics.shardClusters.set(this.clusters.size);
+    const filteredByServer = this.clusters.shardFilteredByServer;
+    if (filteredByServer !== undefined) this.metrics.shardServerFiltered.set(filteredByServer ? 1 : 0);
+    this.options.log.info('shard: share changed', { buckets: next.size, gained: buckets.filter((b) => !kept.has(b)).length, given: given.length, clusters: this.clusters.size, filteredByServer });
+    for (const cr of this.clusters.list()) this.queue.add(objectKey(cr));
+  }
+
+  /** Sharded mode: whether `key` may be reconciled now, or later (being handed over), or not here. */
+  private shardAdmits(key: string): { admit: boolean; bucket?: number; retry?: boolean } {
+    const sharding = this.options.sharding;
+    const uid = this.clusters.get(key)?.metadata.uid;
+    // Not cached (deleted, or never ours): its reconcile only forgets what this process remembers of it.
+    if (!sharding || !uid) return { admit: true };
+    const bucket = bucketOf(uid, this.options.config.sharding.buckets);
+    if (!this.share.has(bucket)) return { admit: false, bucket };
+    if (!sharding.mayWork(bucket)) return { admit: false, bucket, retry: true };
+    return { admit: true, bucket };
   }
 
   private enqueueOwner(object: CachedObject, instance: string | undefined): void {
@@ -235,7 +313,7 @@ export class Controller {
     return (this.transition = this.transition.then(() => {
       if (this.leading) return;
       this.leading = true;
-      this.metrics.leader.set(1);
+      if (!this.options.sharding) this.metrics.leader.set(1); // sharded: every replica works; dkv_leader is not about that
       const term = (this.term = new AbortController());
       setMaxListeners(0, term.signal); // one listener per request in flight: many, by design
       const client = this.options.client.fenced(term.signal);
@@ -249,6 +327,8 @@ export class Controller {
       for (const cr of this.clusters.list()) this.queue.add(objectKey(cr));
       const workers = this.options.workers ?? 4;
       for (let i = 0; i < workers; i++) this.workersRunning.push(this.work(context));
+      // Sharded: every replica works, and the Lease holder among them exports (startGlobalTasks).
+      if (this.options.sharding) return;
       if (!this.fleet) this.exportDefinitionsDuring(term.signal);
       else if (this.fleet.role === 'active' && this.fleetTerm) this.exportDefinitionsDuring(AbortSignal.any([term.signal, this.fleetTerm.signal]));
     }));
@@ -306,6 +386,27 @@ export class Controller {
     if (cronJobs.length + jobs.length > 0) this.options.log.warn('fleet standby: backups fenced', { cronJobsSuspended: cronJobs.length, jobsDeleted: jobs.length });
   }
 
+  /**
+   * Sharded mode: what one replica does for all (the Lease holder's, while
+   * `term` lasts): the scheduled export of every cluster's definition, read
+   * from the API server since this replica's cache holds only its share.
+   */
+  startGlobalTasks(term: AbortSignal): void {
+    this.exportDefinitionsDuring(term);
+  }
+
+  /** Every cluster from the API server (paged), for what a sharded replica's cache cannot answer. */
+  private async listAllClusters(): Promise<LiveDistributedKV[]> {
+    const items: LiveDistributedKV[] = [];
+    let continueToken: string | undefined;
+    do {
+      const page = await this.options.client.request<{ items: CachedObject[]; metadata: { continue?: string } }>('GET', resourcePath(API_VERSION, KIND, this.options.namespace), { query: { limit: 500, continue: continueToken } });
+      for (const item of page.items) items.push({ ...item, apiVersion: API_VERSION, kind: KIND } as unknown as LiveDistributedKV);
+      continueToken = page.metadata.continue || undefined;
+    } while (continueToken);
+    return items;
+  }
+
   /** The scheduled export of the clusters' definitions (configuration backup.definitions), for one leadership term. */
   private exportDefinitionsDuring(term: AbortSignal): void {
     const { s3Path, schedule, retain } = this.options.config.backup.definitions;
@@ -314,7 +415,7 @@ export class Controller {
     const store = ObjectStore.fromConfig(location.bucket, this.options.config.backup.s3, this.options.s3Credentials);
     term.addEventListener('abort', () => store.close(), { once: true });
     scheduleDefinitionsExports({
-      clusters: () => this.clusters.list() as unknown as LiveDistributedKV[],
+      clusters: () => (this.options.sharding ? this.listAllClusters() : this.clusters.list() as unknown as LiveDistributedKV[]),
       store, prefix: location.prefix ? `${location.prefix}/` : '', retain,
       server: this.options.client.server, clock: this.options.clock ?? realClock, log: this.options.log.child({ task: 'definitions-export' }),
     }, schedule, term, (result) => this.metrics.definitionsExports.inc({ result: result instanceof Error ? 'failed' : 'succeeded' }));
@@ -359,6 +460,15 @@ export class Controller {
         this.queue.done(key);
         return;
       }
+      const admitted = this.shardAdmits(key);
+      if (!admitted.admit) {
+        this.queue.forget(key);
+        this.queue.done(key);
+        if (admitted.retry) this.queue.addAfter(key, this.options.sharding!.retryMs);
+        continue;
+      }
+      let finish: () => void = () => undefined;
+      this.running.set(key, { bucket: admitted.bucket, finished: new Promise((resolve) => (finish = resolve)) });
       const started = process.hrtime.bigint();
       let outcome: string;
       try {
@@ -381,6 +491,8 @@ export class Controller {
           this.options.log.error('reconcile failed', { key, outcome, error: (e as Error).message, retryInMs, failures: this.queue.failureCount(key) });
         }
       } finally {
+        this.running.delete(key);
+        finish();
         this.queue.done(key);
       }
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;

@@ -23,8 +23,8 @@ import type { Clock } from '../kube/clock.js';
 import type { Logger } from '../kube/log.js';
 
 export interface DefinitionsExport {
-  /** The clusters as the controller's cache has them. */
-  readonly clusters: () => readonly LiveDistributedKV[];
+  /** Every cluster: as the controller's cache has them, or (a sharded replica, whose cache holds a share) as listed. */
+  readonly clusters: () => readonly LiveDistributedKV[] | Promise<readonly LiveDistributedKV[]>;
   readonly store: ObjectStore;
   /** The key prefix of every export's folder, with a trailing slash (or empty for the bucket's root). */
   readonly prefix: string;
@@ -48,7 +48,7 @@ export async function exportDefinitions(run: DefinitionsExport): Promise<ExportR
   const stamp = backupStamp(exportedAt);
   const folder = `${run.prefix}${stamp}/`;
   const files: string[] = [];
-  for (const cluster of run.clusters()) {
+  for (const cluster of await run.clusters()) {
     const file = exportFileName(cluster);
     await run.store.putText(`${folder}${file}`, exportText(cluster, { server: run.server, exportedAt }), 'application/yaml');
     files.push(file);

@@ -1,6 +1,7 @@
 /**
  * `dkv controller`: runs the reconciler in (or against) a cluster.
- * Caches sync at once on every replica; only the Lease holder reconciles.
+ * Caches sync at once on every replica; only the Lease holder reconciles,
+ * or (`--shards auto`) every replica reconciles its share.
  */
 import { hostname } from 'node:os';
 import { ConversionService } from '../conversion/conversion-service.js';
@@ -12,6 +13,8 @@ import { startHealthServer } from './health-server.js';
 import { KubeClient } from '../kube/client.js';
 import { realClock } from '../kube/clock.js';
 import { LeaderElector } from '../kube/leader.js';
+import { bucketKey, bucketsOwnedBy } from '../kube/shard-buckets.js';
+import { ShardMembership } from '../kube/shard-membership.js';
 import { createLogger } from '../kube/log.js';
 
 /**
@@ -37,9 +40,13 @@ export async function runController(args: string[]): Promise<number> {
   const log = createLogger();
   const config = loadCheckedConfig(flags.config);
   const client = KubeClient.fromKubeconfig(flags.kubeconfig);
+  const identity = flags.identity ?? `${hostname()}-${process.pid}`;
+  const leaseNamespace = flags.leaderElectionNamespace ?? process.env.POD_NAMESPACE ?? 'default';
+  let membership: ShardMembership | undefined;
   const controller = new Controller({
     client, config, log, namespace: flags.namespace, workers: flags.workers, resyncMs: flags.resyncMs,
     backoff: { baseMs: flags.backoffBaseMs, maxMs: flags.backoffMaxMs },
+    sharding: flags.shards ? { mayWork: (bucket) => membership?.mayWork(bucketKey(bucket)) ?? false, retryMs: flags.retryPeriodMs } : undefined,
   });
   const health = await startHealthServer({
     host: flags.healthHost, port: flags.healthPort, registry: controller.metrics.registry,
@@ -63,13 +70,13 @@ export async function runController(args: string[]): Promise<number> {
     log.warn('fleet: the lease is too short for the retry period: a crashed controller\'s successor may not fence its backups before the other cluster takes over', { leaseDurationMs: flags.leaseDurationMs, retryPeriodMs: flags.retryPeriodMs });
   }
   let fleetLock: FleetLock | undefined;
-  const identity = flags.identity ?? `${hostname()}-${process.pid}`;
   let term = new AbortController();
   const startTerm = () => {
     term = new AbortController();
     const signal = term.signal;
     // Migration rewrites every namespace's objects: a controller that watches one namespace has no rights beyond it.
     if (conversion && flags.migrateStorage && flags.namespace === undefined) void conversion.migrate(client.fenced(signal), () => signal.aborted);
+    if (flags.shards) controller.startGlobalTasks(signal);
     if (flags.fleet && fleetClient) {
       fleetLock = new FleetLock({
         client: fleetClient, controller, member: flags.fleet.member, identity, name: config.fleet.leaseName, namespace: config.fleet.leaseNamespace,
@@ -92,17 +99,34 @@ export async function runController(args: string[]): Promise<number> {
   let exitCode = 0;
   let lostLeadership: () => void = () => undefined;
   let shuttingDown = false;
+  if (flags.shards) {
+    // Every replica reconciles its share; a replica that can no longer renew its Lease stops at
+    // once and exits (as one that lost leadership), before the others may take its buckets.
+    membership = new ShardMembership({
+      client, namespace: leaseNamespace, group: config.sharding.group, identity, clock: realClock, log,
+      leaseDurationMs: flags.leaseDurationMs, renewDeadlineMs: flags.renewDeadlineMs, retryPeriodMs: flags.retryPeriodMs,
+      onView: (view) => controller.setShare(bucketsOwnedBy(identity, view.members, config.sharding.buckets)),
+      onLost: () => {
+        log.warn('shard: membership lost: stopped reconciling, exiting', { identity });
+        void controller.stopWorkers();
+        lostLeadership();
+      },
+    });
+    log.info('sharded: reconciling a share of the clusters', { identity, group: config.sharding.group, buckets: config.sharding.buckets });
+    void controller.startWorkers();
+    membership.start();
+  }
   if (flags.leaderElect) {
     elector = new LeaderElector({
       client, identity, name: config.controller.leaseName,
-      namespace: flags.leaderElectionNamespace ?? process.env.POD_NAMESPACE ?? 'default',
+      namespace: leaseNamespace,
       leaseDurationMs: flags.leaseDurationMs,
       renewDeadlineMs: flags.renewDeadlineMs,
       retryPeriodMs: flags.retryPeriodMs,
       onStartedLeading: () => {
-        log.info('became leader: reconciling', { identity });
+        log.info(flags.shards ? 'became leader: running the global tasks' : 'became leader: reconciling', { identity });
         startTerm();
-        void controller.startWorkers();
+        if (!flags.shards) void controller.startWorkers();
       },
       onStoppedLeading: () => {
         // As controller-runtime does: a replica that lost the Lease stops writing at once (the
@@ -117,7 +141,7 @@ export async function runController(args: string[]): Promise<number> {
     elector.start();
   } else {
     startTerm();
-    void controller.startWorkers();
+    if (!flags.shards) void controller.startWorkers();
   }
 
   await new Promise<void>((resolve) => {
@@ -140,6 +164,8 @@ export async function runController(args: string[]): Promise<number> {
   // The fleet lock first: it fences this cluster's backups, then frees the lock for the other cluster.
   await endTerm();
   await controller.stopWorkers(exitCode === 0 ? 'drain' : 'fence');
+  // Freed only now that nothing of this replica runs: the others take its buckets at once.
+  await membership?.stop();
   await elector?.stop();
   await conversion?.stop();
   fleetClient?.close();

@@ -28,6 +28,7 @@ import { controllingOwner, ownershipOf } from './ownership.js';
 import { membershipStep } from './membership-step.js';
 import { planWrites } from './plan-writes.js';
 import { storageStep } from './storage-step.js';
+import { withBucketLabel } from './bucket-label.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 import { recordBackupMetrics, refuse, refuseForNow, reportOutcome } from './report.js';
 import { restoreSourceProblem } from './restore-source.js';
@@ -85,6 +86,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   let desired: KubeObject[];
   try {
     desired = synthesizeCluster(resource, config, membership?.plan, { backupsSuspended: fleet ? fleet.role === 'standby' : undefined });
+    // A detect-only cluster's objects are a GitOps tool's: the label would be reported as drift on each.
+    if (!detectOnly) desired = desired.map((o) => withBucketLabel(o, cr.metadata.uid!, config));
   } catch (e) {
     if (!(e instanceof InvalidConfigError)) throw e;
     return refuse(ctx, cr, key, owned, 'InvalidConfig', e.problems.map(formatProblem).join('; '));

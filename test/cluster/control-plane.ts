@@ -48,6 +48,8 @@ export interface ControlPlaneOptions {
    * Nodes (3 unless `{ count }` says otherwise). Default: etcd + kube-apiserver only.
    */
   readonly withNodes?: boolean | NodesOptions;
+  /** More kube-apiserver flags, e.g. `--feature-gates=ShardedListAndWatch=true`. */
+  readonly apiServerFlags?: readonly string[];
 }
 
 export function freePort(): Promise<number> {
@@ -188,6 +190,7 @@ export async function startControlPlane(givenBinDir?: string, options: ControlPl
     '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
     '--endpoint-reconciler-type=none',
     '--v=1',
+    ...(options.apiServerFlags ?? []),
   ];
   let apiserver: ChildProcess | undefined;
   let nodes: NodeComponents | undefined;

@@ -1,0 +1,80 @@
+/**
+ * Buckets: the unit of work that sharded replicas hand over. A cluster's
+ * bucket is fixed by its uid (the top bits of the uid's 64-bit FNV-1a hash,
+ * the hash kube-apiserver's `shardSelector` uses, KEP-5866), so:
+ *
+ * - a replica's share, a set of buckets, is a set of hash ranges the API
+ *   server can filter on (`shardRange(object.metadata.uid, …) || …`);
+ * - the objects a cluster owns carry its bucket in one label that never
+ *   changes (their own uids hash elsewhere), so a replica watches its
+ *   clusters' children with `bucket in (…)`, and a re-shard moves buckets
+ *   between watches instead of relabelling objects;
+ * - buckets, not uids, are assigned to replicas by rendezvous hashing
+ *   (shard-ring.ts): a replica that leaves gives up only its buckets.
+ */
+import { ownerOf } from './shard-ring.js';
+
+const FNV_OFFSET = 0xcbf29ce484222325n;
+const FNV_PRIME = 0x100000001b3n;
+const MASK = (1n << 64n) - 1n;
+
+/** 64-bit FNV-1a of the UTF-8 bytes (Go's hash/fnv New64a, as apimachinery's sharding.HashField). */
+export function fnv1a64(value: string): bigint {
+  let hash = FNV_OFFSET;
+  for (const byte of Buffer.from(value, 'utf8')) {
+    hash ^= BigInt(byte);
+    hash = (hash * FNV_PRIME) & MASK;
+  }
+  return hash;
+}
+
+/** Whether `n` is a power of two from 1 to 4096 (buckets split the hash space evenly). */
+export function validBucketCount(n: number): boolean {
+  return Number.isInteger(n) && n >= 1 && n <= 4096 && (n & (n - 1)) === 0;
+}
+
+/** The bucket (0 … buckets-1) of a uid: the top log2(buckets) bits of its hash. */
+export function bucketOf(uid: string, buckets: number): number {
+  if (!validBucketCount(buckets)) throw new Error(`shard buckets must be a power of two from 1 to 4096 (got ${buckets})`);
+  return Number((fnv1a64(uid) * BigInt(buckets)) >> 64n);
+}
+
+/** The key a bucket is assigned by (rendezvous hashing over replica identities). */
+export function bucketKey(bucket: number): string {
+  return `bucket-${bucket}`;
+}
+
+/** The buckets `identity` owns among `members`. */
+export function bucketsOwnedBy(identity: string, members: readonly string[], buckets: number): number[] {
+  const owned: number[] = [];
+  for (let b = 0; b < buckets; b++) if (ownerOf(bucketKey(b), members) === identity) owned.push(b);
+  return owned;
+}
+
+const hex = (n: bigint): string => `0x${n.toString(16).padStart(16, '0')}`;
+
+/**
+ * The `shardSelector` of a set of buckets: one shardRange per run of
+ * adjacent buckets (the end bound is exclusive; 2^64 closes the space).
+ * Undefined for no buckets: the API server refuses an empty selector.
+ */
+export function shardSelectorOf(owned: readonly number[], buckets: number): string | undefined {
+  const sorted = [...new Set(owned)].sort((a, b) => a - b);
+  if (sorted.length === 0) return undefined;
+  const width = (1n << 64n) / BigInt(buckets);
+  const ranges: string[] = [];
+  let start = sorted[0];
+  for (let i = 1; i <= sorted.length; i++) {
+    if (i < sorted.length && sorted[i] === sorted[i - 1] + 1) continue;
+    const end = sorted[i - 1] + 1;
+    ranges.push(`shardRange(object.metadata.uid, '${hex(BigInt(start) * width)}', '${end === buckets ? '0x10000000000000000' : hex(BigInt(end) * width)}')`);
+    if (i < sorted.length) start = sorted[i];
+  }
+  return ranges.join(' || ');
+}
+
+/** The label selector term for children of clusters in these buckets (`label in (…)`); undefined for none. */
+export function bucketLabelSelector(label: string, owned: readonly number[]): string | undefined {
+  if (owned.length === 0) return undefined;
+  return `${label} in (${[...new Set(owned)].sort((a, b) => a - b).join(',')})`;
+}
