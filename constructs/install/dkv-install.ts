@@ -59,7 +59,7 @@ export class DkvInstall extends Construct {
     new DistributedKVDefinition(this, 'Definition', { config, webhookNamespace: identity.namespace });
     new ControllerServiceAccount(this, 'ServiceAccount', { identity });
     new ControllerClusterRole(this, 'ClusterRole', { identity, watchNamespace });
-    new LeaderElectionRole(this, 'LeaderElection', { identity, leaseName: config.controller.leaseName });
+    new LeaderElectionRole(this, 'LeaderElection', { identity });
     new BackupRunnerClusterRole(this, 'BackupRunner', { identity });
     new ControllerConfigMap(this, 'Config', { identity, configText: text });
     new ControllerMetricsService(this, 'Metrics', { identity });

@@ -6,29 +6,31 @@ import { controllerSubject } from './controller-service-account.js';
 export interface LeaderElectionRoleProps {
   /** The ServiceAccount and the namespace the Lease lives in ($POD_NAMESPACE, the controller's own). */
   readonly identity: ControllerIdentity;
-  /** The Lease replicas elect a leader through (controller.leaseName in the configuration). */
-  readonly leaseName: string;
 }
 
 /**
- * Leader election (kube/leader.ts): only the one Lease, in the controller's
- * own namespace. The elector reads it (GET), creates it when missing (POST)
- * and renews or takes it over (PUT). `create` cannot be limited to a name
- * (the name is in the body, not the URL), so it has a rule of its own; the
- * rest is limited to the Lease's name.
+ * Leases, in the controller's own namespace only. Leader election
+ * (kube/leader.ts) reads its one Lease (GET), creates it when missing
+ * (POST) and renews or takes it over (PUT); sharded replicas (`--shards
+ * auto`, kube/shard-membership.ts) each do the same with a Lease named
+ * after their own identity (the pod's name, unknown here) and list their
+ * group's. So the rules cannot name the Leases: `create` never can (the
+ * name is in the body), and `get`, `list`, `update` cover the namespace,
+ * whose Leases are the controller's.
  */
 export class LeaderElectionRole extends Construct {
   readonly role: k8s.KubeRole;
 
   constructor(scope: Construct, id: string, props: LeaderElectionRoleProps) {
     super(scope, id);
-    const { identity, leaseName } = props;
+    const { identity } = props;
     const metadata = { name: `${identity.name}-leader-election`, namespace: identity.namespace, labels: { ...identity.labels } };
     this.role = new k8s.KubeRole(this, 'Resource', {
       metadata,
       rules: [
         { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [leaseName], verbs: ['get', 'update'] },
+        // Sharded replicas' Leases have names only known at run time; without --shards, only the one Lease is used.
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'update'] },
       ],
     });
     new k8s.KubeRoleBinding(this, 'Binding', {
