@@ -63,6 +63,7 @@ export class ShardMembership {
   private stopped = false;
   private alive = false;
   private ownLease?: ShardLease;
+  private renewing: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: ShardMembershipOptions) {
     if (!(options.leaseDurationMs > options.renewDeadlineMs && options.renewDeadlineMs > options.retryPeriodMs)) {
@@ -112,7 +113,10 @@ export class ShardMembership {
       const live = await this.lookAtOthers();
       const next = shardView(this.alive ? [...live, this.options.identity] : live);
       if (next.id !== this.acting.id && this.alive) {
-        await this.options.onView(next);
+        // Draining and relisting may take longer than the renew deadline: the Lease is renewed meanwhile.
+        const adopted = this.options.onView(next);
+        await this.renewUntil(adopted);
+        if (!this.alive) return; // lost while draining: onLost has stopped everything, nothing is adopted
         this.previous = this.acting;
         this.acting = next;
         log.info('shard.view', { members: next.members, view: next.id });
@@ -123,7 +127,36 @@ export class ShardMembership {
     }
   }
 
-  private async renew(): Promise<void> {
+  /** Renews every retry period until `done` settles (rejects as it does). */
+  private async renewUntil(done: Promise<void>): Promise<void> {
+    let settled = false;
+    let timer: TimerHandle | undefined;
+    const loop = () => {
+      timer = this.options.clock.after(this.options.retryPeriodMs, () => {
+        if (settled || this.stopped) return;
+        const startedAt = this.options.clock.monotonic();
+        void this.renew().then(() => this.renewed(startedAt), (e: Error) => this.options.log.warn('shard.renew-failed', { error: e.message })).finally(() => {
+          if (!settled) loop();
+        });
+      });
+    };
+    loop();
+    try {
+      await done;
+    } finally {
+      settled = true;
+      timer?.cancel();
+    }
+  }
+
+  /** One renewal at a time: a renewal while draining and the tick's own never race each other's resourceVersion. */
+  private renew(): Promise<void> {
+    const run = this.renewing.then(() => this.renewOnce());
+    this.renewing = run.catch(() => undefined);
+    return run;
+  }
+
+  private async renewOnce(): Promise<void> {
     const { client, namespace, group, identity, leaseDurationMs } = this.options;
     const path = `${LEASES}/${namespace}/leases/${this.leaseName}`;
     const spec = { holderIdentity: identity, leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000), renewTime: new Date(this.options.clock.now()).toISOString().replace('Z', '000Z') };
@@ -178,16 +211,37 @@ export class ShardMembership {
     const present = new Set<string>();
     for (const lease of list.items) {
       const holder = lease.spec?.holderIdentity;
-      if (!holder || holder === identity) continue;
+      if (holder === identity) continue;
+      if (!holder) {
+        this.collect(lease); // released by a replica that stopped
+        continue;
+      }
       present.add(lease.metadata.name);
       const key = `${lease.spec?.renewTime}|${lease.metadata.resourceVersion}`;
       const before = this.seen.get(lease.metadata.name);
       const at = before?.key === key ? before.at : now;
       this.seen.set(lease.metadata.name, { key, at, view: lease.metadata.annotations?.[SHARD_VIEW_ANNOTATION], identity: holder });
-      if (now - at <= (lease.spec?.leaseDurationSeconds ?? leaseDurationMs / 1000) * 1000) live.push(holder);
+      const durationMs = (lease.spec?.leaseDurationSeconds ?? leaseDurationMs / 1000) * 1000;
+      if (now - at <= durationMs) live.push(holder);
+      // Every restart of a replica with a new identity (a pod's name) leaves a Lease: one unchanged for two durations is a dead replica's.
+      else if (now - at > 2 * durationMs) this.collect(lease);
     }
     for (const name of [...this.seen.keys()]) if (!present.has(name)) this.seen.delete(name);
     return live;
+  }
+
+  /**
+   * Deletes a dead or released replica's Lease, unless it changed since it
+   * was read (the resourceVersion precondition): a replica that came back
+   * keeps its Lease. Best effort: another replica may delete it first.
+   */
+  private collect(lease: ShardLease): void {
+    const { client, namespace, log } = this.options;
+    void client.request('DELETE', `${LEASES}/${namespace}/leases/${lease.metadata.name}`, {
+      body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion: lease.metadata.resourceVersion } },
+    }).then(() => log.info('shard.lease-collected', { lease: lease.metadata.name, holder: lease.spec?.holderIdentity ?? '' }), (e: unknown) => {
+      if (!(e instanceof KubeApiError && (e.status === 404 || e.status === 409))) log.warn('shard.lease-collect-failed', { lease: lease.metadata.name, error: (e as Error).message });
+    });
   }
 
   /** Whether every other live replica publishes the view this one acts on (they have drained what it took from them). */
@@ -217,14 +271,18 @@ export class ShardMembership {
     this.timer?.cancel();
     this.deadline?.cancel();
     this.alive = false;
-    const lease = this.ownLease;
-    if (!lease) return;
-    try {
-      await this.options.client.request('PUT', `${LEASES}/${this.options.namespace}/leases/${this.leaseName}`, {
-        body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1 } },
-      });
-    } catch (e) {
-      this.options.log.warn('shard.release-failed', { error: (e as Error).message });
+    await this.renewing; // a renewal in flight would make the release's resourceVersion stale
+    const path = `${LEASES}/${this.options.namespace}/leases/${this.leaseName}`;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        const lease = attempt === 0 ? this.ownLease : await this.options.client.request<ShardLease>('GET', path);
+        if (!lease) return;
+        await this.options.client.request('PUT', path, { body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1 } } });
+        return;
+      } catch (e) {
+        if (e instanceof KubeApiError && e.status === 404) return;
+        if (attempt === 1 || !(e instanceof KubeApiError && e.status === 409)) this.options.log.warn('shard.release-failed', { error: (e as Error).message });
+      }
     }
   }
 }

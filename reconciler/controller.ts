@@ -189,6 +189,7 @@ export class Controller {
         onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
       }));
     }
+    this.metrics.cacheSizes = () => new Map([this.clusters, ...this.owned.values()].map((i) => [i.kind, i.size]));
     this.memory = new ClusterMemory(options.fieldFights);
     this.context = {
       config, clusters: this.clusters, owned: this.owned, metrics: this.metrics, memory: this.memory,
@@ -242,7 +243,6 @@ export class Controller {
     await Promise.all([this.clusters.select(selection.clusters), ...[...this.owned.values()].map((i) => i.select(selection.owned))]);
     this.share = next;
     this.metrics.shardBuckets.set(next.size);
-    this.metrics.shardClusters.set(this.clusters.size);
     const filteredByServer = this.clusters.shardFilteredByServer;
     if (filteredByServer !== undefined) this.metrics.shardServerFiltered.set(filteredByServer ? 1 : 0);
     this.options.log.info('shard: share changed', { buckets: next.size, gained: buckets.filter((b) => !kept.has(b)).length, given: given.length, clusters: this.clusters.size, filteredByServer });
@@ -467,6 +467,8 @@ export class Controller {
         if (admitted.retry) this.queue.addAfter(key, this.options.sharding!.retryMs);
         continue;
       }
+      // Not cached: the cluster is gone (or not this replica's), and its reconcile makes no request, it only forgets.
+      this.options.log.debug('reconciling', { key, cached: this.clusters.get(key) !== undefined });
       let finish: () => void = () => undefined;
       this.running.set(key, { bucket: admitted.bucket, finished: new Promise((resolve) => (finish = resolve)) });
       const started = process.hrtime.bigint();
@@ -498,7 +500,7 @@ export class Controller {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       this.metrics.reconciles.inc({ result: outcome });
       this.metrics.reconcileDuration.observe(seconds);
-      if (outcome === 'success') this.options.log.debug('reconciled', { key, outcome, durationMs: Math.round(seconds * 1000) });
+      this.options.log.debug('reconciled', { key, outcome, durationMs: Math.round(seconds * 1000) });
     }
   }
 }

@@ -24,7 +24,14 @@ export class ControllerMetrics {
   readonly conversions = new Histogram({ name: 'dkv_conversion_review_duration_seconds', help: 'ConversionReviews answered by the conversion webhook, by result (success, failure).', labelNames: ['result'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5], registers: [this.registry] });
   readonly fleetActive = new Gauge({ name: 'dkv_fleet_active', help: 'Fleet mode: 1 while this controller\'s cluster holds the fleet lock and writes what is global, 0 while it stands by.', registers: [this.registry] });
   readonly shardBuckets = new Gauge({ name: 'dkv_shard_buckets', help: 'Sharded mode: the buckets of clusters this replica reconciles now.', registers: [this.registry] });
-  readonly shardClusters = new Gauge({ name: 'dkv_shard_clusters', help: 'Sharded mode: the DistributedKVs in this replica\'s cache (its share).', registers: [this.registry] });
+  /** What the controller's caches hold, by kind: set by the controller (Controller's constructor). */
+  cacheSizes: () => ReadonlyMap<string, number> = () => new Map();
+  readonly cachedObjects = new Gauge({
+    name: 'dkv_cache_objects', help: 'Objects in the controller\'s caches, by kind (sharded: this replica\'s share).', labelNames: ['kind'], registers: [this.registry],
+    collect: () => {
+      for (const [kind, size] of this.cacheSizes()) this.cachedObjects.set({ kind }, size);
+    },
+  });
   readonly shardServerFiltered = new Gauge({ name: 'dkv_shard_server_filtered', help: 'Sharded mode: 1 while the API server filters this replica\'s DistributedKV list and watch by shardSelector, 0 while the replica filters them itself.', registers: [this.registry] });
   readonly leader = new Gauge({ name: 'dkv_leader', help: '1 while this process holds the leader Lease and reconciles.', registers: [this.registry] });
 

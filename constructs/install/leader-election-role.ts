@@ -13,10 +13,11 @@ export interface LeaderElectionRoleProps {
  * (kube/leader.ts) reads its one Lease (GET), creates it when missing
  * (POST) and renews or takes it over (PUT); sharded replicas (`--shards
  * auto`, kube/shard-membership.ts) each do the same with a Lease named
- * after their own identity (the pod's name, unknown here) and list their
- * group's. So the rules cannot name the Leases: `create` never can (the
- * name is in the body), and `get`, `list`, `update` cover the namespace,
- * whose Leases are the controller's.
+ * after their own identity (the pod's name, unknown here), list their
+ * group's and delete those of replicas long dead. So the rules cannot name
+ * the Leases: `create` never can (the name is in the body), and `get`,
+ * `list`, `update`, `delete` cover the namespace, whose Leases are the
+ * controller's.
  */
 export class LeaderElectionRole extends Construct {
   readonly role: k8s.KubeRole;
@@ -30,7 +31,7 @@ export class LeaderElectionRole extends Construct {
       rules: [
         { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
         // Sharded replicas' Leases have names only known at run time; without --shards, only the one Lease is used.
-        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'update'] },
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'update', 'delete'] },
       ],
     });
     new k8s.KubeRoleBinding(this, 'Binding', {

@@ -225,12 +225,12 @@ describe('the controller\'s permissions', () => {
     expect(rules).toEqual(CONTROLLER_RULES);
   });
 
-  it('let the controller hold Leases only in its own namespace: create, get, list and update', () => {
+  it('let the controller hold Leases only in its own namespace: create, get, list, update and delete', () => {
     const role = one(objects, 'Role', 'dkv-controller-leader-election');
     expect(role.metadata.namespace).toBe('dkv-system');
     expect(role.rules).toEqual([
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'update'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'update', 'delete'] },
     ]);
     const binding = one(objects, 'RoleBinding', role.metadata.name);
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
@@ -238,9 +238,9 @@ describe('the controller\'s permissions', () => {
     // The elector's calls: GET and PUT of the Lease by name, POST to create it.
     const elector = source('kube/leader.ts');
     for (const call of ["request<Lease>('GET', this.path", "request<Lease>('POST', resourcePath(LEASE_API, 'Lease', namespace)", "request<Lease>('PUT', this.path"]) expect(elector).toContain(call);
-    // Shard membership's: GET, POST and PUT of its own Lease (named after the replica), a LIST of its group's.
+    // Shard membership's: GET, POST and PUT of its own Lease (named after the replica), a LIST of its group's, DELETE of dead ones.
     const membership = source('kube/shard-membership.ts');
-    for (const call of ["request<ShardLease>('GET', path)", "request<ShardLease>('POST', `${LEASES}/${namespace}/leases`", "request<ShardLease>('PUT', path", "request<{ items: ShardLease[] }>('GET', `${LEASES}/${namespace}/leases`"]) expect(membership).toContain(call);
+    for (const call of ["request('DELETE', `${LEASES}/${namespace}/leases/${lease.metadata.name}`", "request<ShardLease>('GET', path)", "request<ShardLease>('POST', `${LEASES}/${namespace}/leases`", "request<ShardLease>('PUT', path", "request<{ items: ShardLease[] }>('GET', `${LEASES}/${namespace}/leases`"]) expect(membership).toContain(call);
   });
 
 });
