@@ -9,12 +9,16 @@
  * Hand-over without two owners: each replica publishes, in its Lease, the
  * id of the view (the set of live replicas) it acts on, and it adopts a new
  * view only after it has stopped working on every key the new view takes
- * from it (`onView` resolves once drained). A key that moves to this
- * replica may be worked on only when every live replica publishes the view
- * this replica acts on: the old owner, if alive, has then drained it. An
+ * from it (`onView` resolves once drained; the Lease is renewed meanwhile).
+ * A key that moves to this replica may be worked on only when every live
+ * replica publishes the view this replica acts on: the old owner, if alive,
+ * has then drained it. Once allowed, a key stays allowed through later
+ * views that leave it here; owning it in the view before is not enough,
+ * since that view's barrier may never have been met. An
  * old owner that is no longer live needs no acknowledgement: it stopped
  * working when its own renewals failed past the renew deadline (`onLost`),
- * before its Lease could expire for the others.
+ * before its Lease could expire for the others. Leases of replicas dead
+ * for two lease durations, or released, are deleted.
  *
  * `dkv controller --shards auto` (reconciler/main.ts) assigns buckets of
  * clusters (shard-buckets.ts) with it.
@@ -56,7 +60,13 @@ export interface ShardMembershipOptions {
 
 export class ShardMembership {
   private acting: ShardView;
-  private previous: ShardView;
+  /**
+   * Keys this replica has been allowed to work on since it last gave them
+   * up: owned in every view adopted since the hand-over barrier let it
+   * start. Owning a key in the view before is not enough: that view's
+   * barrier may never have been met (the old owner still working on it).
+   */
+  private readonly entitled = new Set<string>();
   private readonly seen = new Map<string, { key: string; at: number; view?: string; identity: string }>();
   private timer?: TimerHandle;
   private deadline?: TimerHandle;
@@ -71,7 +81,6 @@ export class ShardMembership {
     }
     // Alone until the first look at the others: nothing is worked on before then (see mayWork).
     this.acting = shardView([]);
-    this.previous = this.acting;
   }
 
   private get leaseName(): string {
@@ -117,7 +126,7 @@ export class ShardMembership {
         const adopted = this.options.onView(next);
         await this.renewUntil(adopted);
         if (!this.alive) return; // lost while draining: onLost has stopped everything, nothing is adopted
-        this.previous = this.acting;
+        for (const key of this.entitled) if (ownerOf(key, next.members) !== this.options.identity) this.entitled.delete(key);
         this.acting = next;
         log.info('shard.view', { members: next.members, view: next.id });
         await this.renew().catch(() => undefined); // publish at once: others wait on it
@@ -197,8 +206,8 @@ export class ShardMembership {
     this.alive = false;
     this.options.log.warn('shard.lost', { reason });
     // Nothing is worked on until a renew succeeds and a view is adopted again.
-    this.previous = shardView([]);
-    this.acting = this.previous;
+    this.acting = shardView([]);
+    this.entitled.clear();
     this.options.onLost();
   }
 
@@ -256,13 +265,17 @@ export class ShardMembership {
 
   /**
    * Whether this replica may work on `key` now: it owns it in the view it
-   * acts on, and either owned it in the view before (no hand-over), or
-   * every live replica has adopted this view.
+   * acts on, and either has been allowed to since before (owned in every
+   * view adopted since), or every live replica publishes this view (each
+   * has drained what this view takes from it).
    */
   mayWork(key: string): boolean {
     const { identity } = this.options;
     if (!this.alive || ownerOf(key, this.acting.members) !== identity) return false;
-    return ownerOf(key, this.previous.members) === identity || this.barrierMet();
+    if (this.entitled.has(key)) return true;
+    if (!this.barrierMet()) return false;
+    this.entitled.add(key);
+    return true;
   }
 
   /** Stops renewing and frees this replica's Lease, so the others take its keys at once instead of waiting it out. */

@@ -189,6 +189,7 @@ export class Controller {
         onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
       }));
     }
+    this.metrics.shardFilteredByServer = () => this.clusters.shardFilteredByServer;
     this.metrics.cacheSizes = () => new Map([this.clusters, ...this.owned.values()].map((i) => [i.kind, i.size]));
     this.memory = new ClusterMemory(options.fieldFights);
     this.context = {
@@ -244,7 +245,6 @@ export class Controller {
     this.share = next;
     this.metrics.shardBuckets.set(next.size);
     const filteredByServer = this.clusters.shardFilteredByServer;
-    if (filteredByServer !== undefined) this.metrics.shardServerFiltered.set(filteredByServer ? 1 : 0);
     this.options.log.info('shard: share changed', { buckets: next.size, gained: buckets.filter((b) => !kept.has(b)).length, given: given.length, clusters: this.clusters.size, filteredByServer });
     for (const cr of this.clusters.list()) this.queue.add(objectKey(cr));
   }

@@ -32,7 +32,15 @@ export class ControllerMetrics {
       for (const [kind, size] of this.cacheSizes()) this.cachedObjects.set({ kind }, size);
     },
   });
-  readonly shardServerFiltered = new Gauge({ name: 'dkv_shard_server_filtered', help: 'Sharded mode: 1 while the API server filters this replica\'s DistributedKV list and watch by shardSelector, 0 while the replica filters them itself.', registers: [this.registry] });
+  /** Sharded mode: whether the API server filters the DistributedKV list and watch (Controller's constructor sets it). */
+  shardFilteredByServer: () => boolean | undefined = () => undefined;
+  readonly shardServerFiltered = new Gauge({
+    name: 'dkv_shard_server_filtered', help: 'Sharded mode: 1 while the API server filters this replica\'s DistributedKV list and watch by shardSelector, 0 while the replica filters them itself.', registers: [this.registry],
+    collect: () => {
+      const byServer = this.shardFilteredByServer();
+      if (byServer !== undefined) this.shardServerFiltered.set(byServer ? 1 : 0);
+    },
+  });
   readonly leader = new Gauge({ name: 'dkv_leader', help: '1 while this process holds the leader Lease and reconciles.', registers: [this.registry] });
 
   /** The `manager` label values seen so far; see recordDrift. */

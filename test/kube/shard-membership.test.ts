@@ -17,20 +17,27 @@ const KEYS = Array.from({ length: 300 }, (_, i) => `uid-${i}`);
 interface Replica {
   readonly name: string;
   readonly membership: ShardMembership;
-  /** Keys it is working on: it stops a key the moment a new view takes it away (onView drains it). */
+  /** Keys it is working on: it stops a key once a new view takes it away and its work in flight is over (onView drains it). */
   readonly working: Set<string>;
+  /** Keys a new view takes away whose work in flight is still finishing: neither taken up again nor dropped meanwhile. */
+  readonly draining: Set<string>;
   lostAt?: number;
 }
 
-function replica(store: FakeLeaseStore, clock: FakeClock, name: string): Replica {
+/** `drainMs`: how long work in flight on keys a new view takes away goes on (a reconcile finishing, the caches relisting). */
+function replica(store: FakeLeaseStore, clock: FakeClock, name: string, drainMs = 0): Replica {
   const working = new Set<string>();
+  const draining = new Set<string>();
   const r: Replica = {
-    name, working,
+    name, working, draining,
     membership: new ShardMembership({
       client: store.client(name), namespace: 'dkv-system', group: 'dkv-controller', identity: name, ...TIMINGS, clock, log: silentLogger,
       // Drains what the new view takes away before the view is adopted and published.
       onView: async (view) => {
-        for (const key of [...working]) if (ownerOf(key, view.members) !== name) working.delete(key);
+        for (const key of working) if (ownerOf(key, view.members) !== name) draining.add(key);
+        if (drainMs > 0) await new Promise<void>((resolve) => clock.after(drainMs, resolve));
+        for (const key of draining) working.delete(key);
+        draining.clear();
       },
       onLost: () => {
         working.clear();
@@ -45,6 +52,7 @@ function replica(store: FakeLeaseStore, clock: FakeClock, name: string): Replica
 function work(replicas: readonly Replica[]): void {
   for (const r of replicas) {
     for (const key of KEYS) {
+      if (r.draining.has(key)) continue;
       if (r.membership.mayWork(key)) r.working.add(key);
       else r.working.delete(key);
     }
@@ -121,6 +129,28 @@ describe('shard membership', () => {
     expect(takenAt! - cutAt).toBeGreaterThan(dying.lostAt! - cutAt); // it stopped before anyone took over
     expect(takenAt! - cutAt).toBeLessThanOrEqual(TIMINGS.leaseDurationMs + 2 * TIMINGS.retryPeriodMs + 1000);
     expect(dying.working.size).toBe(0);
+  });
+
+  it('never counts a key as handed over in a view whose hand-over never completed (replicas joining while an owner drains slowly)', async () => {
+    const store = new FakeLeaseStore();
+    const clock = new FakeClock();
+    const violations: string[] = [];
+    // r-0 alone owns every key; its drains take 3 s (long reconciles, a big relist).
+    const first = replica(store, clock, 'r-0', 3000);
+    first.membership.start();
+    await run(clock, [first], 10_000, violations);
+    expect(first.working.size).toBe(KEYS.length);
+    // r-2 joins and adopts [r-0, r-2] before r-0 looks again; r-1 joins before r-0's next look, so
+    // r-0 goes from [r-0] straight to [r-0, r-1, r-2]: the view [r-0, r-2] is never one r-0 publishes.
+    const third = replica(store, clock, 'r-2', 500);
+    const second = replica(store, clock, 'r-1', 500);
+    third.membership.start();
+    await run(clock, [first, third], 750, violations);
+    second.membership.start();
+    await run(clock, [first, second, third], 20_000, violations);
+    // r-2 owned some keys in [r-0, r-2] and owns them in [r-0, r-1, r-2]: it must still wait for r-0 to let go.
+    expect(violations).toEqual([]);
+    for (const key of KEYS) expect([first, second, third].filter((r) => r.working.has(key))).toHaveLength(1);
   });
 
   it('lets the others take a stopped replica\'s keys at once: it frees its Lease', async () => {
