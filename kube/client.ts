@@ -1,4 +1,5 @@
 import { Agent, request, type RequestOptions } from 'node:https';
+import { StringDecoder } from 'node:string_decoder';
 import { loadConnection, type Connection, type ConnectionOptions } from './connection.js';
 
 /** Where each kind this project touches lives in the API. */
@@ -75,6 +76,8 @@ export interface WatchOptions {
   readonly idleTimeoutMs?: number;
   /** Called whenever the stream shows life: headers, any bytes. */
   readonly onActivity?: () => void;
+  /** Called with the size of every chunk of the stream's body, in bytes (what a watch costs the network). */
+  readonly onBytes?: (bytes: number) => void;
 }
 
 /** A watch that went silent past its idle timeout: its connection is presumed dead. */
@@ -251,10 +254,11 @@ export class KubeClient {
             return;
           }
           let buffer = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
+          const decoder = new StringDecoder('utf8');
+          res.on('data', (bytes: Buffer) => {
             options.onActivity?.();
-            buffer += chunk;
+            options.onBytes?.(bytes.length);
+            buffer += decoder.write(bytes);
             let newline: number;
             while (!settled && (newline = buffer.indexOf('\n')) >= 0) {
               const line = buffer.slice(0, newline).trim();

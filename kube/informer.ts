@@ -34,6 +34,8 @@ export interface InformerOptions {
   readonly shard?: InformerShard;
   /** Called for every change the cache sees, and for every object at each resync. */
   readonly onEvent: (type: InformerEventType, object: CachedObject, old?: CachedObject) => void;
+  /** Called with the bytes of every chunk a watch receives (for metrics). */
+  readonly onWatchBytes?: (bytes: number) => void;
   /** Called when a watch ends abnormally and is restarted (for metrics). */
   readonly onWatchRestart?: (reason: string) => void;
   /** @default silentLogger */
@@ -386,7 +388,7 @@ export class Informer {
         gone = true;
         abort();
       }
-    }, { idleTimeoutMs: this.idleTimeoutMs(timeoutSeconds), onActivity: () => (this.lastActivity = this.clock.monotonic()) });
+    }, { idleTimeoutMs: this.idleTimeoutMs(timeoutSeconds), onActivity: () => (this.lastActivity = this.clock.monotonic()), onBytes: this.options.onWatchBytes });
     this.abortWatch = abort;
     if (this.needList) abort(); // select() came while this watch was being opened
     await done;

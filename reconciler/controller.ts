@@ -175,6 +175,7 @@ export class Controller {
         }
       },
       onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind: KIND, reason }),
+      onWatchBytes: (bytes) => this.metrics.watchBytes.inc({ kind: KIND }, bytes),
     });
     const selector = generatedSelector(config);
     const instance = instanceLabel(config);
@@ -187,6 +188,7 @@ export class Controller {
         transform: (object) => slimOwnedObject(object, fieldManager),
         onEvent: (_type, object) => this.enqueueOwner(object, instance),
         onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
+        onWatchBytes: (bytes) => this.metrics.watchBytes.inc({ kind }, bytes),
       }));
     }
     this.metrics.shardFilteredByServer = () => this.clusters.shardFilteredByServer;

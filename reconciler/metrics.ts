@@ -16,6 +16,7 @@ export class ControllerMetrics {
   readonly applies = new Counter({ name: 'dkv_applies_total', help: 'Objects written, by kind and reason (created, spec-changed, drift, pruned).', labelNames: ['kind', 'reason'], registers: [this.registry] });
   readonly drift = new Counter({ name: 'dkv_drift_total', help: 'Drifted fields found, by kind, field path, the manager that changed it and whether it was corrected.', labelNames: ['kind', 'field', 'manager', 'action'], registers: [this.registry] });
   readonly queueDepth = new Gauge({ name: 'dkv_workqueue_depth', help: 'Keys waiting in the work queue.', registers: [this.registry] });
+  readonly watchBytes = new Counter({ name: 'dkv_watch_received_bytes_total', help: 'Bytes received on watch streams, by kind (sharded replicas receive their share).', labelNames: ['kind'], registers: [this.registry] });
   readonly watchRestarts = new Counter({ name: 'dkv_watch_restarts_total', help: 'Watches restarted after an error or an expired resourceVersion.', labelNames: ['kind', 'reason'], registers: [this.registry] });
   // Timestamps, not ages: an age exported at reconcile time would be stale between reconciles; alert on time() - this.
   readonly backupLastSuccess = new Gauge({ name: 'dkv_backup_last_success_timestamp_seconds', help: 'When the newest successful backup Job of a cluster completed (unix seconds).', labelNames: ['namespace', 'name'], registers: [this.registry] });

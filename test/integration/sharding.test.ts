@@ -247,10 +247,16 @@ describe.each(cases)('three sharded replicas, ShardedListAndWatch gate $gate, $c
       for (let k = 0; k < kills; k++) {
         kill(live()[Math.floor(random() * live().length)]);
         startReplica();
-        // Changes that make the new owners reconcile while buckets move.
-        await Promise.all(Array.from({ length: 10 }, () => names[Math.floor(random() * names.length)]).map((name, i) =>
+        // Changes that make the new owners reconcile while buckets move; each kill's hand-over completes
+        // (the changed clusters converge) before the next, a random 0-2 s later.
+        const changed = [...new Set(Array.from({ length: 10 }, () => names[Math.floor(random() * names.length)]))];
+        await Promise.all(changed.map((name, i) =>
           client.request('PATCH', clusterPath(namespace, name), { contentType: 'application/merge-patch+json', body: { spec: { image: `registry.example.com/kv/server:3.${k}.${i}` } } })));
-        await new Promise((r) => setTimeout(r, 1000 + random() * 4000));
+        await eventually(`the clusters changed after kill ${k + 1} to converge`, async () => {
+          const crs = await Promise.all(changed.map((name) => client.request<any>('GET', clusterPath(namespace, name))));
+          return crs.every((cr) => cr.status?.observedGeneration === cr.metadata.generation) ? true : undefined;
+        }, 4 * LEASE_MS + 20_000, 200);
+        await new Promise((r) => setTimeout(r, random() * 2000));
       }
       await eventually('every cluster to converge after the kills', async () => ((await allConverged()) ? true : undefined), 300_000, 1000);
       const overlaps = monitor.overlaps();

@@ -24,7 +24,15 @@ describe('dkv controller flags', () => {
     expect(parseControllerFlags(['--fleet-kubeconfig', '/etc/fleet/kubeconfig', '--fleet-member', 'eu-west']).fleet).toEqual({ kubeconfig: '/etc/fleet/kubeconfig', member: 'eu-west' });
   });
 
+  it('runs one leader by default and sharded replicas with --shards auto', () => {
+    expect(parseControllerFlags([]).shards).toBe(false);
+    expect(parseControllerFlags(['--shards', 'off']).shards).toBe(false);
+    expect(parseControllerFlags(['--shards', 'auto']).shards).toBe(true);
+  });
+
   it.each([
+    [['--shards', '3'], '--shards: must be off or auto (got "3")'],
+    [['--shards', 'auto', '--fleet-kubeconfig', 'k', '--fleet-member', 'eu-west'], '--shards: cannot be combined with fleet mode (--fleet-kubeconfig) yet (got "auto")'],
     [['--leader-elect', 'yes'], '--leader-elect: must be true or false (got "yes")'],
     [['--leader-elect', 'True'], '--leader-elect: must be true or false (got "True")'],
     [['--resync-minutes', '0'], '--resync-minutes: must be a number greater than 0 (got "0")'],
