@@ -7,7 +7,9 @@
  *
  * Added after synthesis, outside the desired hash: `dkv synth` (no uid yet)
  * and the controller hash alike. A live object without the label differs
- * from the desired one and is written once, like any drift.
+ * from the desired one and is written once, like any drift. reconcile.ts
+ * labels only what the cluster creates or controls: objects another tool
+ * applied from `dkv synth` output stay unwritten while identical.
  */
 import type { GeneratorConfig } from '../api/config.js';
 import { bucketOf } from '../kube/shard-buckets.js';

@@ -86,8 +86,6 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   let desired: KubeObject[];
   try {
     desired = synthesizeCluster(resource, config, membership?.plan, { backupsSuspended: fleet ? fleet.role === 'standby' : undefined });
-    // A detect-only cluster's objects are a GitOps tool's: the label would be reported as drift on each.
-    if (!detectOnly) desired = desired.map((o) => withBucketLabel(o, cr.metadata.uid!, config));
   } catch (e) {
     if (!(e instanceof InvalidConfigError)) throw e;
     return refuse(ctx, cr, key, owned, 'InvalidConfig', e.problems.map(formatProblem).join('; '));
@@ -101,6 +99,15 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   await Promise.all(desired.map(async (object) => {
     live.set(objectName(object), ctx.owned.get(cacheKind(object))?.get(`${object.metadata.namespace}/${object.metadata.name}`) ?? await getObject(ctx.client, object));
   }));
+
+  // The shard bucket goes on what this cluster creates or controls, not on objects another tool
+  // applied from `dkv synth` output (those are left unwritten while identical), nor in detect-only mode.
+  if (!detectOnly) {
+    desired = desired.map((o) => {
+      const current = live.get(objectName(o));
+      return !current || controllingOwner(current)?.uid === cr.metadata.uid ? withBucketLabel(o, cr.metadata.uid!, config) : o;
+    });
+  }
 
   // Day-2: volumes grow claim by claim; the StatefulSet keeps its volume template until it is replaced.
   const desiredStatefulSet = desired.find((o) => o.kind === 'StatefulSet')!;
@@ -187,10 +194,17 @@ async function formerStatefulSets(ctx: ReconcileContext, cr: CachedObject, desir
   return found.filter((o): o is CachedObject => o !== undefined && ownershipOf(o, cr.metadata.uid!, undefined, ctx.config.hashAnnotation).ours);
 }
 
-/** The object as the API server has it, or undefined when there is none. */
+/**
+ * The object as the API server has it, or undefined when there is none.
+ * Read from the API server's watch cache (resourceVersion 0), not from etcd:
+ * asked once per object of every new cluster, a quorum read cost etcd and
+ * kube-apiserver more than the write that follows. What it guards against
+ * (an object of that name that is someone else's) is no better served by a
+ * quorum read, since nothing makes the read and the write one step.
+ */
 async function getObject(client: KubeClient, object: KubeObject): Promise<CachedObject | undefined> {
   try {
-    const found = await client.request<CachedObject>('GET', resourcePath(object.apiVersion, object.kind, object.metadata.namespace, object.metadata.name));
+    const found = await client.request<CachedObject>('GET', resourcePath(object.apiVersion, object.kind, object.metadata.namespace, object.metadata.name), { query: { resourceVersion: '0' } });
     return { ...found, apiVersion: object.apiVersion, kind: object.kind };
   } catch (e) {
     if (e instanceof KubeApiError && e.status === 404) return undefined;

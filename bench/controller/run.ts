@@ -258,7 +258,11 @@ try {
     const applied = await Promise.all(mine.map((o) => client.apply(o, { fieldManager: 'bench-floor', force: true })));
     await client.request('PATCH', `${resourcePath(API_VERSION, KIND, 'floor-writes', name)}/status`, {
       contentType: 'application/merge-patch+json',
-      body: { status: { observedGeneration: cr.metadata.generation, generatedObjects: applied.map((a: any) => ({ kind: a.kind, name: a.metadata.name, uid: a.metadata.uid })) } },
+      body: { status: {
+        observedGeneration: cr.metadata.generation,
+        generatedObjects: applied.map((a: any) => ({ apiVersion: a.apiVersion, kind: a.kind, name: a.metadata.name, uid: a.metadata.uid, hash: a.metadata.annotations?.[config.hashAnnotation] })),
+        conditions: [{ type: 'Ready', status: 'False', reason: 'MembersNotReady', message: 'no members ready', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), observedGeneration: cr.metadata.generation }],
+      } },
     });
   });
   const necessaryMs = performance.now() - started;
