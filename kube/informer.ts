@@ -150,9 +150,10 @@ export class Informer {
   }
 
   /**
-   * Whether the API server filtered the last list by the shard selector
-   * (it echoed it in shardInfo); false when this informer filtered instead;
-   * undefined before a sharded list.
+   * Whether the API server filters by the shard selector: it echoed the
+   * selector (shardInfo) or sent nothing outside the share; false once it
+   * sent an object outside it (this informer filters then); undefined
+   * before a sharded list.
    */
   get shardFilteredByServer(): boolean | undefined {
     return this.serverFiltered;
