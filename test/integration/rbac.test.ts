@@ -13,6 +13,7 @@ import { renderInstall } from '../../cli/install-command.js';
 import { loadDefaultConfig } from '../../api/config.js';
 import { KubeClient, resourcePath } from '../../kube/client.js';
 import { LeaderElector } from '../../kube/leader.js';
+import { SHARD_GROUP_LABEL, ShardMembership } from '../../kube/shard-membership.js';
 import { realClock } from '../../kube/clock.js';
 import { createLogger } from '../../kube/log.js';
 import { CertificateRotation } from '../../conversion/certificate-rotation.js';
@@ -82,10 +83,37 @@ describeWithCluster('the controller with only the permissions of the generated i
     expect(deploymentFlags(clients.bundle).namespace).toBeUndefined(); // every namespace
   });
 
-  it('is refused what the roles do not grant: Secrets, and any Lease but its own', async () => {
+  it('is refused what the roles do not grant: Secrets, and Leases outside its own namespace', async () => {
     await expect(clients.controller.request('GET', '/api/v1/secrets')).rejects.toMatchObject({ status: 403 });
-    await expect(clients.controller.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'dkv-system', 'someone-elses'))).rejects.toMatchObject({ status: 403 });
+    // In its own namespace any Lease is readable (sharded replicas name theirs at run time): absent, not forbidden.
+    await expect(clients.controller.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'dkv-system', 'someone-elses'))).rejects.toMatchObject({ status: 404 });
     await expect(clients.controller.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'default', defaults.controller.leaseName))).rejects.toMatchObject({ status: 403 });
+    await expect(clients.controller.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'default'))).rejects.toMatchObject({ status: 403 });
+  });
+
+  it('can run shard membership in its own namespace: create, renew and list its Leases, release its own, delete a released one', async () => {
+    const views: string[][] = [];
+    const member = (identity: string) => new ShardMembership({
+      client: clients.controller, namespace: 'dkv-system', group: defaults.sharding.group, identity, clock: realClock, log: createLogger('silent'),
+      leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 250,
+      onView: async (view) => void views.push([...view.members]), onLost: () => undefined,
+    });
+    const leases = async () => (await clients.admin.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'dkv-system'), { query: { labelSelector: `${SHARD_GROUP_LABEL}=${defaults.sharding.group}` } })).items
+      .map((l: { metadata: { name: string } }) => l.metadata.name).sort();
+    const a = member('rbac-a');
+    const b = member('rbac-b');
+    a.start();
+    b.start();
+    try {
+      await eventually('both replicas in one view', async () => (views.some((v) => v.length === 2) ? true : undefined));
+      expect(await leases()).toEqual([`${defaults.sharding.group}-rbac-a`, `${defaults.sharding.group}-rbac-b`]);
+      await b.stop(); // released (PUT) by b, then deleted by a (DELETE)
+      await eventually('the released Lease deleted', async () => ((await leases()).length === 1 ? true : undefined));
+      expect(await leases()).toEqual([`${defaults.sharding.group}-rbac-a`]);
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
   });
 
   it('converges a cluster (owner references with blockOwnerDeletion), corrects drift, and lets a deleted cluster go', async () => {
