@@ -35,6 +35,7 @@ import { startControlPlane } from '../../test/cluster/control-plane.js';
 import { establishCrd } from '../../test/support/crds.js';
 import { eventually, yes } from '../../test/support/eventually.js';
 import { fleetSpec } from '../../test/support/fleet-specs.js';
+import { inParallel } from '../../test/support/in-parallel.js';
 import { httpProbe } from '../../test/support/http-probe.js';
 
 const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' } } });
@@ -52,13 +53,6 @@ const SHARDS = Number(values.shards ?? 3);
 const config = { ...loadDefaultConfig(), engine: 'generic' as const };
 const configFile = join(mkdtempSync(join(tmpdir(), 'dkv-bench-')), 'dkv.config.yaml');
 writeFileSync(configFile, 'engine: generic\n');
-
-async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  }));
-}
 
 function delta(after: Map<string, number>, before: Map<string, number>): Map<string, number> {
   const out = new Map<string, number>();

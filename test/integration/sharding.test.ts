@@ -23,6 +23,7 @@ import { bucketOf, bucketsOwnedBy } from '../../kube/shard-buckets.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
 import { fleetSpec } from '../support/fleet-specs.js';
+import { inParallel } from '../support/in-parallel.js';
 import { clusterPath } from './controller-harness.js';
 
 const LEASE_MS = 4000;
@@ -96,13 +97,6 @@ class InvariantMonitor {
     }
     return found;
   }
-}
-
-async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  }));
 }
 
 async function metrics(replica: Replica): Promise<string> {
