@@ -8,6 +8,8 @@ import type { GeneratorConfig } from '../api/config.js';
 import { API_VERSION, KIND } from '../api/validate.js';
 import { servedVersionOf } from '../api/versions.js';
 import { realClock, type Clock } from '../kube/clock.js';
+import { slimCluster, slimOwnedObject } from './cache-slimming.js';
+import { StringInterner } from '../kube/string-interner.js';
 import { ClusterMemory } from './cluster-memory.js';
 import { EventRecorder } from './events.js';
 import type { FieldFightPolicy } from './field-fights.js';
@@ -108,22 +110,6 @@ function ownerUids(object: CachedObject): string[] {
   return uid ? [uid] : [];
 }
 
-/**
- * What the cache keeps of an owned object. Our own managedFields entry (the
- * largest, listing every field we set) and kubectl's last-applied annotation
- * (a copy of the whole object) are never read: drift compares live values and
- * asks the other managers' entries who changed them.
- */
-export function slimOwnedObject(object: CachedObject, fieldManager: string): CachedObject {
-  const metadata = object.metadata;
-  if (Array.isArray(metadata.managedFields)) metadata.managedFields = metadata.managedFields.filter((m: { manager?: string }) => m.manager !== fieldManager);
-  if (metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration']) {
-    const { ['kubectl.kubernetes.io/last-applied-configuration']: _dropped, ...rest } = metadata.annotations;
-    metadata.annotations = rest;
-  }
-  return object;
-}
-
 export class Controller {
   readonly metrics: ControllerMetrics;
   /** The DistributedKV cache. */
@@ -157,11 +143,14 @@ export class Controller {
     const resyncMs = options.resyncMs ?? 10 * 60_000;
     // Sharded: nothing is cached before the first share.
     const selection = options.sharding ? this.selections(new Set()) : undefined;
+    // One table for every cache: a cluster's uid is shared by its owned objects' owner references.
+    const strings = new StringInterner();
     this.clusters = new Informer({
       client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, options.namespace), resyncMs, log, clock, ...options.watch,
       shard: selection?.clusters.shard,
       // Clusters by the object names they claim: a name clash is found without a request.
       indexBy: (object) => claimedNames(object, config),
+      transform: (object) => strings.internTree(slimCluster(object)),
       onEvent: (type, object, old) => {
         // Status-only updates (our own writes) change neither generation nor metadata we act on.
         if (type === 'updated' && old && old !== object && old.metadata.generation === object.metadata.generation
@@ -185,7 +174,7 @@ export class Controller {
         client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), resyncMs, log, clock, ...options.watch,
         ...(selection?.owned ?? { labelSelector: selector }),
         indexBy: ownerUids,
-        transform: (object) => slimOwnedObject(object, fieldManager),
+        transform: (object) => strings.internTree(slimOwnedObject(object, fieldManager)),
         onEvent: (_type, object) => this.enqueueOwner(object, instance),
         onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
         onWatchBytes: (bytes) => this.metrics.watchBytes.inc({ kind }, bytes),

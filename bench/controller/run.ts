@@ -11,11 +11,11 @@
  *   requests   API requests the controllers made per converged cluster.
  *   steady     writes per minute over a settled fleet (must be 0).
  *   drift      latency from an out-of-band `kubectl scale` to its correction, p50/p99 over 100 edits.
- *   rss        each controller process's peak resident memory.
+ *   rss        each controller process's peak resident memory, and its V8 heap and external memory.
  *   watch      bytes each controller process received on its watches.
  *
  * Runs the generic engine (see `config` below). Prints figures; never fails on a timing.
- * `npm run bench:controller [-- --clusters N --steady-seconds S --drift-edits N --shards N --workers N --skip-sequential]`.
+ * `npm run bench:controller [-- --clusters N --steady-seconds S --drift-edits N --shards N --workers N --skip-sequential --single-only]`.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -38,7 +38,7 @@ import { fleetSpec } from '../../test/support/fleet-specs.js';
 import { inParallel } from '../../test/support/in-parallel.js';
 import { httpProbe } from '../../test/support/http-probe.js';
 
-const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' } } });
+const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' }, 'single-only': { type: 'boolean' } } });
 const CLUSTERS = Number(values.clusters ?? 1000);
 const STEADY_SECONDS = Number(values['steady-seconds'] ?? 60);
 const DRIFT_EDITS = Number(values['drift-edits'] ?? 100);
@@ -108,6 +108,10 @@ interface ControllerRun {
   readonly cached: number[];
   readonly serverFiltered: string[];
   readonly latencies: number[];
+  /** Each replica's largest V8 heap (total, used) and external memory seen during convergence, bytes. */
+  readonly memory: { heapTotal: number; heapUsed: number; external: number }[];
+  /** Each replica's V8 heap in use after the steady period (idle, so V8's memory reducer has collected): about its live set. */
+  readonly settledHeapUsed: number[];
 }
 
 function metricValue(text: string, name: string, labels = ''): number {
@@ -161,10 +165,28 @@ async function runControllers(namespace: string, replicas: number, shards: boole
   const pids = Object.fromEntries(children.map((c, r) => [`controller-${r}`, c.pid!]));
   const before = await requestCounts(client);
   const cpuBefore = cpuSeconds({ ...planePids, ...pids, bench: process.pid });
+  // Where the resident memory goes: each replica's heap and external memory, sampled during convergence.
+  const memory = healthUrls.map(() => ({ heapTotal: 0, heapUsed: 0, external: 0 }));
+  const sampleMemory = async () => Promise.all(healthUrls.map(async (url, r) => {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const m = memory[r];
+    m.heapTotal = Math.max(m.heapTotal, metricValue(text, 'dkv_nodejs_heap_size_total_bytes'));
+    m.heapUsed = Math.max(m.heapUsed, metricValue(text, 'dkv_nodejs_heap_size_used_bytes'));
+    m.external = Math.max(m.external, metricValue(text, 'dkv_nodejs_external_memory_bytes'));
+  }));
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      await sampleMemory();
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  })();
   const started = performance.now();
   await inParallel(Array.from({ length: CLUSTERS }, (_, i) => i), 16, (i) => client.request('POST', resourcePath(API_VERSION, KIND, namespace), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace }, spec: fleetSpec(i, `kv-${i}`, 'bench') } }));
   await allConverged;
   const convergeMs = performance.now() - started;
+  sampling = false;
+  await sampler;
   const cpuAfter = cpuSeconds({ ...planePids, ...pids, bench: process.pid });
   const used = delta(await requestCounts(client), before);
   // The bench's own requests: the creates (its watch is one long request).
@@ -201,11 +223,12 @@ async function runControllers(namespace: string, replicas: number, shards: boole
   }
 
   const scraped = await Promise.all(healthUrls.map(async (url) => (await fetch(`${url}/metrics`)).text()));
+  const settledHeapUsed = scraped.map((text) => metricValue(text, 'dkv_nodejs_heap_size_used_bytes'));
   const rssKb = children.map((child) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0));
   for (const child of children) child.kill('SIGTERM');
   await Promise.all(children.map((child) => new Promise((r) => child.once('exit', r))));
   return {
-    convergeMs, latencies, perCluster, requests, rssKb,
+    convergeMs, latencies, perCluster, requests, rssKb, memory, settledHeapUsed,
     apiserverCpu: cpuAfter['kube-apiserver'] - cpuBefore['kube-apiserver'],
     cpu: cpuDelta(cpuAfter, cpuBefore),
     steadyPerMinute: steadyWrites * 60 / STEADY_SECONDS,
@@ -215,12 +238,19 @@ async function runControllers(namespace: string, replicas: number, shards: boole
   };
 }
 
-const plane = await startControlPlane(undefined, { apiServerFlags: ['--feature-gates=ShardedListAndWatch=true'] });
-const client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
-try {
-  await establishCrd(client, customResourceDefinition(config));
-  for (const ns of ['floor', 'floor-seq', 'floor-writes']) await client.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
+interface Floors {
+  readonly objects: number;
+  readonly bulkMs: number;
+  readonly bulkCpu: string;
+  readonly sequentialMs: number;
+  readonly necessaryMs: number;
+  readonly necessaryApiserverCpu: number;
+  readonly necessaryCpu: string;
+}
 
+/** The floors, no controller: a bulk apply, a sequential apply, and the necessary writes in bulk. */
+async function runFloors(planePids: Record<string, number>): Promise<Floors> {
+  for (const ns of ['floor', 'floor-seq', 'floor-writes']) await client.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
   // Floor: the same objects applied in bulk, no controller.
   const objectsByCluster = Array.from({ length: CLUSTERS }, (_, i) => {
     const result = validateDistributedKV({ apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace: 'floor' }, spec: fleetSpec(i, `kv-${i}`, 'bench') }, config);
@@ -228,7 +258,6 @@ try {
     return synthesizeCluster(result.resource, config);
   });
   const objects = objectsByCluster.flat();
-  const planePids = childPids();
   const floorCpuBefore = cpuSeconds({ ...planePids, bench: process.pid });
   let started = performance.now();
   await inParallel(objects, 16, (o) => client.apply(o, { fieldManager: 'bench-floor', force: true }));
@@ -263,30 +292,57 @@ try {
   const necessaryMs = performance.now() - started;
   const necessaryCpuAfter = cpuSeconds({ ...planePids, bench: process.pid });
 
-  const single = await runControllers('ctrl', 1, false, planePids);
-  const sharded = await runControllers('shards', SHARDS, true, planePids);
+  return {
+    objects: objects.length, bulkMs: floorMs, bulkCpu: floorCpu, sequentialMs, necessaryMs,
+    necessaryApiserverCpu: necessaryCpuAfter['kube-apiserver'] - necessaryCpuBefore['kube-apiserver'],
+    necessaryCpu: cpuDelta(necessaryCpuAfter, necessaryCpuBefore),
+  };
+}
 
-  const row = (a: string, b: string, c: string, d: string, e = '') => console.log(`${a.padEnd(44)} ${b.padStart(14)} ${c.padStart(20)} ${d.padStart(16)}   ${e}`);
-  const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
-  console.log(`\nbench/controller: ${CLUSTERS} clusters (sizes 1-9, half with backup, ${objects.length} objects), ${WORKERS} workers per replica, ShardedListAndWatch on, on ${plane.server}`);
+const plane = await startControlPlane(undefined, { apiServerFlags: ['--feature-gates=ShardedListAndWatch=true'] });
+const client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+try {
+  await establishCrd(client, customResourceDefinition(config));
+  const planePids = childPids();
+  // --single-only: the single leader alone (a quick look at the controller's own figures, without the floors and shards).
+  const singleOnly = Boolean(values['single-only']);
+  const floors = singleOnly ? undefined : await runFloors(planePids);
+  const single = await runControllers('ctrl', 1, false, planePids);
+  const sharded = singleOnly ? undefined : await runControllers('shards', SHARDS, true, planePids);
+
+  const row = (a: string, b: string, c = '', d = '', e = '') => console.log(`${a.padEnd(44)} ${b.padStart(14)} ${c.padStart(20)} ${d.padStart(16)}   ${e}`);
+  const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`;
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+  const ratio = (ms: number, floorMs: number) => `${(ms / floorMs).toFixed(2)}x`;
+  const each = (f: (run: ControllerRun) => string) => (sharded ? f(sharded) : '-');
+  console.log(`\nbench/controller: ${CLUSTERS} clusters (sizes 1-9, half with backup), ${WORKERS} workers per replica, ShardedListAndWatch on, on ${plane.server}`);
   row('figure', 'single leader', `${SHARDS} shards (each)`, 'floor/target', 'note');
-  row('converge all (create → status current)', `${(single.convergeMs / 1000).toFixed(2)} s`, `${(sharded.convergeMs / 1000).toFixed(2)} s`, `${(necessaryMs / 1000).toFixed(2)} s`,
-    `necessary-writes floor (target ≤ 1.3x): ${(single.convergeMs / necessaryMs).toFixed(2)}x / ${(sharded.convergeMs / necessaryMs).toFixed(2)}x; bulk apply alone ${(floorMs / 1000).toFixed(2)} s`);
-  row('  kube-apiserver CPU during it', `${single.apiserverCpu.toFixed(1)} s`, `${sharded.apiserverCpu.toFixed(1)} s`, `${(necessaryCpuAfter['kube-apiserver'] - necessaryCpuBefore['kube-apiserver']).toFixed(1)} s`, 'the floor\'s own; 2 cores');
-  row('  against a sequential apply (kubectl-style)', '', '', `${(sequentialMs / 1000).toFixed(2)} s`, `ratio ${(single.convergeMs / sequentialMs).toFixed(2)}x / ${(sharded.convergeMs / sequentialMs).toFixed(2)}x`);
-  row('API requests per converged cluster', single.perCluster.toFixed(2), sharded.perCluster.toFixed(2), `${(objects.length / CLUSTERS + 1).toFixed(2)}`, 'floor: one apply per object and one status write');
-  row('steady-state writes per minute', single.steadyPerMinute.toFixed(1), sharded.steadyPerMinute.toFixed(1), '0', `over ${STEADY_SECONDS} s, leases excluded`);
-  row('peak RSS per replica', mb(single.rssKb[0]), sharded.rssKb.map(mb).join(' / '), '', `shards: max ${(100 * Math.max(...sharded.rssKb) / single.rssKb[0]).toFixed(0)}% of the single leader (target < 45%)`);
-  row('watch bytes received per replica', `${(single.watchBytes[0] / 1e6).toFixed(1)} MB`, sharded.watchBytes.map((b) => `${(b / 1e6).toFixed(1)}`).join(' / ') + ' MB', '',
-    `shards: max ${(100 * Math.max(...sharded.watchBytes) / single.watchBytes[0]).toFixed(0)}% (target < 45%)`);
-  row('DistributedKVs cached per replica', String(single.cached[0]), sharded.cached.join(' / '), '', `shardSelector filtered by the API server: ${sharded.serverFiltered.join(' / ')}`);
+  row('converge all (create → status current)', seconds(single.convergeMs), each((r) => seconds(r.convergeMs)), floors ? seconds(floors.necessaryMs) : '-',
+    floors ? `necessary-writes floor (target ≤ 1.3x): ${ratio(single.convergeMs, floors.necessaryMs)} / ${each((r) => ratio(r.convergeMs, floors.necessaryMs))}; bulk apply alone ${seconds(floors.bulkMs)}` : '');
+  row('  kube-apiserver CPU during it', `${single.apiserverCpu.toFixed(1)} s`, each((r) => `${r.apiserverCpu.toFixed(1)} s`), floors ? `${floors.necessaryApiserverCpu.toFixed(1)} s` : '-', 'the floor\'s own; 2 cores');
+  if (floors && !Number.isNaN(floors.sequentialMs)) {
+    row('  against a sequential apply (kubectl-style)', '', '', seconds(floors.sequentialMs), `ratio ${ratio(single.convergeMs, floors.sequentialMs)} / ${each((r) => ratio(r.convergeMs, floors.sequentialMs))}`);
+  }
+  row('API requests per converged cluster', single.perCluster.toFixed(2), each((r) => r.perCluster.toFixed(2)), floors ? `${(floors.objects / CLUSTERS + 1).toFixed(2)}` : '-', 'floor: one apply per object and one status write');
+  row('steady-state writes per minute', single.steadyPerMinute.toFixed(1), each((r) => r.steadyPerMinute.toFixed(1)), '0', `over ${STEADY_SECONDS} s, leases excluded`);
+  row('peak RSS per replica', mb(single.rssKb[0] * 1024), each((r) => r.rssKb.map((kb) => mb(kb * 1024)).join(' / ')), '',
+    each((r) => `shards: max ${(100 * Math.max(...r.rssKb) / single.rssKb[0]).toFixed(0)}% of the single leader (target < 45%)`));
+  row('  of it: V8 heap, peak total / used', single.memory.map((m) => `${mb(m.heapTotal)} / ${mb(m.heapUsed)}`).join(''), each((r) => r.memory.map((m) => mb(m.heapTotal)).join(' / ')), '', 'sampled each second during convergence');
+  row('  V8 heap used once settled', mb(single.settledHeapUsed[0]), each((r) => r.settledHeapUsed.map(mb).join(' / ')), '', `after the steady period: about the live set`);
+  row('  of it: external (buffers), peak', mb(single.memory[0].external), each((r) => r.memory.map((m) => mb(m.external)).join(' / ')));
+  row('watch bytes received per replica', `${(single.watchBytes[0] / 1e6).toFixed(1)} MB`, each((r) => r.watchBytes.map((b) => `${(b / 1e6).toFixed(1)}`).join(' / ') + ' MB'), '',
+    each((r) => `shards: max ${(100 * Math.max(...r.watchBytes) / single.watchBytes[0]).toFixed(0)}% (target < 45%)`));
+  row('DistributedKVs cached per replica', String(single.cached[0]), each((r) => r.cached.join(' / ')), '', each((r) => `shardSelector filtered by the API server: ${r.serverFiltered.join(' / ')}`));
   row('drift correction p50', `${percentile(single.latencies, 50).toFixed(0)} ms`, '', '', `${single.latencies.length} kubectl-scale edits`);
   row('drift correction p99', `${percentile(single.latencies, 99).toFixed(0)} ms`, '', '< 1000 ms');
-  console.log(`\nCPU during the bulk-apply floor:       ${floorCpu}`);
-  console.log(`CPU during the necessary-writes floor: ${cpuDelta(necessaryCpuAfter, necessaryCpuBefore)}`);
+  if (floors) {
+    console.log(`\nCPU during the bulk-apply floor:       ${floors.bulkCpu}`);
+    console.log(`CPU during the necessary-writes floor: ${floors.necessaryCpu}`);
+  }
   console.log(`CPU during convergence, single leader: ${single.cpu}  (2 cores: ${(2 * single.convergeMs / 1000).toFixed(1)} s available)`);
-  console.log(`CPU during convergence, ${SHARDS} shards:      ${sharded.cpu}  (2 cores: ${(2 * sharded.convergeMs / 1000).toFixed(1)} s available)`);
+  if (sharded) console.log(`CPU during convergence, ${SHARDS} shards:      ${sharded.cpu}  (2 cores: ${(2 * sharded.convergeMs / 1000).toFixed(1)} s available)`);
   for (const [label, run] of [['single leader', single], [`${SHARDS} shards`, sharded]] as const) {
+    if (!run) continue;
     console.log(`\n${label}: controller requests by verb and resource:`);
     for (const [k, v] of run.requests.sort()) console.log(`  ${k.padEnd(40)} ${String(v).padStart(7)}  (${(v / CLUSTERS).toFixed(2)}/cluster)`);
   }
