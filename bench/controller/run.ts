@@ -175,13 +175,15 @@ async function runControllers(namespace: string, replicas: number, shards: boole
     m.external = Math.max(m.external, metricValue(text, 'dkv_nodejs_external_memory_bytes'));
   }));
   let sampling = true;
+  const started = performance.now();
   const sampler = (async () => {
-    while (sampling) {
-      await sampleMemory();
+    for (let n = 1; sampling; n++) {
+      // A sample lost to a busy replica (a reset keep-alive connection) is skipped, not fatal.
+      await sampleMemory().catch(() => undefined);
+      if (n % 60 === 0) process.stderr.write(`${namespace}: ${converged.size} of ${CLUSTERS} converged after ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
       await new Promise((r) => setTimeout(r, 1000));
     }
   })();
-  const started = performance.now();
   await inParallel(Array.from({ length: CLUSTERS }, (_, i) => i), 16, (i) => client.request('POST', resourcePath(API_VERSION, KIND, namespace), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace }, spec: fleetSpec(i, `kv-${i}`, 'bench') } }));
   await allConverged;
   const convergeMs = performance.now() - started;
