@@ -340,9 +340,13 @@ export class Informer {
       // Built-in kinds echo the selector in shardInfo; custom resources (1.36) filter without echoing it.
       if (shard) serverFiltered = (serverFiltered ?? true) && (list.metadata.shardInfo?.selector === shard.selector || !this.dropsAny(list.items, shard));
       for (const item of list.items as CachedObject[]) {
-        const object = this.prepare(item);
+        // An object unchanged since it was cached is kept as it is: a relist of a large cache
+        // (after 410 Gone, or a new selection) then holds one copy of it, not two.
+        const key = objectKey(item);
+        const cached = this.cache.get(key);
+        const object = cached && cached.metadata.resourceVersion === item.metadata.resourceVersion ? cached : this.prepare(item);
         if (shard && !shard.matches(object)) continue;
-        fresh.set(objectKey(object), object);
+        fresh.set(key, object);
       }
       continueToken = list.metadata?.continue || undefined;
       if (!continueToken) break;

@@ -112,6 +112,8 @@ interface ControllerRun {
   readonly memory: { heapTotal: number; heapUsed: number; external: number }[];
   /** Each replica's V8 heap in use after the steady period (idle, so V8's memory reducer has collected): about its live set. */
   readonly settledHeapUsed: number[];
+  /** Each replica's watch restarts by reason (a 410 Gone costs a relist). */
+  readonly watchRestarts: string[];
 }
 
 function metricValue(text: string, name: string, labels = ''): number {
@@ -231,6 +233,7 @@ async function runControllers(namespace: string, replicas: number, shards: boole
   await Promise.all(children.map((child) => new Promise((r) => child.once('exit', r))));
   return {
     convergeMs, latencies, perCluster, requests, rssKb, memory, settledHeapUsed,
+    watchRestarts: scraped.map((text) => ['gone', 'idle', 'error'].map((reason) => `${reason} ${metricValue(text, 'dkv_watch_restarts_total', `reason="${reason}"`)}`).join(', ')),
     apiserverCpu: cpuAfter['kube-apiserver'] - cpuBefore['kube-apiserver'],
     cpu: cpuDelta(cpuAfter, cpuBefore),
     steadyPerMinute: steadyWrites * 60 / STEADY_SECONDS,
@@ -334,6 +337,7 @@ try {
   row('  of it: external (buffers), peak', mb(single.memory[0].external), each((r) => r.memory.map((m) => mb(m.external)).join(' / ')));
   row('watch bytes received per replica', `${(single.watchBytes[0] / 1e6).toFixed(1)} MB`, each((r) => r.watchBytes.map((b) => `${(b / 1e6).toFixed(1)}`).join(' / ') + ' MB'), '',
     each((r) => `shards: max ${(100 * Math.max(...r.watchBytes) / single.watchBytes[0]).toFixed(0)}% (target < 45%)`));
+  row('watch restarts per replica', single.watchRestarts[0], each((r) => r.watchRestarts.join(' / ')));
   row('DistributedKVs cached per replica', String(single.cached[0]), each((r) => r.cached.join(' / ')), '', each((r) => `shardSelector filtered by the API server: ${r.serverFiltered.join(' / ')}`));
   row('drift correction p50', `${percentile(single.latencies, 50).toFixed(0)} ms`, '', '', `${single.latencies.length} kubectl-scale edits`);
   row('drift correction p99', `${percentile(single.latencies, 99).toFixed(0)} ms`, '', '< 1000 ms');

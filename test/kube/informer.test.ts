@@ -3,7 +3,8 @@
  * endpoint: list retries back off from the initial delay, doubling to the
  * cap; a watch that hears nothing past its bound makes the informer report
  * itself not live (what /healthz serves) until something arrives; a watch
- * that says Gone makes it relist and report what was deleted meanwhile.
+ * that says Gone makes it relist and report what was deleted meanwhile,
+ * keeping the objects that did not change.
  * test/integration covers the same informer against the real API server.
  */
 import { Informer, type CachedObject, type InformerEventType } from '../../kube/informer.js';
@@ -54,15 +55,25 @@ describe('the informer on a fake clock', () => {
     const { clock, api, events, informer: i } = informer();
     api.put('a');
     api.put('b');
+    api.put('d');
     i.start();
     await clock.advance(0);
+    const unchanged = i.get('ns/b');
+    const before = i.get('ns/d');
     api.objects.delete('a');
     api.put('c');
+    api.put('d', { changed: 'yes' });
     api.send('ERROR', { code: 410, reason: 'Expired', message: 'too old resource version' });
     await settle();
     await clock.advance(0);
-    expect(events).toEqual([['added', 'a'], ['added', 'b'], ['added', 'c'], ['deleted', 'a']]);
-    expect(i.list().map((o) => o.metadata.name).sort()).toEqual(['b', 'c']);
+    expect(events).toEqual([['added', 'a'], ['added', 'b'], ['added', 'd'], ['updated', 'd'], ['added', 'c'], ['deleted', 'a']]);
+    expect(i.list().map((o) => o.metadata.name).sort()).toEqual(['b', 'c', 'd']);
+    // The list sends fresh copies; an object unchanged since it was cached is kept, not held twice.
+    expect(unchanged).toBeDefined();
+    expect(before).toBeDefined();
+    expect(i.get('ns/b')).toBe(unchanged);
+    expect(i.get('ns/d')).not.toBe(before);
+    expect(i.get('ns/d')!.data).toEqual({ changed: 'yes' });
     await i.stop();
   });
 });
