@@ -9,6 +9,7 @@ import { FleetLock } from './fleet-lock.js';
 import { loadCheckedConfig } from '../constructs/config-check.js';
 import { Controller } from './controller.js';
 import { CONTROLLER_USAGE, parseControllerFlags } from './controller-flags.js';
+import { boundHeapGrowth } from './heap-growth.js';
 import { startHealthServer } from './health-server.js';
 import { KubeClient } from '../kube/client.js';
 import { realClock } from '../kube/clock.js';
@@ -37,6 +38,7 @@ export async function runController(args: string[]): Promise<number> {
     process.stdout.write(CONTROLLER_USAGE + '\n');
     return 0;
   }
+  boundHeapGrowth();
   const log = createLogger();
   const config = loadCheckedConfig(flags.config);
   const client = KubeClient.fromKubeconfig(flags.kubeconfig);
