@@ -4,10 +4,11 @@
  * while allocation is fast, which for a controller (a large, stable cache
  * and much short-lived garbage from each reconcile) means resident memory
  * several times the live cache. A fixed 25% bounds it; measured with
- * `npm run bench:controller -- --clusters 10000 --single-only`: peak RSS
- * 624 MB -> 385 MB, heap in use once settled 484 MB -> 189 MB, convergence
- * 408 s against 415 s and controller CPU 108 s against 114 s (more, smaller
- * collections).
+ * `npm run bench:controller -- --clusters 10000 --single-only`, set here at
+ * start: peak RSS 624 MB -> 379 MB, heap in use once settled 484 MB ->
+ * 217 MB, convergence 408 s -> 428 s (runs vary 385-428 s), controller CPU
+ * 108 s -> 116 s (more, smaller collections). Given to node on its command
+ * line instead: 385 MB, the same within noise.
  */
 import { setFlagsFromString } from 'node:v8';
 

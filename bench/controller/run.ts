@@ -11,7 +11,7 @@
  *   requests   API requests the controllers made per converged cluster.
  *   steady     writes per minute over a settled fleet (must be 0).
  *   drift      latency from an out-of-band `kubectl scale` to its correction, p50/p99 over 100 edits.
- *   rss        each controller process's peak resident memory, and its V8 heap and external memory.
+ *   rss        each controller process's peak resident memory, and its V8 heap and external memory (MB: 10^6 bytes).
  *   watch      bytes each controller process received on its watches.
  *
  * Runs the generic engine (see `config` below). Prints figures; never fails on a timing.
@@ -110,7 +110,7 @@ interface ControllerRun {
   readonly latencies: number[];
   /** Each replica's largest V8 heap (total, used) and external memory seen during convergence, bytes. */
   readonly memory: { heapTotal: number; heapUsed: number; external: number }[];
-  /** Each replica's V8 heap in use after the steady period (idle, so V8's memory reducer has collected): about its live set. */
+  /** Each replica's V8 heap in use after the steady period: what V8 still holds once the fleet settled (the live set plus what it has not collected). */
   readonly settledHeapUsed: number[];
   /** Each replica's watch restarts by reason (a 410 Gone costs a relist). */
   readonly watchRestarts: string[];
@@ -333,7 +333,7 @@ try {
   row('peak RSS per replica', mb(single.rssKb[0] * 1024), each((r) => r.rssKb.map((kb) => mb(kb * 1024)).join(' / ')), '',
     each((r) => `shards: max ${(100 * Math.max(...r.rssKb) / single.rssKb[0]).toFixed(0)}% of the single leader (target < 45%)`));
   row('  of it: V8 heap, peak total / used', single.memory.map((m) => `${mb(m.heapTotal)} / ${mb(m.heapUsed)}`).join(''), each((r) => r.memory.map((m) => mb(m.heapTotal)).join(' / ')), '', 'sampled each second during convergence');
-  row('  V8 heap used once settled', mb(single.settledHeapUsed[0]), each((r) => r.settledHeapUsed.map(mb).join(' / ')), '', `after the steady period: about the live set`);
+  row('  V8 heap used once settled', mb(single.settledHeapUsed[0]), each((r) => r.settledHeapUsed.map(mb).join(' / ')), '', 'after the steady period: live set plus what V8 has not collected');
   row('  of it: external (buffers), peak', mb(single.memory[0].external), each((r) => r.memory.map((m) => mb(m.external)).join(' / ')));
   row('watch bytes received per replica', `${(single.watchBytes[0] / 1e6).toFixed(1)} MB`, each((r) => r.watchBytes.map((b) => `${(b / 1e6).toFixed(1)}`).join(' / ') + ' MB'), '',
     each((r) => `shards: max ${(100 * Math.max(...r.watchBytes) / single.watchBytes[0]).toFixed(0)}% (target < 45%)`));

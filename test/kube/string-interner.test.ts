@@ -16,7 +16,7 @@ describe('StringInterner', () => {
     const second = interner.internTree(JSON.parse(text));
     expect(first).toEqual(JSON.parse(text));
     expect(second).toEqual(first);
-    // name, label value, uid, container name is 'kv' again, args: distinct values only.
+    // 'kv' (twice in the tree), 'distributedkv', the uid, '--a', '--b': each value kept once, however often parsed.
     expect(interner.size).toBe(5);
   });
 
