@@ -11,13 +11,9 @@
  *   field owners, and a write that omits managedFields leaves them as they are.
  */
 import type { CachedObject } from '../kube/informer.js';
+import type { ManagedFieldsEntry } from './drift.js';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
-
-interface ManagedFieldsEntry {
-  readonly manager?: string;
-  readonly subresource?: string;
-}
 
 export function slimOwnedObject(object: CachedObject, fieldManager: string): CachedObject {
   const metadata = object.metadata;

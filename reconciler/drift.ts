@@ -71,7 +71,8 @@ interface FieldsTree {
   readonly [key: string]: FieldsTree;
 }
 
-interface ManagedFieldsEntry {
+/** One entry of `metadata.managedFields`: who wrote which fields, through which subresource. */
+export interface ManagedFieldsEntry {
   manager?: string;
   operation?: string;
   time?: string;
