@@ -25,8 +25,8 @@ import { WorkQueue, type BackoffPolicy } from '../kube/queue.js';
 import { reconcileDistributedKV, TerminalError, type ReconcileContext } from './reconcile.js';
 import { s3RestoreSourceCheck, type RestoreSourceCheck } from './restore-source.js';
 import { scheduleDefinitionsExports } from './definitions-export.js';
-import { ObjectStore, type S3Credentials } from '../backup/object-store.js';
-import { parseS3Path } from '../backup/s3-location.js';
+import type { S3Credentials } from '../backup/object-store.js';
+import { parseS3Path, type S3Location } from '../backup/s3-location.js';
 import type { LiveDistributedKV } from '../cli/exported-definition.js';
 import type { FleetRole } from './fleet-role.js';
 import { endCondition, type JobLike } from './backup-status.js';
@@ -400,9 +400,17 @@ export class Controller {
 
   /** The scheduled export of the clusters' definitions (configuration backup.definitions), for one leadership term. */
   private exportDefinitionsDuring(term: AbortSignal): void {
-    const { s3Path, schedule, retain } = this.options.config.backup.definitions;
+    const { s3Path } = this.options.config.backup.definitions;
     if (!s3Path) return;
-    const location = parseS3Path(s3Path);
+    this.startDefinitionsExports(parseS3Path(s3Path), term)
+      .catch((e) => this.options.log.error('the definitions export could not start', { error: (e as Error).message }));
+  }
+
+  private async startDefinitionsExports(location: S3Location, term: AbortSignal): Promise<void> {
+    const { schedule, retain } = this.options.config.backup.definitions;
+    // Loaded here, not at the top: the S3 client adds about 25 MB to every controller process, and most never export.
+    const { ObjectStore } = await import('../backup/object-store.js');
+    if (term.aborted) return;
     const store = ObjectStore.fromConfig(location.bucket, this.options.config.backup.s3, this.options.s3Credentials);
     term.addEventListener('abort', () => store.close(), { once: true });
     scheduleDefinitionsExports({

@@ -27,18 +27,20 @@ interface FieldRecord {
 
 /** The fight records of one object's fields, by field path. */
 export class FieldFights {
-  private readonly fields = new Map<string, FieldRecord>();
+  /** Created on the first correction: almost every object never has one, and an empty Map per object adds up over a fleet. */
+  private fields?: Map<string, FieldRecord>;
 
   constructor(private readonly policy: FieldFightPolicy = DEFAULT_FIELD_FIGHT_POLICY) {}
 
   /** When the hold on a field ends (ms since the epoch), if it is held now. */
   heldUntil(path: string, now: number): number | undefined {
-    const record = this.fields.get(path);
+    const record = this.fields?.get(path);
     return record && record.heldUntil > now ? record.heldUntil : undefined;
   }
 
   /** Records a correction; returns the end of the hold when this correction makes a fight. */
   corrected(path: string, now: number): number | undefined {
+    this.fields ??= new Map();
     let record = this.fields.get(path);
     if (!record) this.fields.set(path, (record = { corrections: [], heldUntil: 0, fights: 0 }));
     record.corrections = record.corrections.filter((t) => now - t < this.policy.windowMs);
@@ -52,13 +54,15 @@ export class FieldFights {
 
   /** Drops what no longer matters: no hold, no recent correction, and no fight within the longest hold. */
   prune(now: number): void {
+    if (!this.fields) return;
     for (const [path, record] of this.fields) {
       const recent = record.corrections.some((t) => now - t < this.policy.windowMs);
       if (!recent && now - record.heldUntil > this.policy.maxHoldMs) this.fields.delete(path);
     }
+    if (this.fields.size === 0) this.fields = undefined;
   }
 
   get size(): number {
-    return this.fields.size;
+    return this.fields?.size ?? 0;
   }
 }

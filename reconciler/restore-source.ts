@@ -13,7 +13,7 @@
  * restore init containers get from the configuration's Secret.
  */
 import { BackupSourceError, readBackupManifest } from '../backup/backup-source.js';
-import { ObjectStore, type S3Credentials } from '../backup/object-store.js';
+import type { S3Credentials } from '../backup/object-store.js';
 import { isS3Source, parseBackupUrl } from '../backup/s3-location.js';
 import { SNAPSHOT_ANNOTATIONS, VOLUME_SNAPSHOTS } from '../backup/volume-snapshot.js';
 import { KubeApiError } from '../kube/client.js';
@@ -35,6 +35,8 @@ export function s3RestoreSourceCheck(s3: GeneratorConfig['backup']['s3'], creden
     } catch (e) {
       return (e as Error).message;
     }
+    // Loaded on the first restore, not at start: the S3 client adds about 25 MB to every controller process.
+    const { ObjectStore } = await import('../backup/object-store.js');
     const store = ObjectStore.fromConfig(source.bucket, s3, credentials);
     try {
       await readBackupManifest(store, source, engine);

@@ -8,7 +8,8 @@
  * the pod's own arguments and ConfigMap, and stops it when the pod goes.
  *
  * An invariant monitor reads the membership every 150 ms for the whole
- * scenario and fails it if a quorum was ever lost, if two voting members
+ * scenario and fails it if a quorum was ever lost (a majority down, or no
+ * leader agreed for longer than an election takes), if two voting members
  * were ever down at once, or if two membership changes overlapped (two
  * learners at once, or a member removed while a learner was being added;
  * etcd applies each change atomically, so those are the ways to overlap).
@@ -37,7 +38,17 @@ const NAME = 'kv';
 const mergePatch = 'application/merge-patch+json';
 const pods = Array.from({ length: 9 }, (_, i) => `${NAME}-${i}`);
 
-interface Reading { at: number; voters: number; learners: number; down: number; quorum: boolean }
+interface Reading { at: number; voters: number; learners: number; down: number; electing: number; quorum: boolean; problems: string }
+
+/**
+ * How long the voters may go without an agreed leader. A leadership transfer
+ * (which the upgrade does before restarting the leader) is an election: for a
+ * few heartbeats the members that heard the new term but not yet the new
+ * leader answer "no leader" while every one of them is up. An election that
+ * outlasts etcd's randomized election timeout (1-2 s by default) means no
+ * majority could agree, which is a lost quorum.
+ */
+const LONGEST_ELECTION_MS = 3_000;
 
 /** Reads the membership on a period until stopped; what it saw decides the invariants. */
 class InvariantMonitor {
@@ -45,29 +56,55 @@ class InvariantMonitor {
   readonly violations: string[] = [];
   private stopped = false;
   private loop?: Promise<void>;
+  /** When the current run of readings in which some voter had no leader began. */
+  private leaderlessSince?: number;
+  /** The longest such run seen, for the printed figures. */
+  longestElectionMs = 0;
 
   constructor(private readonly membership: EtcdMembership) {}
 
   start(): void {
     this.loop = (async () => {
       while (!this.stopped) {
-        const at = Date.now();
-        const reading = await this.membership.status().then(
-          (s) => ({ at, voters: s.voters, learners: s.members.length - s.voters, down: s.voters - s.healthyVoters, quorum: hasQuorum(s) }),
-          () => ({ at, voters: 0, learners: 0, down: Infinity, quorum: false }),
-        );
-        const previous = this.readings.at(-1);
-        this.readings.push(reading);
-        if (!reading.quorum) this.violations.push(`quorum lost at ${at}`);
-        if (reading.down > 1) this.violations.push(`${reading.down} voting members down at ${at}`);
-        if (reading.learners > 1) this.violations.push(`${reading.learners} learners at once at ${at}`);
-        // An add is under way while its learner exists: a removal then would overlap it.
-        if (previous && previous.learners > 0 && reading.voters < previous.voters) {
-          this.violations.push(`a voting member was removed while a learner was being added, at ${at}`);
-        }
+        this.record(await this.read());
         await new Promise((r) => setTimeout(r, 150));
       }
     })();
+  }
+
+  private async read(): Promise<Reading> {
+    const at = Date.now();
+    try {
+      const s = await this.membership.status();
+      const voters = s.members.filter((m) => !m.learner);
+      // Down: not answering, or answering with an error. A voter that answers "no leader" is up and in an election.
+      const electing = voters.filter((m) => m.problem === 'no leader').length;
+      const down = voters.filter((m) => !m.healthy).length - electing;
+      const problems = voters.filter((m) => !m.healthy).map((m) => `${m.name}: ${m.problem}`).join('; ');
+      return { at, voters: voters.length, learners: s.members.length - voters.length, down, electing, quorum: hasQuorum({ voters: voters.length, healthyVoters: voters.length - down }), problems };
+    } catch (e) {
+      return { at, voters: 0, learners: 0, down: Infinity, electing: 0, quorum: false, problems: (e as Error).message };
+    }
+  }
+
+  private record(reading: Reading): void {
+    const { at } = reading;
+    const previous = this.readings.at(-1);
+    this.readings.push(reading);
+    if (!reading.quorum) this.violations.push(`quorum lost at ${at} (${reading.problems})`);
+    if (reading.down > 1) this.violations.push(`${reading.down} voting members down at ${at} (${reading.problems})`);
+    if (reading.learners > 1) this.violations.push(`${reading.learners} learners at once at ${at}`);
+    // An add is under way while its learner exists: a removal then would overlap it.
+    if (previous && previous.learners > 0 && reading.voters < previous.voters) {
+      this.violations.push(`a voting member was removed while a learner was being added, at ${at}`);
+    }
+    if (reading.electing === 0) {
+      this.leaderlessSince = undefined;
+    } else {
+      this.leaderlessSince ??= at;
+      this.longestElectionMs = Math.max(this.longestElectionMs, at - this.leaderlessSince);
+      if (at - this.leaderlessSince > LONGEST_ELECTION_MS) this.violations.push(`no agreed leader for ${at - this.leaderlessSince} ms at ${at} (${reading.problems})`);
+    }
   }
 
   async stop(): Promise<void> {
@@ -313,7 +350,8 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
     expect((await eventNames()).some((m) => m.includes(`moved leadership from ${last}`))).toBe(true);
     expect(monitor.violations).toEqual([]);
     expect(monitor.maxDown()).toBeLessThanOrEqual(1);
-    console.log(`etcd upgrade: 5 members in ${(upgradeMs / 1000).toFixed(1)} s; ${monitor.readings.length} readings, at most ${monitor.maxDown()} voting member(s) down`);
+    console.log(`etcd upgrade: 5 members in ${(upgradeMs / 1000).toFixed(1)} s; ${monitor.readings.length} readings, at most ${monitor.maxDown()} voting member(s) down, `
+      + `${monitor.readings.filter((r) => r.electing > 0).length} reading(s) during an election, the longest run ${monitor.longestElectionMs} ms`);
   }, 300_000);
 
   it('stops a bad image at the one member it broke, and reverting the spec heals that member without deleting pods by hand', async () => {
