@@ -3,13 +3,20 @@
  * signs, and the questions rotation asks of them (who signed this, for which
  * names, how much of its life is left). node-forge writes the X.509 (Node's
  * crypto parses certificates but cannot make one); Node makes the keys,
- * natively and off the event loop.
+ * natively and off the event loop. node-forge (about 4 MB of a
+ * controller's resident memory) is loaded only when a certificate is made:
+ * a controller whose Secret already holds a valid one, or that serves no
+ * webhook, never needs it.
  */
 import { generateKeyPair, X509Certificate } from 'node:crypto';
 import { promisify } from 'node:util';
-import forge from 'node-forge';
+import type forgeModule from 'node-forge';
+
+type Forge = typeof forgeModule;
 
 const generateRsa = promisify(generateKeyPair);
+
+const loadForge = async (): Promise<Forge> => (await import('node-forge')).default;
 
 /** A certificate and its private key, PEM. */
 export interface KeyedCertificate {
@@ -19,18 +26,18 @@ export interface KeyedCertificate {
 
 const DAY_MS = 86_400_000;
 
-async function newKey(): Promise<{ forgeKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey; pem: string }> {
+async function newKey(forge: Forge): Promise<{ forgeKey: forgeModule.pki.rsa.PrivateKey; publicKey: forgeModule.pki.rsa.PublicKey; pem: string }> {
   const { privateKey } = await generateRsa('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
-  const forgeKey = forge.pki.privateKeyFromPem(privateKey) as forge.pki.rsa.PrivateKey;
+  const forgeKey = forge.pki.privateKeyFromPem(privateKey) as forgeModule.pki.rsa.PrivateKey;
   return { forgeKey, publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e), pem: privateKey };
 }
 
-function serial(): string {
+function serial(forge: Forge): string {
   // Positive (leading bit clear) and unique enough for certificates nobody revokes.
   return '01' + forge.util.bytesToHex(forge.random.getBytesSync(15));
 }
 
-function validity(cert: forge.pki.Certificate, now: Date, days: number): void {
+function validity(cert: forgeModule.pki.Certificate, now: Date, days: number): void {
   // A minute of backdating absorbs clock skew between the controller and the API server.
   cert.validity.notBefore = new Date(now.getTime() - 60_000);
   cert.validity.notAfter = new Date(now.getTime() + days * DAY_MS);
@@ -38,10 +45,11 @@ function validity(cert: forge.pki.Certificate, now: Date, days: number): void {
 
 /** A new self-signed CA for the webhook, valid for `days`. */
 export async function createCertificateAuthority(commonName: string, now: Date, days: number): Promise<KeyedCertificate> {
-  const key = await newKey();
+  const forge = await loadForge();
+  const key = await newKey(forge);
   const cert = forge.pki.createCertificate();
   cert.publicKey = key.publicKey;
-  cert.serialNumber = serial();
+  cert.serialNumber = serial(forge);
   validity(cert, now, days);
   const subject = [{ name: 'commonName', value: commonName }];
   cert.setSubject(subject);
@@ -59,12 +67,13 @@ export async function createCertificateAuthority(commonName: string, now: Date, 
 export async function createServingCertificate(
   ca: KeyedCertificate, names: { readonly dnsNames: readonly string[]; readonly ipAddresses: readonly string[] }, now: Date, days: number,
 ): Promise<KeyedCertificate> {
-  const key = await newKey();
+  const forge = await loadForge();
+  const key = await newKey(forge);
   const caCert = forge.pki.certificateFromPem(ca.certificate);
   const caKey = forge.pki.privateKeyFromPem(ca.privateKey);
   const cert = forge.pki.createCertificate();
   cert.publicKey = key.publicKey;
-  cert.serialNumber = serial();
+  cert.serialNumber = serial(forge);
   validity(cert, now, days);
   cert.setSubject([{ name: 'commonName', value: names.dnsNames[0] ?? names.ipAddresses[0] ?? 'dkv-conversion-webhook' }]);
   cert.setIssuer(caCert.subject.attributes);
