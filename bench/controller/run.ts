@@ -16,10 +16,11 @@
  *
  * Each phase (the bulk floors, the necessary-writes floor, the single leader, the shards) runs on a control plane of its own.
  * Runs the generic engine (see `config` below). Prints figures; never fails on a timing.
- * `npm run bench:controller [-- --clusters N --steady-seconds S --drift-edits N --shards N --workers N --skip-sequential --single-only]`.
+ * `npm run bench:controller [-- --clusters N --steady-seconds S --drift-edits N --shards N --workers N --skip-sequential --single-only --apiserver-profile DIR]`.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -40,12 +41,16 @@ import { fleetSpec } from '../../test/support/fleet-specs.js';
 import { inParallel } from '../../test/support/in-parallel.js';
 import { httpProbe } from '../../test/support/http-probe.js';
 
-const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' }, 'single-only': { type: 'boolean' } } });
+const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' }, 'single-only': { type: 'boolean' }, 'apiserver-profile': { type: 'string' } } });
 const CLUSTERS = Number(values.clusters ?? 1000);
 const STEADY_SECONDS = Number(values['steady-seconds'] ?? 60);
 const DRIFT_EDITS = Number(values['drift-edits'] ?? 100);
 const WORKERS = values.workers ?? '8';
 const SHARDS = Number(values.shards ?? 3);
+/** A folder to write kube-apiserver's CPU profile of each phase's convergence into. */
+const PROFILE_DIR = values['apiserver-profile'];
+/** Under kube-apiserver's 60 s timeout for a request that is not a watch. */
+const PROFILE_SECONDS = 20;
 /**
  * The generic engine: no members run here (no kubelet), so the etcd engine's
  * membership step would only measure members that never answer. This bench
@@ -96,6 +101,35 @@ function childPids(): Record<string, number> {
 const cpuDelta = (after: Record<string, number>, before: Record<string, number>) =>
   Object.keys(after).map((k) => `${k} ${(after[k] - before[k]).toFixed(1)} s`).join(', ');
 
+/**
+ * With --apiserver-profile: kube-apiserver's CPU profile (Go's pprof, served
+ * while --profiling is on, its default) from now until `stop()`, in windows of
+ * PROFILE_SECONDS written to `<dir>/<phase>-<n>.pprof` (`go tool pprof -top
+ * <dir>/<phase>-*.pprof` adds them up). Tells which of kube-apiserver's work
+ * a phase costs (admission, server-side apply, etcd, authentication, watch
+ * serving), which request counts alone cannot. The last window ends up to
+ * PROFILE_SECONDS after `stop()`.
+ */
+function profileApiServer(phase: string): { stop(): Promise<void> } {
+  if (!PROFILE_DIR) return { stop: async () => undefined };
+  mkdirSync(PROFILE_DIR, { recursive: true });
+  const tls = { cert: readFileSync(join(plane.dir, 'pki', 'admin.crt')), key: readFileSync(join(plane.dir, 'pki', 'admin.key')), ca: readFileSync(join(plane.dir, 'pki', 'ca.crt')) };
+  const window = (file: string) => new Promise<void>((resolve, reject) => {
+    const req = httpsRequest(`${plane.server}/debug/pprof/profile?seconds=${PROFILE_SECONDS}`, tls, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`kube-apiserver profile: HTTP ${res.statusCode}`));
+      res.pipe(createWriteStream(file)).on('finish', resolve);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  let running = true;
+  const windows = (async () => {
+    for (let n = 1; running; n++) await window(join(PROFILE_DIR, `${phase}-${n}.pprof`));
+    process.stderr.write(`kube-apiserver CPU profile of ${phase}: go tool pprof -top ${join(PROFILE_DIR, `${phase}-*.pprof`)}\n`);
+  })();
+  return { stop: async () => { running = false; await windows; } };
+}
+
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
 interface ControllerRun {
@@ -103,6 +137,8 @@ interface ControllerRun {
   readonly apiserverCpu: number;
   readonly cpu: string;
   readonly perCluster: number;
+  /** Reconciles until convergence, all replicas together: success, error, terminal. */
+  readonly reconciles: number[];
   readonly requests: [string, number][];
   readonly steadyPerMinute: number;
   readonly rssKb: number[];
@@ -179,6 +215,7 @@ async function runControllers(namespace: string, replicas: number, shards: boole
     m.external = Math.max(m.external, metricValue(text, 'dkv_nodejs_external_memory_bytes'));
   }));
   let sampling = true;
+  const profiled = profileApiServer(shards ? 'shards' : 'single-leader');
   const started = performance.now();
   const sampler = (async () => {
     for (let n = 1; sampling; n++) {
@@ -194,6 +231,10 @@ async function runControllers(namespace: string, replicas: number, shards: boole
   sampling = false;
   await sampler;
   const cpuAfter = cpuSeconds({ ...planePids, ...pids, bench: process.pid });
+  await profiled.stop();
+  // How often each cluster was reconciled on the way (more than once: repeated work; errors: retries after a backoff that starts at seconds).
+  const afterConvergence = await Promise.all(healthUrls.map(async (url) => (await fetch(`${url}/metrics`)).text()));
+  const reconciles = ['success', 'error', 'terminal'].map((result) => afterConvergence.reduce((sum, text) => sum + metricValue(text, 'dkv_reconcile_total', `result="${result}"`), 0));
   const used = delta(await requestCounts(client), before);
   // The bench's own requests: the creates (its watch is one long request).
   used.set('POST distributedkvs', (used.get('POST distributedkvs') ?? 0) - CLUSTERS);
@@ -234,7 +275,7 @@ async function runControllers(namespace: string, replicas: number, shards: boole
   for (const child of children) child.kill('SIGTERM');
   await Promise.all(children.map((child) => new Promise((r) => child.once('exit', r))));
   return {
-    convergeMs, latencies, perCluster, requests, rssKb, memory, settledHeapUsed,
+    convergeMs, latencies, perCluster, requests, reconciles, rssKb, memory, settledHeapUsed,
     watchRestarts: scraped.map((text) => ['gone', 'idle', 'error'].map((reason) => `${reason} ${metricValue(text, 'dkv_watch_restarts_total', `reason="${reason}"`)}`).join(', ')),
     apiserverCpu: cpuAfter['kube-apiserver'] - cpuBefore['kube-apiserver'],
     cpu: cpuDelta(cpuAfter, cpuBefore),
@@ -294,6 +335,7 @@ async function runNecessaryFloor(planePids: Record<string, number>): Promise<Nec
   await client.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'floor-writes' } } });
   const objectsByCluster = synthesizedFleet();
   const necessaryCpuBefore = cpuSeconds({ ...planePids, bench: process.pid });
+  const profiled = profileApiServer('necessary-writes-floor');
   const started = performance.now();
   await inParallel(Array.from({ length: CLUSTERS }, (_, i) => i), 16, async (i) => {
     const name = `kv-${i}`;
@@ -312,6 +354,7 @@ async function runNecessaryFloor(planePids: Record<string, number>): Promise<Nec
   });
   const necessaryMs = performance.now() - started;
   const necessaryCpuAfter = cpuSeconds({ ...planePids, bench: process.pid });
+  await profiled.stop();
 
   return {
     necessaryMs,
@@ -366,6 +409,8 @@ async function onFreshPlane<T>(phase: (planePids: Record<string, number>) => Pro
     row('  against a sequential apply (kubectl-style)', '', '', seconds(floors.sequentialMs), `ratio ${ratio(single.convergeMs, floors.sequentialMs)} / ${each((r) => ratio(r.convergeMs, floors.sequentialMs))}`);
   }
   row('API requests per converged cluster', single.perCluster.toFixed(2), each((r) => r.perCluster.toFixed(2)), floors ? `${(floors.objects / CLUSTERS + 1).toFixed(2)}` : '-', 'floor: one apply per object and one status write');
+  const perClusterReconciles = (run: ControllerRun) => run.reconciles.map((n) => (n / CLUSTERS).toFixed(2)).join(' / ');
+  row('reconciles per cluster: success / error / terminal', perClusterReconciles(single), each(perClusterReconciles), '', 'until convergence, all replicas');
   row('steady-state writes per minute', single.steadyPerMinute.toFixed(1), each((r) => r.steadyPerMinute.toFixed(1)), '0', `over ${STEADY_SECONDS} s, leases excluded`);
   row('peak RSS per replica', mb(single.rssKb[0] * 1024), each((r) => r.rssKb.map((kb) => mb(kb * 1024)).join(' / ')), '',
     each((r) => `shards: max ${(100 * Math.max(...r.rssKb) / single.rssKb[0]).toFixed(0)}% of the single leader (target < 45%)`));
