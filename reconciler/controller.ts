@@ -11,6 +11,7 @@ import { realClock, type Clock } from '../kube/clock.js';
 import { slimCluster, slimOwnedObject } from './cache-slimming.js';
 import { StringInterner } from '../kube/string-interner.js';
 import { ClusterMemory } from './cluster-memory.js';
+import { WriteEchoes } from './write-echoes.js';
 import { EventRecorder } from './events.js';
 import type { FieldFightPolicy } from './field-fights.js';
 import { Informer, objectKey, type CachedObject, type InformerOptions, type InformerSelection } from '../kube/informer.js';
@@ -118,6 +119,8 @@ export class Controller {
   readonly owned = new Map<string, Informer>();
   private readonly queue: WorkQueue;
   private readonly memory: ClusterMemory;
+  /** Our own writes until their watch events come back (those queue nothing). */
+  private readonly writeEchoes = new WriteEchoes();
   private readonly context: Omit<ReconcileContext, 'client' | 'events'>;
   private workersRunning: Promise<void>[] = [];
   private leading = false;
@@ -157,11 +160,16 @@ export class Controller {
           && JSON.stringify(old.metadata.annotations) === JSON.stringify(object.metadata.annotations)
           && JSON.stringify(old.metadata.finalizers) === JSON.stringify(object.metadata.finalizers)
           && old.metadata.deletionTimestamp === object.metadata.deletionTimestamp) return;
-        this.queue.add(objectKey(object));
-        // A cluster refused for a name clash may go ahead once its rival is gone or renamed its objects.
-        for (const claim of new Set([...claimedNames(object, config), ...(old ? claimedNames(old, config) : [])])) {
-          for (const rival of this.clusters.byIndex(claim)) if (rival.metadata.uid !== object.metadata.uid) this.queue.add(objectKey(rival));
-        }
+        const queue = () => {
+          this.queue.add(objectKey(object));
+          // A cluster refused for a name clash may go ahead once its rival is gone or renamed its objects.
+          for (const claim of new Set([...claimedNames(object, config), ...(old ? claimedNames(old, config) : [])])) {
+            for (const rival of this.clusters.byIndex(claim)) if (rival.metadata.uid !== object.metadata.uid) this.queue.add(objectKey(rival));
+          }
+        };
+        // The echo of our own write (the final-backup finalizer) carries nothing its reconcile did not see.
+        if (type === 'deleted') queue();
+        else this.writeEchoes.observe(KIND, object, queue);
       },
       onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind: KIND, reason }),
       onWatchBytes: (bytes) => this.metrics.watchBytes.inc({ kind: KIND }, bytes),
@@ -175,7 +183,11 @@ export class Controller {
         ...(selection?.owned ?? { labelSelector: selector }),
         indexBy: ownerUids,
         transform: (object) => strings.internTree(slimOwnedObject(object, fieldManager)),
-        onEvent: (_type, object) => this.enqueueOwner(object, instance),
+        onEvent: (type, object) => {
+          const queue = () => this.enqueueOwner(object, instance);
+          if (type === 'deleted') queue();
+          else this.writeEchoes.observe(kind, object, queue);
+        },
         onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
         onWatchBytes: (bytes) => this.metrics.watchBytes.inc({ kind }, bytes),
       }));
@@ -191,6 +203,7 @@ export class Controller {
       memberTimeoutMs: options.memberTimeoutMs,
       restoreSourceCheck: options.restoreSourceCheck ?? s3RestoreSourceCheck(config.backup.s3, options.s3Credentials),
       fleet: () => this.fleet,
+      writeEchoes: this.writeEchoes,
       log,
     };
   }

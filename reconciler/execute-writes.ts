@@ -56,7 +56,7 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
     }
     try {
       const body = { ...write.desired, metadata: { ...write.desired.metadata, ownerReferences: [ownerReference] } };
-      const result = await ctx.client.apply<CachedObject>(body, { fieldManager, force: true });
+      const result = await ctx.writeEchoes.track(write.desired.kind, body, () => ctx.client.apply<CachedObject>(body, { fieldManager, force: true }));
       applied.set(name, result);
       const memory = ctx.memory.object(key, name);
       const hash = write.desired.metadata.annotations![hashAnnotation];

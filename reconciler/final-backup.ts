@@ -46,10 +46,8 @@ export async function keepFinalBackupFinalizer(ctx: ReconcileContext, cr: Cached
     await removeFinalizer(ctx, cr, finalizer);
     return;
   }
-  await ctx.client.apply(
-    { apiVersion: API_VERSION, kind: KIND, metadata: { name: cr.metadata.name, namespace: cr.metadata.namespace, uid: cr.metadata.uid, finalizers: [finalizer] } },
-    { fieldManager: ctx.config.controller.fieldManager },
-  );
+  const body = { apiVersion: API_VERSION, kind: KIND, metadata: { name: cr.metadata.name, namespace: cr.metadata.namespace, uid: cr.metadata.uid, finalizers: [finalizer] } };
+  await ctx.writeEchoes.track(KIND, body, () => ctx.client.apply<CachedObject>(body, { fieldManager: ctx.config.controller.fieldManager }));
 }
 
 /** One step of a deleting cluster's final backup (its finalizer is present). */

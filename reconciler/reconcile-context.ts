@@ -14,6 +14,7 @@ import type { ControllerMetrics } from './metrics.js';
 import type { MemberAddresses } from './membership-step.js';
 import type { RestoreSourceCheck } from './restore-source.js';
 import type { FleetRole } from './fleet-role.js';
+import type { WriteEchoes } from './write-echoes.js';
 
 export interface ReconcileResult {
   /** Look again after this long even if nothing changes. */
@@ -50,6 +51,8 @@ export interface ReconcileContext {
   readonly term?: AbortSignal;
   /** Fleet mode (fleet-role.ts): this controller's part now; undefined outside fleet mode. */
   readonly fleet?: () => FleetRole | undefined;
+  /** Writes go through it, so that their own watch events queue nothing (write-echoes.ts). */
+  readonly writeEchoes: WriteEchoes;
 }
 
 /** `Kind/name`: how objects are named in Events, status messages and the controller's memory. */
