@@ -136,6 +136,8 @@ async function reportRefusal(ctx: ReconcileContext, cr: CachedObject, key: strin
   const generatedObjects: GeneratedObject[] = owned
     .map((o) => ({ apiVersion: o.apiVersion!, kind: o.kind!, name: o.metadata.name, uid: o.metadata.uid!, hash: o.metadata.annotations?.[ctx.config.hashAnnotation] ?? '' }))
     .sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`));
+  // The Event first, as reportOutcome does: whoever sees the Degraded status finds the Event that explains it.
+  if (news) await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata }, 'Warning', reason, message);
   await writeStatus(ctx, cr, {
     generation: cr.metadata.generation ?? 0,
     statefulSet: owned.find((o) => o.kind === 'StatefulSet') as ObservedState['statefulSet'],
@@ -143,7 +145,6 @@ async function reportRefusal(ctx: ReconcileContext, cr: CachedObject, key: strin
     generatedObjects: owned.length > 0 ? generatedObjects : previous?.generatedObjects ?? [],
     degraded: { reason, message },
   });
-  if (news) await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata }, 'Warning', reason, message);
 }
 
 async function writeStatus(ctx: ReconcileContext, cr: CachedObject, observed: ObservedState): Promise<void> {
