@@ -98,6 +98,9 @@ function childPids(): Record<string, number> {
   return pids;
 }
 
+/** A memory figure of /proc/<pid>/status, kB (VmRSS: resident now; VmHWM: its peak). */
+const procStatusKb = (pid: number, field: 'VmRSS' | 'VmHWM'): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+
 const cpuDelta = (after: Record<string, number>, before: Record<string, number>) =>
   Object.keys(after).map((k) => `${k} ${(after[k] - before[k]).toFixed(1)} s`).join(', ');
 
@@ -142,6 +145,8 @@ interface ControllerRun {
   readonly requests: [string, number][];
   readonly steadyPerMinute: number;
   readonly rssKb: number[];
+  /** Each replica's resident memory once ready (and, sharded, holding its share), before the first cluster: what a replica costs with nothing to do. */
+  readonly idleRssKb: number[];
   readonly watchBytes: number[];
   readonly cached: number[];
   readonly serverFiltered: string[];
@@ -188,6 +193,8 @@ async function runControllers(namespace: string, replicas: number, shards: boole
       return buckets.every((b) => b > 0) && buckets.reduce((a, b) => a + b, 0) === loadDefaultConfig().sharding.buckets ? true : undefined;
     }, 60_000, 200);
   }
+
+  const idleRssKb = children.map((child) => procStatusKb(child.pid!, 'VmRSS'));
 
   // Convergence is observed through a watch: polling a list of every cluster would cost the API server more than the controller does.
   const converged = new Set<string>();
@@ -271,11 +278,11 @@ async function runControllers(namespace: string, replicas: number, shards: boole
 
   const scraped = await Promise.all(healthUrls.map(async (url) => (await fetch(`${url}/metrics`)).text()));
   const settledHeapUsed = scraped.map((text) => metricValue(text, 'dkv_nodejs_heap_size_used_bytes'));
-  const rssKb = children.map((child) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0));
+  const rssKb = children.map((child) => procStatusKb(child.pid!, 'VmHWM'));
   for (const child of children) child.kill('SIGTERM');
   await Promise.all(children.map((child) => new Promise((r) => child.once('exit', r))));
   return {
-    convergeMs, latencies, perCluster, requests, reconciles, rssKb, memory, settledHeapUsed,
+    convergeMs, latencies, perCluster, requests, reconciles, rssKb, idleRssKb, memory, settledHeapUsed,
     watchRestarts: scraped.map((text) => ['gone', 'idle', 'error'].map((reason) => `${reason} ${metricValue(text, 'dkv_watch_restarts_total', `reason="${reason}"`)}`).join(', ')),
     apiserverCpu: cpuAfter['kube-apiserver'] - cpuBefore['kube-apiserver'],
     cpu: cpuDelta(cpuAfter, cpuBefore),
@@ -414,6 +421,8 @@ async function onFreshPlane<T>(phase: (planePids: Record<string, number>) => Pro
   row('steady-state writes per minute', single.steadyPerMinute.toFixed(1), each((r) => r.steadyPerMinute.toFixed(1)), '0', `over ${STEADY_SECONDS} s, leases excluded`);
   row('peak RSS per replica', mb(single.rssKb[0] * 1024), each((r) => r.rssKb.map((kb) => mb(kb * 1024)).join(' / ')), '',
     each((r) => `shards: max ${(100 * Math.max(...r.rssKb) / single.rssKb[0]).toFixed(0)}% of the single leader (target < 45%)`));
+  row('  RSS once ready, before the first cluster', mb(single.idleRssKb[0] * 1024), each((r) => r.idleRssKb.map((kb) => mb(kb * 1024)).join(' / ')), '',
+    each((r) => `shards: ${(100 * Math.max(...r.idleRssKb) / single.rssKb[0]).toFixed(0)}% of the single leader's peak with nothing to do`));
   row('  of it: V8 heap, peak total / used', single.memory.map((m) => `${mb(m.heapTotal)} / ${mb(m.heapUsed)}`).join(''), each((r) => r.memory.map((m) => mb(m.heapTotal)).join(' / ')), '', 'sampled each second during convergence');
   row('  V8 heap used once settled', mb(single.settledHeapUsed[0]), each((r) => r.settledHeapUsed.map(mb).join(' / ')), '', 'after the steady period: live set plus what V8 has not collected');
   row('  of it: external (buffers), peak', mb(single.memory[0].external), each((r) => r.memory.map((m) => mb(m.external)).join(' / ')));
