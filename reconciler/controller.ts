@@ -168,8 +168,7 @@ export class Controller {
           }
         };
         // The echo of our own write (the final-backup finalizer) carries nothing its reconcile did not see.
-        if (type === 'deleted') queue();
-        else this.writeEchoes.observe(KIND, object, queue);
+        this.writeEchoes.observe(type, KIND, object, queue);
       },
       onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind: KIND, reason }),
       onWatchBytes: (bytes) => this.metrics.watchBytes.inc({ kind: KIND }, bytes),
@@ -183,11 +182,7 @@ export class Controller {
         ...(selection?.owned ?? { labelSelector: selector }),
         indexBy: ownerUids,
         transform: (object) => strings.internTree(slimOwnedObject(object, fieldManager)),
-        onEvent: (type, object) => {
-          const queue = () => this.enqueueOwner(object, instance);
-          if (type === 'deleted') queue();
-          else this.writeEchoes.observe(kind, object, queue);
-        },
+        onEvent: (type, object) => this.writeEchoes.observe(type, kind, object, () => this.enqueueOwner(object, instance)),
         onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
         onWatchBytes: (bytes) => this.metrics.watchBytes.inc({ kind }, bytes),
       }));

@@ -23,7 +23,7 @@
  * version it carries: an echo that never comes (a relist skipped it) costs an
  * entry until the object's next event, never a missed change.
  */
-import type { CachedObject } from '../kube/informer.js';
+import type { CachedObject, InformerEventType } from '../kube/informer.js';
 
 type Written = Pick<CachedObject, 'metadata'>;
 
@@ -55,10 +55,12 @@ export class WriteEchoes {
   }
 
   /**
-   * A watch event of `object` (added or updated): `queue` its cluster now,
-   * once the write in flight returns, or never (the echo of our write).
+   * A watch event of `object`: `queue` its cluster now, once the write in
+   * flight returns, or never (the echo of our write). A deletion is never an
+   * echo: it queues at once.
    */
-  observe(kind: string, object: Written, queue: () => void): void {
+  observe(type: InformerEventType, kind: string, object: Written, queue: () => void): void {
+    if (type === 'deleted') return queue();
     const key = keyOf(kind, object);
     const state = this.writes.get(key);
     if (!state) return queue();

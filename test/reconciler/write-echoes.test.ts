@@ -29,8 +29,8 @@ describe('echoes of the controller\'s own writes', () => {
     const echoes = new WriteEchoes();
     await pendingWrite(echoes).respond('10');
     const q = queued();
-    echoes.observe('StatefulSet', object('10'), q.queue('echo'));
-    echoes.observe('StatefulSet', object('11'), q.queue('someone else'));
+    echoes.observe('updated', 'StatefulSet', object('10'), q.queue('echo'));
+    echoes.observe('updated', 'StatefulSet', object('11'), q.queue('someone else'));
     expect(q.calls).toEqual(['someone else']);
     expect(echoes.size).toBe(0);
   });
@@ -39,7 +39,7 @@ describe('echoes of the controller\'s own writes', () => {
     const echoes = new WriteEchoes();
     const write = pendingWrite(echoes);
     const q = queued();
-    echoes.observe('StatefulSet', object('10'), q.queue('echo'));
+    echoes.observe('updated', 'StatefulSet', object('10'), q.queue('echo'));
     expect(q.calls).toEqual([]);
     await write.respond('10');
     expect(q.calls).toEqual([]);
@@ -50,10 +50,10 @@ describe('echoes of the controller\'s own writes', () => {
     const echoes = new WriteEchoes();
     const write = pendingWrite(echoes);
     const q = queued();
-    echoes.observe('StatefulSet', object('9'), q.queue('before our write'));
+    echoes.observe('updated', 'StatefulSet', object('9'), q.queue('before our write'));
     await write.respond('10');
     expect(q.calls).toEqual(['before our write']);
-    echoes.observe('StatefulSet', object('10'), q.queue('echo'));
+    echoes.observe('updated', 'StatefulSet', object('10'), q.queue('echo'));
     expect(q.calls).toEqual(['before our write']);
   });
 
@@ -61,20 +61,29 @@ describe('echoes of the controller\'s own writes', () => {
     const echoes = new WriteEchoes();
     const write = pendingWrite(echoes);
     const q = queued();
-    echoes.observe('StatefulSet', object('12'), q.queue('changed meanwhile'));
+    echoes.observe('updated', 'StatefulSet', object('12'), q.queue('changed meanwhile'));
     await write.fail();
     expect(q.calls).toEqual(['changed meanwhile']);
     expect(echoes.size).toBe(0);
-    echoes.observe('StatefulSet', object('13'), q.queue('later'));
+    echoes.observe('updated', 'StatefulSet', object('13'), q.queue('later'));
     expect(q.calls).toEqual(['changed meanwhile', 'later']);
+  });
+
+  it('queues a deletion at once, even of an object whose write is in flight', async () => {
+    const echoes = new WriteEchoes();
+    const write = pendingWrite(echoes);
+    const q = queued();
+    echoes.observe('deleted', 'StatefulSet', object('10'), q.queue('deleted'));
+    expect(q.calls).toEqual(['deleted']);
+    await write.respond('10');
   });
 
   it('keeps objects apart by kind and name', async () => {
     const echoes = new WriteEchoes();
     await pendingWrite(echoes, 'kv-1').respond('10');
     const q = queued();
-    echoes.observe('Service', object('10', 'kv-1'), q.queue('a Service of that name'));
-    echoes.observe('StatefulSet', object('10', 'kv-2'), q.queue('another StatefulSet'));
+    echoes.observe('updated', 'Service', object('10', 'kv-1'), q.queue('a Service of that name'));
+    echoes.observe('updated', 'StatefulSet', object('10', 'kv-2'), q.queue('another StatefulSet'));
     expect(q.calls).toEqual(['a Service of that name', 'another StatefulSet']);
     expect(echoes.size).toBe(1);
   });
@@ -83,7 +92,7 @@ describe('echoes of the controller\'s own writes', () => {
     const echoes = new WriteEchoes();
     await pendingWrite(echoes).respond('10');
     const q = queued();
-    echoes.observe('StatefulSet', object('15'), q.queue('after a relist'));
+    echoes.observe('updated', 'StatefulSet', object('15'), q.queue('after a relist'));
     expect(q.calls).toEqual(['after a relist']);
     expect(echoes.size).toBe(0);
   });
@@ -92,12 +101,12 @@ describe('echoes of the controller\'s own writes', () => {
     const echoes = new WriteEchoes();
     const first = pendingWrite(echoes);
     const q = queued();
-    echoes.observe('StatefulSet', object('10'), q.queue('held for the first write'));
+    echoes.observe('updated', 'StatefulSet', object('10'), q.queue('held for the first write'));
     const second = pendingWrite(echoes);
     await first.respond('10');
     expect(q.calls).toEqual(['held for the first write']);
     await second.respond('11');
-    echoes.observe('StatefulSet', object('11'), q.queue('echo of the second'));
+    echoes.observe('updated', 'StatefulSet', object('11'), q.queue('echo of the second'));
     expect(q.calls).toEqual(['held for the first write']);
   });
 });
