@@ -10,9 +10,9 @@
  *   clusters' children with `bucket in (…)`, and a re-shard moves buckets
  *   between watches instead of relabelling objects;
  * - buckets, not uids, are assigned to replicas by rendezvous hashing
- *   (shard-ring.ts): a replica that leaves gives up only its buckets.
+ *   with bounded loads (bucketOwners below).
  */
-import { ownerOf } from './shard-ring.js';
+import { weight } from './shard-ring.js';
 
 const FNV_OFFSET = 0xcbf29ce484222325n;
 const FNV_PRIME = 0x100000001b3n;
@@ -44,10 +44,67 @@ export function bucketKey(bucket: number): string {
   return `bucket-${bucket}`;
 }
 
+/** The bucket a bucketKey() names (NaN for any other key). */
+export function bucketOfKey(key: string): number {
+  return /^bucket-(0|[1-9][0-9]*)$/.test(key) ? Number(key.slice('bucket-'.length)) : Number.NaN;
+}
+
+const assignments = new Map<string, readonly string[]>();
+
+/**
+ * The owner of every bucket among `members`: rendezvous hashing with bounded
+ * loads (Argo CD's sharding, after Mirrokni et al.). Plain rendezvous hashing
+ * over 256 buckets gave one of three replicas 38% of them (binomial spread);
+ * here no member owns more than ceil(buckets / members). Every (bucket,
+ * member) pair is taken in order of its rendezvous weight, highest first, and
+ * the bucket goes to the member unless the bucket is taken or the member is
+ * full: a bucket stays with its rendezvous owner unless that owner is full.
+ *
+ * The price: a membership change may move a few buckets between replicas
+ * that stay (ones that had overflowed go back to their preferred replica
+ * when the bound rises, or move off one when it falls), besides the
+ * leaver's or joiner's own. The hand-over barrier (shard-membership.ts)
+ * guards any bucket that moves, so this costs a hand-over, never safety.
+ * Deterministic: every replica computes the same owners from the same set.
+ */
+export function bucketOwners(members: readonly string[], buckets: number): readonly string[] {
+  const sorted = [...new Set(members)].sort();
+  const memo = `${buckets}\n${sorted.join('\n')}`;
+  const known = assignments.get(memo);
+  if (known) return known;
+  if (!validBucketCount(buckets)) throw new Error(`shard buckets must be a power of two from 1 to 4096 (got ${buckets})`);
+  const owners: string[] = new Array<string>(buckets);
+  if (sorted.length > 0) {
+    const bound = Math.ceil(buckets / sorted.length);
+    const pairs: { bucket: number; member: string; weight: bigint }[] = [];
+    for (let bucket = 0; bucket < buckets; bucket++) for (const member of sorted) pairs.push({ bucket, member, weight: weight(member, bucketKey(bucket)) });
+    // Ties (never seen with 64-bit weights) fall to the smaller bucket, then the smaller name: still the same everywhere.
+    pairs.sort((a, b) => (a.weight === b.weight ? a.bucket - b.bucket || (a.member < b.member ? -1 : 1) : a.weight > b.weight ? -1 : 1));
+    const load = new Map(sorted.map((m) => [m, 0]));
+    for (const { bucket, member } of pairs) {
+      if (owners[bucket] !== undefined || load.get(member)! >= bound) continue;
+      owners[bucket] = member;
+      load.set(member, load.get(member)! + 1);
+    }
+  }
+  // A replica computes this once per view; a handful of views are ever live at once.
+  if (assignments.size >= 16) assignments.delete(assignments.keys().next().value!);
+  assignments.set(memo, owners);
+  return owners;
+}
+
+/** The owner of the bucket a bucketKey() names among `members` (undefined for none, or for a key that names no bucket). */
+export function bucketKeyOwner(key: string, members: readonly string[], buckets: number): string | undefined {
+  const bucket = bucketOfKey(key);
+  return Number.isInteger(bucket) && bucket < buckets ? bucketOwners(members, buckets)[bucket] : undefined;
+}
+
 /** The buckets `identity` owns among `members`. */
 export function bucketsOwnedBy(identity: string, members: readonly string[], buckets: number): number[] {
   const owned: number[] = [];
-  for (let b = 0; b < buckets; b++) if (ownerOf(bucketKey(b), members) === identity) owned.push(b);
+  bucketOwners(members, buckets).forEach((owner, bucket) => {
+    if (owner === identity) owned.push(bucket);
+  });
   return owned;
 }
 

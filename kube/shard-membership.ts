@@ -4,7 +4,11 @@
  * renewed like the leader Lease; the live replicas are those whose Lease
  * this replica saw change within the lease duration, measured on its own
  * monotonic clock (kube/leader.ts's rule: clocks need not agree). Keys are
- * assigned over the live replicas by rendezvous hashing (shard-ring.ts).
+ * assigned over the live replicas by `owner` (rendezvous hashing,
+ * shard-ring.ts, unless given; the controller's buckets are assigned with
+ * bounded loads, shard-buckets.ts). Any assignment works that every replica
+ * computes alike from the same members: the barrier below guards whatever
+ * keys it moves.
  *
  * Hand-over without two owners: each replica publishes, in its Lease, the
  * id of the view (the set of live replicas) it acts on, and it adopts a new
@@ -52,6 +56,8 @@ export interface ShardMembershipOptions {
   readonly retryPeriodMs: number;
   readonly clock: Clock;
   readonly log: Logger;
+  /** Who owns a key among the live members; the same on every replica. Default: rendezvous hashing (shard-ring.ts). */
+  readonly owner?: (key: string, members: readonly string[]) => string | undefined;
   /** The view to act on changed: stop working on the keys it takes from this replica, then resolve. */
   readonly onView: (view: ShardView) => Promise<void>;
   /** This replica can no longer show it is alive: stop working on every key now. */
@@ -81,6 +87,10 @@ export class ShardMembership {
     }
     // Alone until the first look at the others: nothing is worked on before then (see mayWork).
     this.acting = shardView([]);
+  }
+
+  private ownerOf(key: string, members: readonly string[]): string | undefined {
+    return (this.options.owner ?? ownerOf)(key, members);
   }
 
   private get leaseName(): string {
@@ -126,7 +136,7 @@ export class ShardMembership {
         const adopted = this.options.onView(next);
         await this.renewUntil(adopted);
         if (!this.alive) return; // lost while draining: onLost has stopped everything, nothing is adopted
-        for (const key of this.entitled) if (ownerOf(key, next.members) !== this.options.identity) this.entitled.delete(key);
+        for (const key of this.entitled) if (this.ownerOf(key, next.members) !== this.options.identity) this.entitled.delete(key);
         this.acting = next;
         log.info('shard.view', { members: next.members, view: next.id });
         await this.renew().catch(() => undefined); // publish at once: others wait on it
@@ -271,7 +281,7 @@ export class ShardMembership {
    */
   mayWork(key: string): boolean {
     const { identity } = this.options;
-    if (!this.alive || ownerOf(key, this.acting.members) !== identity) return false;
+    if (!this.alive || this.ownerOf(key, this.acting.members) !== identity) return false;
     if (this.entitled.has(key)) return true;
     if (!this.barrierMet()) return false;
     this.entitled.add(key);

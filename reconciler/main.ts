@@ -14,7 +14,7 @@ import { startHealthServer } from './health-server.js';
 import { KubeClient } from '../kube/client.js';
 import { realClock } from '../kube/clock.js';
 import { LeaderElector } from '../kube/leader.js';
-import { bucketKey, bucketsOwnedBy } from '../kube/shard-buckets.js';
+import { bucketKey, bucketKeyOwner, bucketsOwnedBy } from '../kube/shard-buckets.js';
 import { ShardMembership } from '../kube/shard-membership.js';
 import { createLogger } from '../kube/log.js';
 
@@ -107,6 +107,7 @@ export async function runController(args: string[]): Promise<number> {
     membership = new ShardMembership({
       client, namespace: leaseNamespace, group: config.sharding.group, identity, clock: realClock, log,
       leaseDurationMs: flags.leaseDurationMs, renewDeadlineMs: flags.renewDeadlineMs, retryPeriodMs: flags.retryPeriodMs,
+      owner: (key, members) => bucketKeyOwner(key, members, config.sharding.buckets),
       onView: (view) => controller.setShare(bucketsOwnedBy(identity, view.members, config.sharding.buckets)),
       onLost: () => {
         log.warn('shard: membership lost: stopped reconciling, exiting', { identity });

@@ -5,7 +5,8 @@
  * must cover. test/integration/sharding.test.ts checks the same against
  * the real API server with the ShardedListAndWatch gate on.
  */
-import { bucketLabelSelector, bucketOf, bucketsOwnedBy, fnv1a64, shardSelectorOf, validBucketCount } from '../../kube/shard-buckets.js';
+import { bucketKey, bucketKeyOwner, bucketLabelSelector, bucketOf, bucketOwners, bucketsOwnedBy, fnv1a64, shardSelectorOf, validBucketCount } from '../../kube/shard-buckets.js';
+import { ownerOf } from '../../kube/shard-ring.js';
 
 const uids = Array.from({ length: 4000 }, (_, i) => `${(i * 2654435761 >>> 0).toString(16).padStart(8, '0')}-4f89-11d3-9a0c-${i.toString(16).padStart(12, '0')}`);
 
@@ -48,14 +49,48 @@ describe('shard buckets', () => {
     }
   });
 
-  it('gives every bucket to exactly one member, and moves only a leaver\'s buckets', () => {
-    const members = ['a', 'b', 'c'];
-    const shares = members.map((m) => bucketsOwnedBy(m, members, 64));
-    expect(shares.flat().sort((x, y) => x - y)).toEqual(Array.from({ length: 64 }, (_, i) => i));
-    for (const share of shares) expect(share.length).toBeGreaterThan(10);
-    const after = ['a', 'c'].map((m) => bucketsOwnedBy(m, ['a', 'c'], 64));
-    expect(after[0]).toEqual(expect.arrayContaining(shares[0]));
-    expect(after[1]).toEqual(expect.arrayContaining(shares[2]));
+  it('gives every bucket to exactly one member, none more than ceil(buckets / members), the same whatever the order', () => {
+    for (const members of [['a', 'b', 'c'], ['r-0', 'r-1', 'r-2', 'r-3', 'r-4'], ['only']]) {
+      for (const buckets of [1, 64, 256]) {
+        const shares = members.map((m) => bucketsOwnedBy(m, members, buckets));
+        expect(shares.flat().sort((x, y) => x - y)).toEqual(Array.from({ length: buckets }, (_, i) => i));
+        for (const share of shares) expect(share.length).toBeLessThanOrEqual(Math.ceil(buckets / members.length));
+        expect(bucketOwners([...members].reverse(), buckets)).toEqual(bucketOwners(members, buckets));
+      }
+    }
+    expect(bucketOwners([], 8).filter((o) => o !== undefined)).toEqual([]);
+  });
+
+  it('keeps plain rendezvous hashing\'s owner for every bucket whose owner is not full', () => {
+    const members = ['r-0', 'r-1', 'r-2'];
+    const owners = bucketOwners(members, 256);
+    const load = new Map(members.map((m) => [m, owners.filter((o) => o === m).length]));
+    let kept = 0;
+    owners.forEach((owner, b) => {
+      const preferred = ownerOf(bucketKey(b), members)!;
+      if (owner === preferred) kept++;
+      else expect(load.get(preferred)).toBe(Math.ceil(256 / 3)); // moved only off a full member
+    });
+    expect(kept).toBeGreaterThan(0.9 * 256);
+  });
+
+  it('moves a leaver\'s buckets and only a few others when one of three leaves (its own move to the two that stay)', () => {
+    const three = bucketOwners(['a', 'b', 'c'], 256);
+    const two = bucketOwners(['a', 'c'], 256);
+    let others = 0;
+    three.forEach((owner, b) => {
+      if (owner === 'b') expect(['a', 'c']).toContain(two[b]);
+      else if (two[b] !== owner) others++;
+    });
+    expect(others).toBeLessThan(0.1 * 256);
+  });
+
+  it('names the owner of a bucket key, and of nothing else', () => {
+    const owners = bucketOwners(['a', 'b'], 16);
+    expect(bucketKeyOwner(bucketKey(5), ['b', 'a'], 16)).toBe(owners[5]);
+    expect(bucketKeyOwner('bucket-16', ['a', 'b'], 16)).toBeUndefined();
+    expect(bucketKeyOwner('bucket-05', ['a', 'b'], 16)).toBeUndefined();
+    expect(bucketKeyOwner('uid-1', ['a', 'b'], 16)).toBeUndefined();
   });
 
   it('selects children by the bucket label', () => {

@@ -7,12 +7,17 @@
  */
 import { ShardMembership } from '../../kube/shard-membership.js';
 import { ownerOf } from '../../kube/shard-ring.js';
+import { bucketKey, bucketKeyOwner } from '../../kube/shard-buckets.js';
 import { silentLogger } from '../../kube/log.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakeLeaseStore } from '../support/fake-lease-store.js';
 
 const TIMINGS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 const KEYS = Array.from({ length: 300 }, (_, i) => `uid-${i}`);
+type Owner = (key: string, members: readonly string[]) => string | undefined;
+/** The controller's assignment: 256 buckets with bounded loads (shard-buckets.ts), which may move buckets between replicas that stay. */
+const BUCKET_KEYS = Array.from({ length: 256 }, (_, b) => bucketKey(b));
+const bucketOwner: Owner = (key, members) => bucketKeyOwner(key, members, 256);
 
 interface Replica {
   readonly name: string;
@@ -25,16 +30,16 @@ interface Replica {
 }
 
 /** `drainMs`: how long work in flight on keys a new view takes away goes on (a reconcile finishing, the caches relisting). */
-function replica(store: FakeLeaseStore, clock: FakeClock, name: string, drainMs = 0): Replica {
+function replica(store: FakeLeaseStore, clock: FakeClock, name: string, drainMs = 0, owner: Owner = ownerOf): Replica {
   const working = new Set<string>();
   const draining = new Set<string>();
   const r: Replica = {
     name, working, draining,
     membership: new ShardMembership({
-      client: store.client(name), namespace: 'dkv-system', group: 'dkv-controller', identity: name, ...TIMINGS, clock, log: silentLogger,
+      client: store.client(name), namespace: 'dkv-system', group: 'dkv-controller', identity: name, ...TIMINGS, clock, log: silentLogger, owner,
       // Drains what the new view takes away before the view is adopted and published.
       onView: async (view) => {
-        for (const key of working) if (ownerOf(key, view.members) !== name) draining.add(key);
+        for (const key of working) if (owner(key, view.members) !== name) draining.add(key);
         if (drainMs > 0) await new Promise<void>((resolve) => clock.after(drainMs, resolve));
         for (const key of draining) working.delete(key);
         draining.clear();
@@ -49,9 +54,9 @@ function replica(store: FakeLeaseStore, clock: FakeClock, name: string, drainMs 
 }
 
 /** Each replica works on every key it may, and stops keys it may not: what a controller's work loop would do. */
-function work(replicas: readonly Replica[]): void {
+function work(replicas: readonly Replica[], keys: readonly string[]): void {
   for (const r of replicas) {
-    for (const key of KEYS) {
+    for (const key of keys) {
       if (r.draining.has(key)) continue;
       if (r.membership.mayWork(key)) r.working.add(key);
       else r.working.delete(key);
@@ -60,11 +65,11 @@ function work(replicas: readonly Replica[]): void {
 }
 
 /** Advances the clock in small steps, applying work() and checking no key has two workers after each. */
-async function run(clock: FakeClock, replicas: readonly Replica[], ms: number, violations: string[]): Promise<void> {
+async function run(clock: FakeClock, replicas: readonly Replica[], ms: number, violations: string[], keys: readonly string[] = KEYS): Promise<void> {
   for (let t = 0; t < ms; t += 250) {
     await clock.advance(250);
-    work(replicas);
-    for (const key of KEYS) {
+    work(replicas, keys);
+    for (const key of keys) {
       const workers = replicas.filter((r) => r.working.has(key)).map((r) => r.name);
       if (workers.length > 1) violations.push(`${key} worked on by ${workers.join(' and ')} at ${clock.monotonic()} ms`);
     }
@@ -82,7 +87,7 @@ async function started(names: readonly string[], ms: number) {
   return { store, clock, replicas, violations };
 }
 
-const owners = (replicas: readonly Replica[]) => new Map(KEYS.map((k) => [k, replicas.filter((r) => r.working.has(k)).map((r) => r.name).join(',')]));
+const owners = (replicas: readonly Replica[], keys: readonly string[] = KEYS) => new Map(keys.map((k) => [k, replicas.filter((r) => r.working.has(k)).map((r) => r.name).join(',')]));
 
 describe('shard membership', () => {
   it('three replicas agree on one view and share every key, each worked on by exactly one', async () => {
@@ -161,6 +166,33 @@ describe('shard membership', () => {
     leaving.working.clear();
     await run(clock, [replicas[0]], 3 * TIMINGS.retryPeriodMs, violations);
     expect(itsKeys.every((k) => replicas[0].working.has(k))).toBe(true);
+    expect(violations).toEqual([]);
+  });
+
+  it('hands over through the barrier the buckets bounded loads move between replicas that stay, as a join and a death reshuffle them', async () => {
+    const store = new FakeLeaseStore();
+    const clock = new FakeClock();
+    const violations: string[] = [];
+    const replicas = ['r-0', 'r-1', 'r-2'].map((n) => replica(store, clock, n, 1500, bucketOwner));
+    for (const r of replicas) r.membership.start();
+    await run(clock, replicas, 10_000, violations, BUCKET_KEYS);
+    for (const r of replicas) expect(r.working.size).toBeLessThanOrEqual(Math.ceil(256 / 3));
+    const before = owners(replicas, BUCKET_KEYS);
+
+    const joiner = replica(store, clock, 'r-3', 1500, bucketOwner);
+    const four = [...replicas, joiner];
+    joiner.membership.start();
+    await run(clock, four, 15_000, violations, BUCKET_KEYS);
+    const afterJoin = owners(four, BUCKET_KEYS);
+    const betweenStayers = BUCKET_KEYS.filter((k) => afterJoin.get(k) !== before.get(k) && afterJoin.get(k) !== 'r-3');
+    expect(betweenStayers.length).toBeGreaterThan(0); // what this test is for: moves plain rendezvous hashing never makes
+    for (const key of BUCKET_KEYS) expect(afterJoin.get(key)).not.toBe('');
+
+    store.unreachable.add('r-1');
+    await run(clock, four, 40_000, violations, BUCKET_KEYS);
+    const survivors = four.filter((r) => r.name !== 'r-1');
+    for (const key of BUCKET_KEYS) expect(survivors.filter((r) => r.working.has(key))).toHaveLength(1);
+    for (const r of survivors) expect(r.working.size).toBeLessThanOrEqual(Math.ceil(256 / 3));
     expect(violations).toEqual([]);
   });
 });
