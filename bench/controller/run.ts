@@ -15,8 +15,12 @@
  *   watch      bytes each controller process received on its watches.
  *
  * Each phase (the bulk floors, the necessary-writes floor, the single leader, the shards) runs on a control plane of its own.
+ * `--rounds N` repeats the necessary-writes floor, the single leader and the shards N times, every
+ * other round in reverse order (floor, single, shards; shards, single, floor; …): this machine's
+ * speed drifts by a quarter between runs, and a ratio taken against the floor of the same round,
+ * with the order mirrored, does not take that drift for the controller's cost.
  * Runs the generic engine (see `config` below). Prints figures; never fails on a timing.
- * `npm run bench:controller [-- --clusters N --steady-seconds S --drift-edits N --shards N --workers N --skip-sequential --single-only --apiserver-profile DIR]`.
+ * `npm run bench:controller [-- --clusters N --steady-seconds S --drift-edits N --shards N --workers N --rounds N --skip-sequential --single-only --apiserver-profile DIR]`.
  */
 import { spawn } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
@@ -41,12 +45,13 @@ import { fleetSpec } from '../../test/support/fleet-specs.js';
 import { inParallel } from '../../test/support/in-parallel.js';
 import { httpProbe } from '../../test/support/http-probe.js';
 
-const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' }, 'single-only': { type: 'boolean' }, 'apiserver-profile': { type: 'string' } } });
+const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' }, 'single-only': { type: 'boolean' }, 'apiserver-profile': { type: 'string' }, rounds: { type: 'string' } } });
 const CLUSTERS = Number(values.clusters ?? 1000);
 const STEADY_SECONDS = Number(values['steady-seconds'] ?? 60);
 const DRIFT_EDITS = Number(values['drift-edits'] ?? 100);
 const WORKERS = values.workers ?? '8';
 const SHARDS = Number(values.shards ?? 3);
+const ROUNDS = Math.max(1, Math.floor(Number(values.rounds ?? 1)));
 /** A folder to write kube-apiserver's CPU profile of each phase's convergence into. */
 const PROFILE_DIR = values['apiserver-profile'];
 /** Under kube-apiserver's 60 s timeout for a request that is not a watch. */
@@ -113,8 +118,9 @@ const cpuDelta = (after: Record<string, number>, before: Record<string, number>)
  * serving), which request counts alone cannot. The last window ends up to
  * PROFILE_SECONDS after `stop()`.
  */
-function profileApiServer(phase: string): { stop(): Promise<void> } {
+function profileApiServer(name: string): { stop(): Promise<void> } {
   if (!PROFILE_DIR) return { stop: async () => undefined };
+  const phase = ROUNDS > 1 ? `${name}-round${roundUnderWay}` : name;
   mkdirSync(PROFILE_DIR, { recursive: true });
   const tls = { cert: readFileSync(join(plane.dir, 'pki', 'admin.crt')), key: readFileSync(join(plane.dir, 'pki', 'admin.key')), ca: readFileSync(join(plane.dir, 'pki', 'ca.crt')) };
   const window = (file: string) => new Promise<void>((resolve, reject) => {
@@ -396,15 +402,35 @@ async function onFreshPlane<T>(phase: (planePids: Record<string, number>) => Pro
   }
 }
 
-{
-  // --single-only: the single leader alone (a quick look at the controller's own figures, without the floors and shards).
-  const singleOnly = Boolean(values['single-only']);
-  const bulk = singleOnly ? undefined : await onFreshPlane(runBulkFloors);
-  const necessary = singleOnly ? undefined : await onFreshPlane(runNecessaryFloor);
-  const floors = bulk && necessary ? { ...bulk, ...necessary } : undefined;
-  const single = await onFreshPlane((pids) => runControllers('ctrl', 1, false, pids));
-  const sharded = singleOnly ? undefined : await onFreshPlane((pids) => runControllers('shards', SHARDS, true, pids));
+interface Round {
+  readonly necessary?: NecessaryFloor;
+  readonly single: ControllerRun;
+  readonly sharded?: ControllerRun;
+}
 
+/** The round under way (1-based): names the profiles of its phases. */
+let roundUnderWay = 1;
+
+/** One round: the necessary-writes floor, the single leader and the shards, each on a fresh plane, in the order given. */
+async function runRound(reversed: boolean, singleOnly: boolean): Promise<Round> {
+  const phases = [
+    ...(singleOnly ? [] : ['floor' as const]),
+    'single' as const,
+    ...(singleOnly ? [] : ['sharded' as const]),
+  ];
+  const round: { necessary?: NecessaryFloor; single?: ControllerRun; sharded?: ControllerRun } = {};
+  for (const phase of reversed ? phases.reverse() : phases) {
+    if (phase === 'floor') round.necessary = await onFreshPlane(runNecessaryFloor);
+    if (phase === 'single') round.single = await onFreshPlane((pids) => runControllers('ctrl', 1, false, pids));
+    if (phase === 'sharded') round.sharded = await onFreshPlane((pids) => runControllers('shards', SHARDS, true, pids));
+  }
+  return { ...round, single: round.single! };
+}
+
+/** The figures of one round (with the bulk floors, run once before the first). */
+function printRound(r: number, { necessary, single, sharded }: Round, bulk: BulkFloors | undefined): void {
+  const floors = bulk && necessary ? { ...bulk, ...necessary } : undefined;
+  if (ROUNDS > 1) console.log(`\n=== round ${r + 1} of ${ROUNDS} (${r % 2 === 1 ? 'shards, single leader, floor' : 'floor, single leader, shards'}; the bulk floors ran once, first)`);
   const row = (a: string, b: string, c = '', d = '', e = '') => console.log(`${a.padEnd(44)} ${b.padStart(14)} ${c.padStart(20)} ${d.padStart(16)}   ${e}`);
   const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`;
   const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
@@ -445,5 +471,28 @@ async function onFreshPlane<T>(phase: (planePids: Record<string, number>) => Pro
     if (!run) continue;
     console.log(`\n${label}: controller requests by verb and resource:`);
     for (const [k, v] of run.requests.sort()) console.log(`  ${k.padEnd(40)} ${String(v).padStart(7)}  (${(v / CLUSTERS).toFixed(2)}/cluster)`);
+  }
+}
+
+{
+  // --single-only: the single leader alone (a quick look at the controller's own figures, without the floors and shards).
+  const singleOnly = Boolean(values['single-only']);
+  const bulk = singleOnly ? undefined : await onFreshPlane(runBulkFloors);
+  const rounds: Round[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    roundUnderWay = r + 1;
+    rounds.push(await runRound(r % 2 === 1, singleOnly));
+  }
+  for (const [r, round] of rounds.entries()) printRound(r, round, bulk);
+  if (rounds.length > 1 && !singleOnly) {
+    // Each controller phase against the floor of its own round; then all rounds' times summed, which with mirrored orders cancels a steady drift.
+    const sum = (f: (round: Round) => number) => rounds.reduce((total, round) => total + f(round), 0);
+    const floorSum = sum((round) => round.necessary!.necessaryMs);
+    console.log(`\nnecessary-writes floor ratio (target ≤ 1.3x), each round against its own floor:`);
+    for (const [r, round] of rounds.entries()) {
+      const floorMs = round.necessary!.necessaryMs;
+      console.log(`  round ${r + 1}: floor ${(floorMs / 1000).toFixed(1)} s; single leader ${(round.single.convergeMs / floorMs).toFixed(2)}x, ${SHARDS} shards ${(round.sharded!.convergeMs / floorMs).toFixed(2)}x`);
+    }
+    console.log(`  all ${rounds.length} rounds summed: single leader ${(sum((round) => round.single.convergeMs) / floorSum).toFixed(2)}x, ${SHARDS} shards ${(sum((round) => round.sharded!.convergeMs) / floorSum).toFixed(2)}x`);
   }
 }
