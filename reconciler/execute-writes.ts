@@ -46,6 +46,8 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
   const notKept: string[] = [];
   const detected: string[] = [];
   const failures: string[] = [];
+  /** Logged once per reconcile, not once per object: a new cluster's five or six applies made five or six lines (a tenth of the controller's CPU at 3,000 clusters went to writing them). */
+  const logged: { object: string; reason: string; drift?: readonly DriftedField[] }[] = [];
 
   const apply = async (write: WritePlan['writes'][number]): Promise<void> => {
     const name = objectName(write.desired);
@@ -69,7 +71,7 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
         notKept.push(`${name}: the API server does not keep ${fields} as generated (check the configuration's patches); not treated as drift`);
       }
       ctx.metrics.applies.inc({ kind: write.desired.kind, reason: write.reason });
-      ctx.log.info('applied', { key, object: name, reason: write.reason, ...(write.drift.length ? { drift: write.drift } : {}) });
+      logged.push({ object: name, reason: write.reason, ...(write.drift.length ? { drift: write.drift } : {}) });
       if (write.reason === 'drift') {
         corrected.push(`${name}: restored ${describeDrift(write.drift)}`);
         for (const field of write.drift) {
@@ -88,6 +90,7 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
   const first = plan.writes.filter((w) => w.desired.kind === 'ConfigMap');
   await Promise.all(first.map(apply));
   await Promise.all(plan.writes.filter((w) => w.desired.kind !== 'ConfigMap').map(apply));
+  if (logged.length > 0) ctx.log.info('applied', { key, objects: logged });
 
   let pruned: string[] = [];
   if (detectOnly) {
