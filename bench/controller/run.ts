@@ -20,7 +20,11 @@
  * speed drifts by a quarter between runs, and a ratio taken against the floor of the same round,
  * with the order mirrored, does not take that drift for the controller's cost.
  * Runs the generic engine (see `config` below). Prints figures; never fails on a timing.
- * `npm run bench:controller [-- --clusters N --steady-seconds S --drift-edits N --shards N --workers N --rounds N --skip-sequential --single-only --apiserver-profile DIR]`.
+ * `--same-requests-floor` adds, to each round, the requests the controller makes beyond the
+ * necessary writes (the read of each object before its first write, the finalizer of a cluster
+ * with backups, the Event), made in bulk the same way: what is left between it and the
+ * controller is the controller's own machinery (watches, queue, reconciles sharing the cores).
+ * `npm run bench:controller [-- --clusters N --steady-seconds S --drift-edits N --shards N --workers N --rounds N --same-requests-floor --skip-sequential --single-only --apiserver-profile DIR]`.
  */
 import { spawn } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
@@ -36,7 +40,7 @@ import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js'
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import { Informer } from '../../kube/informer.js';
-import { KubeClient, resourcePath } from '../../kube/client.js';
+import { KubeApiError, KubeClient, resourcePath } from '../../kube/client.js';
 import { MUTATING_VERBS, requestCounts, splitKey } from '../../test/cluster/apiserver-metrics.js';
 import { startControlPlane, type ControlPlane } from '../../test/cluster/control-plane.js';
 import { establishCrd } from '../../test/support/crds.js';
@@ -45,13 +49,15 @@ import { fleetSpec } from '../../test/support/fleet-specs.js';
 import { inParallel } from '../../test/support/in-parallel.js';
 import { httpProbe } from '../../test/support/http-probe.js';
 
-const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' }, 'single-only': { type: 'boolean' }, 'apiserver-profile': { type: 'string' }, rounds: { type: 'string' } } });
+const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' }, 'single-only': { type: 'boolean' }, 'apiserver-profile': { type: 'string' }, rounds: { type: 'string' }, 'same-requests-floor': { type: 'boolean' } } });
 const CLUSTERS = Number(values.clusters ?? 1000);
 const STEADY_SECONDS = Number(values['steady-seconds'] ?? 60);
 const DRIFT_EDITS = Number(values['drift-edits'] ?? 100);
 const WORKERS = values.workers ?? '8';
 const SHARDS = Number(values.shards ?? 3);
 const ROUNDS = Math.max(1, Math.floor(Number(values.rounds ?? 1)));
+/** Adds a third floor to each round: the controller's own requests in bulk (see runNecessaryFloor). */
+const SAME_REQUESTS_FLOOR = Boolean(values['same-requests-floor']);
 /** A folder to write kube-apiserver's CPU profile of each phase's convergence into. */
 const PROFILE_DIR = values['apiserver-profile'];
 /** Under kube-apiserver's 60 s timeout for a request that is not a watch. */
@@ -346,20 +352,37 @@ async function runBulkFloors(planePids: Record<string, number>): Promise<BulkFlo
  * bulk, no controller: its objects applied (with the owner reference the
  * controller sets) and one status write. The CRs are created the same way as
  * for the controller, inside the timed window.
+ *
+ * With `sameRequests`, every request the controller makes per cluster, in the
+ * same bulk: also the read of each object before its first write (an object
+ * of that name may be someone else's: reconcile.ts, from the watch cache as
+ * there), the final-backup finalizer of a cluster with backups, and the
+ * Normal Event that names what was created.
  */
-async function runNecessaryFloor(planePids: Record<string, number>): Promise<NecessaryFloor> {
-  await client.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'floor-writes' } } });
+async function runNecessaryFloor(planePids: Record<string, number>, sameRequests = false): Promise<NecessaryFloor> {
+  const namespace = sameRequests ? 'floor-requests' : 'floor-writes';
+  await client.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } } });
   const objectsByCluster = synthesizedFleet();
   const necessaryCpuBefore = cpuSeconds({ ...planePids, bench: process.pid });
-  const profiled = profileApiServer('necessary-writes-floor');
+  const profiled = profileApiServer(sameRequests ? 'same-requests-floor' : 'necessary-writes-floor');
   const started = performance.now();
   await inParallel(Array.from({ length: CLUSTERS }, (_, i) => i), 16, async (i) => {
     const name = `kv-${i}`;
-    const cr = await client.request('POST', resourcePath(API_VERSION, KIND, 'floor-writes'), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace: 'floor-writes' }, spec: fleetSpec(i, name, 'bench') } });
+    const spec = fleetSpec(i, name, 'bench');
+    const cr = await client.request('POST', resourcePath(API_VERSION, KIND, namespace), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace }, spec } });
     const owner = { apiVersion: API_VERSION, kind: KIND, name, uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true };
-    const mine = objectsByCluster[i].map((o) => ({ ...o, metadata: { ...o.metadata, namespace: 'floor-writes', ownerReferences: [owner] } }));
-    const applied = await Promise.all(mine.map((o) => client.apply(o, { fieldManager: 'bench-floor', force: true })));
-    await client.request('PATCH', `${resourcePath(API_VERSION, KIND, 'floor-writes', name)}/status`, {
+    const mine = objectsByCluster[i].map((o) => ({ ...o, metadata: { ...o.metadata, namespace, ownerReferences: [owner] } }));
+    const applied = await Promise.all(mine.map(async (o) => {
+      if (sameRequests) {
+        const path = resourcePath(o.apiVersion, o.kind, namespace, o.metadata.name);
+        await client.request('GET', path, { query: { resourceVersion: '0' } }).then(() => { throw new Error(`${path} exists`); }, (e: Error) => { if (!(e instanceof KubeApiError && e.status === 404)) throw e; });
+      }
+      return client.apply(o, { fieldManager: 'bench-floor', force: true });
+    }));
+    if (sameRequests && spec.backup) {
+      await client.apply({ apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, uid: cr.metadata.uid, finalizers: [config.backup.final.finalizer] } }, { fieldManager: 'bench-floor' });
+    }
+    const status = await client.request('PATCH', `${resourcePath(API_VERSION, KIND, namespace, name)}/status`, {
       contentType: 'application/merge-patch+json',
       body: { status: {
         observedGeneration: cr.metadata.generation,
@@ -367,6 +390,15 @@ async function runNecessaryFloor(planePids: Record<string, number>): Promise<Nec
         conditions: [{ type: 'Ready', status: 'False', reason: 'MembersNotReady', message: 'no members ready', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), observedGeneration: cr.metadata.generation }],
       } },
     });
+    if (sameRequests) {
+      const now = new Date().toISOString();
+      await client.request('POST', resourcePath('v1', 'Event', namespace), { body: {
+        apiVersion: 'v1', kind: 'Event', metadata: { name: `${name}.${Date.now().toString(16)}`, namespace },
+        involvedObject: { apiVersion: API_VERSION, kind: KIND, name, namespace, uid: cr.metadata.uid, resourceVersion: status.metadata.resourceVersion },
+        type: 'Normal', reason: 'Created', message: `created ${applied.map((a: any) => `${a.kind}/${a.metadata.name}`).join(', ')}`,
+        source: { component: 'bench-floor' }, reportingComponent: 'bench-floor', reportingInstance: 'bench-floor', firstTimestamp: now, lastTimestamp: now, count: 1,
+      } });
+    }
   });
   const necessaryMs = performance.now() - started;
   const necessaryCpuAfter = cpuSeconds({ ...planePids, bench: process.pid });
@@ -404,6 +436,8 @@ async function onFreshPlane<T>(phase: (planePids: Record<string, number>) => Pro
 
 interface Round {
   readonly necessary?: NecessaryFloor;
+  /** With --same-requests-floor. */
+  readonly sameRequests?: NecessaryFloor;
   readonly single: ControllerRun;
   readonly sharded?: ControllerRun;
 }
@@ -415,12 +449,14 @@ let roundUnderWay = 1;
 async function runRound(reversed: boolean, singleOnly: boolean): Promise<Round> {
   const phases = [
     ...(singleOnly ? [] : ['floor' as const]),
+    ...(singleOnly || !SAME_REQUESTS_FLOOR ? [] : ['same-requests' as const]),
     'single' as const,
     ...(singleOnly ? [] : ['sharded' as const]),
   ];
-  const round: { necessary?: NecessaryFloor; single?: ControllerRun; sharded?: ControllerRun } = {};
+  const round: { necessary?: NecessaryFloor; sameRequests?: NecessaryFloor; single?: ControllerRun; sharded?: ControllerRun } = {};
   for (const phase of reversed ? phases.reverse() : phases) {
-    if (phase === 'floor') round.necessary = await onFreshPlane(runNecessaryFloor);
+    if (phase === 'floor') round.necessary = await onFreshPlane((pids) => runNecessaryFloor(pids));
+    if (phase === 'same-requests') round.sameRequests = await onFreshPlane((pids) => runNecessaryFloor(pids, true));
     if (phase === 'single') round.single = await onFreshPlane((pids) => runControllers('ctrl', 1, false, pids));
     if (phase === 'sharded') round.sharded = await onFreshPlane((pids) => runControllers('shards', SHARDS, true, pids));
   }
@@ -428,9 +464,10 @@ async function runRound(reversed: boolean, singleOnly: boolean): Promise<Round> 
 }
 
 /** The figures of one round (with the bulk floors, run once before the first). */
-function printRound(r: number, { necessary, single, sharded }: Round, bulk: BulkFloors | undefined): void {
+function printRound(r: number, { necessary, sameRequests, single, sharded }: Round, bulk: BulkFloors | undefined): void {
   const floors = bulk && necessary ? { ...bulk, ...necessary } : undefined;
-  if (ROUNDS > 1) console.log(`\n=== round ${r + 1} of ${ROUNDS} (${r % 2 === 1 ? 'shards, single leader, floor' : 'floor, single leader, shards'}; the bulk floors ran once, first)`);
+  const order = ['floor', ...(sameRequests ? ['the same requests'] : []), 'single leader', 'shards'];
+  if (ROUNDS > 1) console.log(`\n=== round ${r + 1} of ${ROUNDS} (${(r % 2 === 1 ? order.reverse() : order).join(', ')}; the bulk floors ran once, first)`);
   const row = (a: string, b: string, c = '', d = '', e = '') => console.log(`${a.padEnd(44)} ${b.padStart(14)} ${c.padStart(20)} ${d.padStart(16)}   ${e}`);
   const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`;
   const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
@@ -441,6 +478,10 @@ function printRound(r: number, { necessary, single, sharded }: Round, bulk: Bulk
   row('converge all (create → status current)', seconds(single.convergeMs), each((r) => seconds(r.convergeMs)), floors ? seconds(floors.necessaryMs) : '-',
     floors ? `necessary-writes floor (target ≤ 1.3x): ${ratio(single.convergeMs, floors.necessaryMs)} / ${each((r) => ratio(r.convergeMs, floors.necessaryMs))}; bulk apply alone ${seconds(floors.bulkMs)}` : '');
   row('  kube-apiserver CPU during it', `${single.apiserverCpu.toFixed(1)} s`, each((r) => `${r.apiserverCpu.toFixed(1)} s`), floors ? `${floors.necessaryApiserverCpu.toFixed(1)} s` : '-', 'the floor\'s own; 2 cores');
+  if (sameRequests) {
+    row('  the same requests in bulk, no controller', '', '', seconds(sameRequests.necessaryMs),
+      `${ratio(single.convergeMs, sameRequests.necessaryMs)} / ${each((r) => ratio(r.convergeMs, sameRequests.necessaryMs))}: the rest is the controller's machinery; kube-apiserver ${sameRequests.necessaryApiserverCpu.toFixed(1)} s CPU`);
+  }
   if (floors && !Number.isNaN(floors.sequentialMs)) {
     row('  against a sequential apply (kubectl-style)', '', '', seconds(floors.sequentialMs), `ratio ${ratio(single.convergeMs, floors.sequentialMs)} / ${each((r) => ratio(r.convergeMs, floors.sequentialMs))}`);
   }
@@ -465,6 +506,7 @@ function printRound(r: number, { necessary, single, sharded }: Round, bulk: Bulk
     console.log(`\nCPU during the bulk-apply floor:       ${floors.bulkCpu}`);
     console.log(`CPU during the necessary-writes floor: ${floors.necessaryCpu}`);
   }
+  if (sameRequests) console.log(`CPU during the same requests in bulk:  ${sameRequests.necessaryCpu}`);
   console.log(`CPU during convergence, single leader: ${single.cpu}  (2 cores: ${(2 * single.convergeMs / 1000).toFixed(1)} s available)`);
   if (sharded) console.log(`CPU during convergence, ${SHARDS} shards:      ${sharded.cpu}  (2 cores: ${(2 * sharded.convergeMs / 1000).toFixed(1)} s available)`);
   for (const [label, run] of [['single leader', single], [`${SHARDS} shards`, sharded]] as const) {
@@ -494,5 +536,9 @@ function printRound(r: number, { necessary, single, sharded }: Round, bulk: Bulk
       console.log(`  round ${r + 1}: floor ${(floorMs / 1000).toFixed(1)} s; single leader ${(round.single.convergeMs / floorMs).toFixed(2)}x, ${SHARDS} shards ${(round.sharded!.convergeMs / floorMs).toFixed(2)}x`);
     }
     console.log(`  all ${rounds.length} rounds summed: single leader ${(sum((round) => round.single.convergeMs) / floorSum).toFixed(2)}x, ${SHARDS} shards ${(sum((round) => round.sharded!.convergeMs) / floorSum).toFixed(2)}x`);
+    if (SAME_REQUESTS_FLOOR) {
+      const sameSum = sum((round) => round.sameRequests!.necessaryMs);
+      console.log(`  the same requests in bulk, all rounds summed: ${(sameSum / floorSum).toFixed(2)}x the floor; single leader ${(sum((round) => round.single.convergeMs) / sameSum).toFixed(2)}x, ${SHARDS} shards ${(sum((round) => round.sharded!.convergeMs) / sameSum).toFixed(2)}x of it`);
+    }
   }
 }
