@@ -33,9 +33,13 @@ export function validBucketCount(n: number): boolean {
   return Number.isInteger(n) && n >= 1 && n <= 4096 && (n & (n - 1)) === 0;
 }
 
+function assertBucketCount(buckets: number): void {
+  if (!validBucketCount(buckets)) throw new Error(`shard buckets must be a power of two from 1 to 4096 (got ${buckets})`);
+}
+
 /** The bucket (0 … buckets-1) of a uid: the top log2(buckets) bits of its hash. */
 export function bucketOf(uid: string, buckets: number): number {
-  if (!validBucketCount(buckets)) throw new Error(`shard buckets must be a power of two from 1 to 4096 (got ${buckets})`);
+  assertBucketCount(buckets);
   return Number((fnv1a64(uid) * BigInt(buckets)) >> 64n);
 }
 
@@ -72,7 +76,7 @@ export function bucketOwners(members: readonly string[], buckets: number): reado
   const memo = `${buckets}\n${sorted.join('\n')}`;
   const known = assignments.get(memo);
   if (known) return known;
-  if (!validBucketCount(buckets)) throw new Error(`shard buckets must be a power of two from 1 to 4096 (got ${buckets})`);
+  assertBucketCount(buckets);
   const owners: string[] = new Array<string>(buckets);
   if (sorted.length > 0) {
     const bound = Math.ceil(buckets / sorted.length);
