@@ -78,6 +78,8 @@ export interface WatchOptions {
   readonly onActivity?: () => void;
   /** Called with the size of every chunk of the stream's body, in bytes (what a watch costs the network). */
   readonly onBytes?: (bytes: number) => void;
+  /** The Accept header. @default application/json */
+  readonly accept?: string;
 }
 
 /** A watch that went silent past its idle timeout: its connection is presumed dead. */
@@ -99,6 +101,8 @@ export interface RequestOptionsExtra {
   readonly query?: Record<string, string | number | boolean | undefined>;
   readonly body?: unknown;
   readonly contentType?: string;
+  /** The Accept header. @default application/json */
+  readonly accept?: string;
   readonly timeoutMs?: number;
   /** Aborts the request (not yet sent: never sent; in flight: the connection is dropped). */
   readonly signal?: AbortSignal;
@@ -170,7 +174,7 @@ export class KubeClient {
         signal: options.signal,
         timeout: options.timeoutMs ?? 30_000,
         headers: {
-          Accept: 'application/json',
+          Accept: options.accept ?? 'application/json',
           // Writes without a fieldManager are attributed to the user agent in managedFields.
           'User-Agent': USER_AGENT,
           ...(payload !== undefined ? { 'Content-Type': options.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}),
@@ -240,7 +244,7 @@ export class KubeClient {
           else resolve();
         };
         // Watches get their own connections: a long-lived stream must not hold a pooled socket.
-        const req = request(url, { ...tls, method: 'GET', agent: false, headers: { Accept: 'application/json', ...(tls.headers ?? {}) } }, (res) => {
+        const req = request(url, { ...tls, method: 'GET', agent: false, headers: { Accept: options.accept ?? 'application/json', ...(tls.headers ?? {}) } }, (res) => {
           options.onActivity?.();
           if ((res.statusCode ?? 0) >= 300) {
             let text = '';

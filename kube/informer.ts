@@ -16,7 +16,7 @@ export interface CachedObject {
 /** One page of a list. */
 interface ListPage {
   readonly metadata: { readonly resourceVersion: string; readonly continue?: string; readonly shardInfo?: { readonly selector: string } };
-  readonly items: CachedObject[];
+  readonly items: CachedObject[] | null;
 }
 
 export type InformerEventType = 'added' | 'updated' | 'deleted';
@@ -30,6 +30,12 @@ export interface InformerOptions {
   readonly path: string;
   /** Only objects with these labels are listed, watched and cached. */
   readonly labelSelector?: string;
+  /**
+   * List and watch only each object's metadata (PartialObjectMetadata, as
+   * client-go's metadata informers do): for a cache that needs to know what
+   * exists, not what it holds. The server sends a fraction of the bytes.
+   */
+  readonly metadataOnly?: boolean;
   /** The share this informer holds (sharded controllers); can change with select(). @default everything */
   readonly shard?: InformerShard;
   /** Called for every change the cache sees, and for every object at each resync. */
@@ -86,6 +92,10 @@ export interface InformerSelection {
   readonly labelSelector?: string;
   readonly shard?: InformerShard;
 }
+
+/** What a metadata-only informer accepts (kube-apiserver converts any kind to it). */
+const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
+const METADATA_WATCH = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
 
 /** Each watch asks the server to end it after a random time between these (client-go's reflector picks 5 to 10 minutes). */
 const MIN_WATCH_TIMEOUT_SECONDS = 240;
@@ -199,6 +209,11 @@ export class Informer {
 
   private idleTimeoutMs(timeoutSeconds: number): number {
     return this.options.watchIdleTimeoutMs ?? timeoutSeconds * 1000 + 30_000;
+  }
+
+  /** Whether the first list has filled the cache. */
+  get isSynced(): boolean {
+    return this.synced;
   }
 
   /** Resolves once the first list has filled the cache. */
@@ -336,10 +351,13 @@ export class Informer {
     while (listed) {
       list = await this.options.client.request<ListPage>('GET', this.options.path, {
         query: { labelSelector, shardSelector: shard?.selector, limit: 500, continue: continueToken },
+        accept: this.options.metadataOnly ? METADATA_LIST : undefined,
       });
       // Built-in kinds echo the selector in shardInfo; custom resources (1.36) filter without echoing it.
-      if (shard) serverFiltered = (serverFiltered ?? true) && (list.metadata.shardInfo?.selector === shard.selector || !this.dropsAny(list.items, shard));
-      for (const item of list.items as CachedObject[]) {
+      // A metadata-only list with nothing in it says `"items": null`.
+      const items = list.items ?? [];
+      if (shard) serverFiltered = (serverFiltered ?? true) && (list.metadata.shardInfo?.selector === shard.selector || !this.dropsAny(items, shard));
+      for (const item of items) {
         // An object unchanged since it was cached is kept as it is: a relist of a large cache
         // (after 410 Gone, or a new selection) then holds one copy of it, not two.
         const key = objectKey(item);
@@ -393,7 +411,12 @@ export class Informer {
         gone = true;
         abort();
       }
-    }, { idleTimeoutMs: this.idleTimeoutMs(timeoutSeconds), onActivity: () => (this.lastActivity = this.clock.monotonic()), onBytes: this.options.onWatchBytes });
+    }, {
+      idleTimeoutMs: this.idleTimeoutMs(timeoutSeconds),
+      onActivity: () => (this.lastActivity = this.clock.monotonic()),
+      onBytes: this.options.onWatchBytes,
+      accept: this.options.metadataOnly ? METADATA_WATCH : undefined,
+    });
     this.abortWatch = abort;
     if (this.needList) abort(); // select() came while this watch was being opened
     await done;

@@ -11,6 +11,7 @@ import { realClock, type Clock } from '../kube/clock.js';
 import { slimCluster, slimOwnedObject } from './cache-slimming.js';
 import { StringInterner } from '../kube/string-interner.js';
 import { ClusterMemory } from './cluster-memory.js';
+import { ForeignNames } from './foreign-names.js';
 import { WriteEchoes } from './write-echoes.js';
 import { EventRecorder } from './events.js';
 import type { FieldFightPolicy } from './field-fights.js';
@@ -105,6 +106,11 @@ function instanceLabel(config: GeneratorConfig): string | undefined {
   return Object.entries(config.labels).find(([, v]) => v === '{name}')?.[0];
 }
 
+/** How the foreign-name index of a kind is labelled in metrics, apart from the kind's own cache. */
+function foreignNamesKind(kind: string): string {
+  return `${kind}:foreign-names`;
+}
+
 /** The uid of an object's controlling owner: the owned caches' index. */
 function ownerUids(object: CachedObject): string[] {
   const uid = controllingOwner(object)?.uid;
@@ -117,6 +123,8 @@ export class Controller {
   readonly clusters: Informer;
   /** The owned (and observed) objects' caches, by `apiVersion/kind`. */
   readonly owned = new Map<string, Informer>();
+  /** Single-leader mode: names of the owned kinds' objects the owned caches do not select (foreign-names.ts). */
+  readonly foreignNames?: ForeignNames;
   private readonly queue: WorkQueue;
   private readonly memory: ClusterMemory;
   /** Our own writes until their watch events come back (those queue nothing). */
@@ -187,11 +195,22 @@ export class Controller {
         onWatchBytes: (bytes) => this.metrics.watchBytes.inc({ kind }, bytes),
       }));
     }
+    // A shard's owned caches hold its buckets only: another shard's objects would be in neither cache, so shards read.
+    if (!options.sharding) {
+      this.foreignNames = new ForeignNames({
+        client, kinds: OWNED_KINDS, ownedSelector: selector, namespace: options.namespace, log, clock, resyncMs, ...options.watch,
+        onWatchBytes: (kind, bytes) => this.metrics.watchBytes.inc({ kind: foreignNamesKind(kind) }, bytes),
+        onWatchRestart: (kind, reason) => this.metrics.watchRestarts.inc({ kind: foreignNamesKind(kind), reason }),
+      });
+    }
     this.metrics.shardFilteredByServer = () => this.clusters.shardFilteredByServer;
-    this.metrics.cacheSizes = () => new Map([this.clusters, ...this.owned.values()].map((i) => [i.kind, i.size]));
+    this.metrics.cacheSizes = () => new Map([
+      ...[this.clusters, ...this.owned.values()].map((i): [string, number] => [i.kind, i.size]),
+      ...[...this.foreignNames?.sizes ?? []].map(([kind, n]): [string, number] => [foreignNamesKind(kind), n]),
+    ]);
     this.memory = new ClusterMemory(options.fieldFights);
     this.context = {
-      config, clusters: this.clusters, owned: this.owned, metrics: this.metrics, memory: this.memory,
+      config, clusters: this.clusters, owned: this.owned, foreignNames: this.foreignNames, metrics: this.metrics, memory: this.memory,
       now: () => clock.now(),
       objectConflictRecheckMs: options.objectConflictRecheckMs ?? 60_000,
       memberAddresses: options.memberAddresses,
@@ -268,9 +287,13 @@ export class Controller {
     if (name) this.queue.add(`${object.metadata.namespace}/${name}`);
   }
 
+  private informers(): Informer[] {
+    return [this.clusters, ...this.owned.values(), ...this.foreignNames?.informers ?? []];
+  }
+
   /** Starts the informers and resolves when every cache has synced. */
   async startCaches(): Promise<void> {
-    const informers = [this.clusters, ...this.owned.values()];
+    const informers = this.informers();
     for (const informer of informers) informer.start();
     await Promise.all(informers.map((i) => i.hasSynced()));
     this.synced = true;
@@ -283,7 +306,7 @@ export class Controller {
    * restarted instead of leading with a cache that no longer changes.
    */
   watchLiveness(): { readonly live: boolean; readonly message: string } {
-    const silent = [this.clusters, ...this.owned.values()].map((informer) => ({ informer, ...informer.liveness() })).filter((i) => !i.live);
+    const silent = this.informers().map((informer) => ({ informer, ...informer.liveness() })).filter((i) => !i.live);
     if (silent.length === 0) return { live: true, message: 'ok' };
     return { live: false, message: silent.map((i) => `${i.informer.kind} watch silent for ${Math.round(i.silentMs / 1000)} s (bound ${Math.round(i.boundMs / 1000)} s)`).join('; ') };
   }
@@ -456,7 +479,7 @@ export class Controller {
 
   async stop(): Promise<void> {
     await this.stopWorkers();
-    await Promise.all([this.clusters, ...this.owned.values()].map((i) => i.stop()));
+    await Promise.all(this.informers().map((i) => i.stop()));
   }
 
   private async work(context: ReconcileContext): Promise<void> {

@@ -93,11 +93,15 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const now = ctx.now();
   ctx.memory.retain(key, new Set(desired.map(objectName)), now);
 
-  // The live objects: from the cache; on a miss (the cache holds only objects with our
-  // labels) from the API server, since a missing object may be someone else's of that name.
+  // The live objects: from the cache. On a miss (the cache holds only objects with our labels),
+  // a missing object may be someone else's of that name: the foreign-name index says there is
+  // none, else the API server is asked. So is it for an object this process wrote whose write
+  // the cache has not shown yet (a quick second reconcile).
   const live = new Map<string, CachedObject | undefined>();
   await Promise.all(desired.map(async (object) => {
-    live.set(objectName(object), ctx.owned.get(cacheKind(object))?.get(`${object.metadata.namespace}/${object.metadata.name}`) ?? await getObject(ctx.client, object));
+    const cached = ctx.owned.get(cacheKind(object))?.get(`${object.metadata.namespace}/${object.metadata.name}`);
+    const provenAbsent = !cached && ctx.foreignNames?.provesAbsent(object) === true && ctx.memory.object(key, objectName(object)).appliedHash === undefined;
+    live.set(objectName(object), cached ?? (provenAbsent ? undefined : await getObject(ctx.client, object)));
   }));
 
   // The shard bucket goes on what this cluster creates or controls, not on objects another tool

@@ -20,10 +20,10 @@
  * speed drifts by a quarter between runs, and a ratio taken against the floor of the same round,
  * with the order mirrored, does not take that drift for the controller's cost.
  * Runs the generic engine (see `config` below). Prints figures; never fails on a timing.
- * `--same-requests-floor` adds, to each round, the requests the controller makes beyond the
- * necessary writes (the read of each object before its first write, the finalizer of a cluster
- * with backups, the Event), made in bulk the same way: what is left between it and the
- * controller is the controller's own machinery (watches, queue, reconciles sharing the cores).
+ * `--same-requests-floor` adds, to each round, the requests the single leader makes beyond the
+ * necessary writes (the finalizer of a cluster with backups, the Event), made in bulk the same
+ * way: what is left between it and the single leader is the controller's own machinery (watches,
+ * queue, reconciles sharing the cores). Shards also read each object before its first write.
  * `npm run bench:controller [-- --clusters N --steady-seconds S --drift-edits N --shards N --workers N --rounds N --same-requests-floor --skip-sequential --single-only --apiserver-profile DIR]`.
  */
 import { spawn } from 'node:child_process';
@@ -40,7 +40,7 @@ import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js'
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import { Informer } from '../../kube/informer.js';
-import { KubeApiError, KubeClient, resourcePath } from '../../kube/client.js';
+import { KubeClient, resourcePath } from '../../kube/client.js';
 import { realClock } from '../../kube/clock.js';
 import { silentLogger } from '../../kube/log.js';
 import { EventRecorder } from '../../reconciler/events.js';
@@ -356,11 +356,12 @@ async function runBulkFloors(planePids: Record<string, number>): Promise<BulkFlo
  * controller sets) and one status write. The CRs are created the same way as
  * for the controller, inside the timed window.
  *
- * With `sameRequests`, every request the controller makes per cluster, in the
- * same bulk: also the read of each object before its first write (an object
- * of that name may be someone else's: reconcile.ts, from the watch cache as
- * there), the final-backup finalizer of a cluster with backups, and the
- * Normal Event that names what was created.
+ * With `sameRequests`, every request the single leader makes per cluster, in
+ * the same bulk: also the final-backup finalizer of a cluster with backups,
+ * and the Normal Event that names what was created. Not the read of each
+ * object before its first write: the single leader's foreign-name index
+ * proves a new cluster's names free (reconciler/foreign-names.ts); shards,
+ * whose caches hold their own buckets only, still read.
  */
 async function runNecessaryFloor(planePids: Record<string, number>, sameRequests = false): Promise<NecessaryFloor> {
   const namespace = sameRequests ? 'floor-requests' : 'floor-writes';
@@ -378,13 +379,7 @@ async function runNecessaryFloor(planePids: Record<string, number>, sameRequests
     const cr = await client.request('POST', resourcePath(API_VERSION, KIND, namespace), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace }, spec } });
     const owner = { apiVersion: API_VERSION, kind: KIND, name, uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true };
     const mine = objectsByCluster[i].map((o) => ({ ...o, metadata: { ...o.metadata, namespace, ownerReferences: [owner] } }));
-    const applied = await Promise.all(mine.map(async (o) => {
-      if (sameRequests) {
-        const path = resourcePath(o.apiVersion, o.kind, namespace, o.metadata.name);
-        await client.request('GET', path, { query: { resourceVersion: '0' } }).then(() => { throw new Error(`${path} exists`); }, (e: Error) => { if (!(e instanceof KubeApiError && e.status === 404)) throw e; });
-      }
-      return client.apply(o, { fieldManager: 'bench-floor', force: true });
-    }));
+    const applied = await Promise.all(mine.map((o) => client.apply(o, { fieldManager: 'bench-floor', force: true })));
     if (sameRequests && spec.backup) {
       await client.apply({ apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, uid: cr.metadata.uid, finalizers: [config.backup.final.finalizer] } }, { fieldManager: 'bench-floor' });
     }

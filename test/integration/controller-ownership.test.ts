@@ -84,6 +84,37 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
     expect(ours.metadata.ownerReferences[0]).toMatchObject({ kind: 'DistributedKV', name: 'orders', uid: fixed.metadata.uid });
   });
 
+  it('creates a new cluster\'s objects without reading each first, and still refuses an application\'s Service that appeared after it started: the foreign-name index', async () => {
+    const namespace = await createNamespace(client, 'own-index');
+    // Every read of one named object in the namespace the controller makes, by path (lists and watches are not counted).
+    const reads: string[] = [];
+    const namedObject = new RegExp(`/namespaces/${namespace}/[a-z]+/[^/]+$`);
+    const counting = Object.create(client, {
+      request: {
+        value: (method: string, path: string, options?: object) => {
+          if (method === 'GET' && namedObject.test(path)) reads.push(path);
+          return client.request(method, path, options);
+        },
+      },
+    }) as KubeClient;
+    running = await startController(counting, namespace, { objectConflictRecheckMs: 200 });
+    await createCluster(client, namespace, 'kv', SPEC);
+    await converged(client, namespace, 'kv', 4);
+    expect(reads.filter((p) => !p.includes('/distributedkvs/'))).toEqual([]);
+
+    // An application's Service created now: the index hears of it, and the cluster that wants its name reads it and is refused.
+    const appService = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'shop', namespace }, spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80 }] } };
+    const before = await client.apply<any>(appService, { fieldManager: 'kubectl' });
+    const { controller } = running;
+    await eventually('the foreign-name index to hold the application\'s Service', async () => (controller.foreignNames!.provesAbsent(appService) ? undefined : true));
+    await createCluster(client, namespace, 'shop', SPEC);
+    const cr = await degradedWith(namespace, 'shop', 'ObjectConflict');
+    expect(degraded(cr)!.message).toContain('Service/shop already exists and is not this cluster\'s');
+    // Only the name the index holds is read (again at each recheck): the cluster's other objects are created unread.
+    expect(new Set(reads.filter((p) => !p.includes('/distributedkvs/')))).toEqual(new Set([resourcePath('v1', 'Service', namespace, 'shop')]));
+    expect((await get('v1', 'Service', namespace, 'shop')).metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+  });
+
   it('refuses the newer of two clusters whose generated names clash (kv and kv-peers both want Service kv-peers): Degraded/NameClash, the older untouched', async () => {
     const namespace = await createNamespace(client, 'own-clash');
     running = await startController(client, namespace);
