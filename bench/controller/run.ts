@@ -20,6 +20,9 @@
  * speed drifts by a quarter between runs, and a ratio taken against the floor of the same round,
  * with the order mirrored, does not take that drift for the controller's cost.
  * Runs the generic engine (see `config` below). Prints figures; never fails on a timing.
+ * Each controller process runs with the install bundle's environment (CONTROLLER_PROCESS_ENV:
+ * V8's young generation, glibc's arenas), so its memory and CPU are those of what is deployed;
+ * DKV_BENCH_NODE_FLAGS adds node flags (on the command line, they win over NODE_OPTIONS).
  * `--same-requests-floor` adds, to each round, the requests the single leader makes beyond the
  * necessary writes (the finalizer of a cluster with backups, the Event), made in bulk the same
  * way: what is left between it and the single leader is the controller's own machinery (watches,
@@ -37,6 +40,7 @@ import { loadDefaultConfig } from '../../api/config.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import { packageRoot } from '../../api/package-root.js';
 import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js';
+import { CONTROLLER_PROCESS_ENV } from '../../constructs/install/controller-deployment.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import { Informer } from '../../kube/informer.js';
@@ -195,7 +199,7 @@ async function runControllers(namespace: string, replicas: number, shards: boole
     ...(process.env.DKV_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), join(packageRoot(), 'bin', 'dkv.js'), 'controller', '--kubeconfig', plane.kubeconfigPath,
     '--config', configFile, '--namespace', namespace, '--health-addr', '127.0.0.1:0', '--webhook-addr', 'off', '--workers', WORKERS,
     ...(shards ? ['--shards', 'auto', '--identity', `${namespace}-${r}`, '--leader-election-namespace', namespace] : ['--leader-elect', 'false']),
-  ], { stdio: ['ignore', 'pipe', 'inherit'] }));
+  ], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...CONTROLLER_PROCESS_ENV } }));
   // Logs at info, as in production; the bench reads them only for the health port.
   const healthUrls = await Promise.all(children.map((child) => new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {

@@ -107,11 +107,12 @@ describe('the controller Deployment', () => {
     expect(container(objects).resources).toEqual({ requests: { cpu: '100m', memory: '192Mi' }, limits: { memory: '384Mi' } });
   });
 
-  it('keeps what the hand-written Deployment had: POD_NAMESPACE for the Lease, NODE_OPTIONS, the optional backup credentials Secret', () => {
+  it('keeps what the hand-written Deployment had: POD_NAMESPACE for the Lease, NODE_OPTIONS, the optional backup credentials Secret; and the arena bound the benchmark runs with', () => {
     const c = container(objects);
     expect(c.env).toEqual([
       { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
       { name: 'NODE_OPTIONS', value: '--max-semi-space-size=2' },
+      { name: 'MALLOC_ARENA_MAX', value: '2' },
     ]);
     expect(c.envFrom).toEqual([{ secretRef: { name: DEFAULT_CONFIG.backup.runner.credentialsSecret, optional: true } }]);
     expect(DEFAULT_CONFIG.backup.runner.credentialsSecret).toBe('dkv-backup-credentials');
