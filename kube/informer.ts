@@ -119,6 +119,8 @@ export class Informer {
   private resourceVersion = '';
   private stopped = false;
   private synced = false;
+  /** A watch stream is open (its response has arrived and it has not ended). */
+  private watching = false;
   private syncedWaiters: (() => void)[] = [];
   private abortWatch: () => void = () => undefined;
   private resyncTimer?: TimerHandle;
@@ -214,6 +216,15 @@ export class Informer {
   /** Whether the first list has filled the cache. */
   get isSynced(): boolean {
     return this.synced;
+  }
+
+  /**
+   * Whether a watch stream is open now: what the cache lacks was not created
+   * while this informer was not listening (between a watch that ended or
+   * failed and the next one, the cache may be missing changes).
+   */
+  get isWatching(): boolean {
+    return this.watching;
   }
 
   /** Resolves once the first list has filled the cache. */
@@ -413,13 +424,20 @@ export class Informer {
       }
     }, {
       idleTimeoutMs: this.idleTimeoutMs(timeoutSeconds),
-      onActivity: () => (this.lastActivity = this.clock.monotonic()),
+      onActivity: () => {
+        this.lastActivity = this.clock.monotonic();
+        this.watching = true;
+      },
       onBytes: this.options.onWatchBytes,
       accept: this.options.metadataOnly ? METADATA_WATCH : undefined,
     });
     this.abortWatch = abort;
     if (this.needList) abort(); // select() came while this watch was being opened
-    await done;
+    try {
+      await done;
+    } finally {
+      this.watching = false;
+    }
     return gone ? 'gone' : 'ended';
   }
 

@@ -98,13 +98,14 @@ export class ForeignNames {
 
   /**
    * Whether `object` is known not to exist outside the owned cache: every
-   * watch of its kind has listed, and none has its name. False for a kind
-   * not indexed here (the caller reads).
+   * watch of its kind has listed, is open now (a watch that broke may have
+   * missed a creation until it resumes), and none has its name. False for a
+   * kind not indexed here: the caller reads.
    */
   provesAbsent(object: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): boolean {
     const informers = this.byKind.get(`${object.apiVersion}/${object.kind}`);
     if (!informers) return false;
     const key = objectKey(object);
-    return informers.every((i) => i.isSynced && i.get(key) === undefined);
+    return informers.every((i) => i.isSynced && i.isWatching && i.get(key) === undefined);
   }
 }

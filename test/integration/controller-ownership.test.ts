@@ -7,6 +7,7 @@
  */
 import type { GeneratorConfig } from '../../api/config.js';
 import { resourcePath, type KubeClient } from '../../kube/client.js';
+import { OWNED_KINDS } from '../../reconciler/controller.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
 import { clusterPath, config, converged, createCluster, eventsFor, startController, type RunningController } from './controller-harness.js';
 
@@ -98,6 +99,9 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
       },
     }) as KubeClient;
     running = await startController(counting, namespace, { objectConflictRecheckMs: 200 });
+    // Until its watches are open (a moment after the caches synced) the index proves nothing, and a miss is read.
+    const index = running.controller.foreignNames!;
+    await eventually('the foreign-name index to listen', async () => OWNED_KINDS.every((k) => index.provesAbsent({ ...k, metadata: { name: 'unused', namespace } })) || undefined);
     await createCluster(client, namespace, 'kv', SPEC);
     await converged(client, namespace, 'kv', 4);
     expect(reads.filter((p) => !p.includes('/distributedkvs/'))).toEqual([]);
@@ -105,8 +109,7 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
     // An application's Service created now: the index hears of it, and the cluster that wants its name reads it and is refused.
     const appService = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'shop', namespace }, spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80 }] } };
     const before = await client.apply<any>(appService, { fieldManager: 'kubectl' });
-    const { controller } = running;
-    await eventually('the foreign-name index to hold the application\'s Service', async () => (controller.foreignNames!.provesAbsent(appService) ? undefined : true));
+    await eventually('the foreign-name index to hold the application\'s Service', async () => (index.provesAbsent(appService) ? undefined : true));
     await createCluster(client, namespace, 'shop', SPEC);
     const cr = await degradedWith(namespace, 'shop', 'ObjectConflict');
     expect(degraded(cr)!.message).toContain('Service/shop already exists and is not this cluster\'s');

@@ -51,6 +51,24 @@ describe('the informer on a fake clock', () => {
     expect(i.liveness().live).toBe(true); // a stopped informer is not a reason to restart the process
   });
 
+  it('is watching only while a watch is open: not before its first list, not between a failed watch and the next', async () => {
+    const { clock, api, informer: i } = informer();
+    expect(i.isWatching).toBe(false);
+    i.start();
+    await clock.advance(0);
+    expect(i.isSynced).toBe(true);
+    expect(i.isWatching).toBe(true);
+    api.current.end(new Error('connection reset'));
+    await settle();
+    expect(i.isWatching).toBe(false);
+    expect(api.watches).toHaveLength(1);
+    await clock.advance(1200); // the first backoff, 1 s with up to 20% jitter
+    expect(api.watches).toHaveLength(2);
+    expect(i.isWatching).toBe(true);
+    await i.stop();
+    expect(i.isWatching).toBe(false);
+  });
+
   it('relists when the watch says Gone, and reports what was deleted while it was not watching', async () => {
     const { clock, api, events, informer: i } = informer();
     api.put('a');

@@ -41,6 +41,7 @@ export class FakeListWatch {
     });
     const watch: OpenWatch = { onEvent, options, end };
     this.watches.push(watch);
+    options.onActivity?.(); // the response's headers: the stream is open
     return { done, abort: () => end() };
   }
 
