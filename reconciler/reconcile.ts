@@ -201,8 +201,9 @@ async function formerStatefulSets(ctx: ReconcileContext, cr: CachedObject, desir
 /**
  * The object as the API server has it, or undefined when there is none.
  * Read from the API server's watch cache (resourceVersion 0), not from etcd:
- * asked once per object of every new cluster, a quorum read cost etcd and
- * kube-apiserver more than the write that follows. What it guards against
+ * asked for every object of a new cluster where no foreign-name index
+ * answers (shards), a quorum read cost etcd and kube-apiserver more than the
+ * write that follows. What it guards against
  * (an object of that name that is someone else's) is no better served by a
  * quorum read, since nothing makes the read and the write one step.
  */
