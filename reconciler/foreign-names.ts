@@ -62,25 +62,20 @@ export class ForeignNames {
   private readonly byKind = new Map<string, Informer[]>();
 
   constructor(options: ForeignNamesOptions) {
-    const selectors = complementSelectors(options.ownedSelector);
-    for (const { apiVersion, kind } of options.kinds) {
+    const { kinds, ownedSelector, namespace, onWatchBytes, onWatchRestart, ...informerOptions } = options;
+    const selectors = complementSelectors(ownedSelector);
+    for (const { apiVersion, kind } of kinds) {
       this.byKind.set(`${apiVersion}/${kind}`, selectors.map((labelSelector) => new Informer({
-        client: options.client,
+        ...informerOptions,
         apiVersion,
         kind,
-        path: resourcePath(apiVersion, kind, options.namespace),
+        path: resourcePath(apiVersion, kind, namespace),
         labelSelector,
         metadataOnly: true,
         transform: nameOnly,
         onEvent: () => undefined,
-        onWatchBytes: (bytes) => options.onWatchBytes?.(kind, bytes),
-        onWatchRestart: (reason) => options.onWatchRestart?.(kind, reason),
-        log: options.log,
-        clock: options.clock,
-        resyncMs: options.resyncMs,
-        watchIdleTimeoutMs: options.watchIdleTimeoutMs,
-        initialBackoffMs: options.initialBackoffMs,
-        maxBackoffMs: options.maxBackoffMs,
+        onWatchBytes: (bytes) => onWatchBytes?.(kind, bytes),
+        onWatchRestart: (reason) => onWatchRestart?.(kind, reason),
       })));
     }
   }
