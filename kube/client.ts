@@ -1,5 +1,5 @@
 import { Agent, request, type RequestOptions } from 'node:https';
-import { StringDecoder } from 'node:string_decoder';
+import { JsonLines } from './json-lines.js';
 import { loadConnection, type Connection, type ConnectionOptions } from './connection.js';
 
 /** Where each kind this project touches lives in the API. */
@@ -108,6 +108,28 @@ export interface RequestOptionsExtra {
   readonly signal?: AbortSignal;
 }
 
+/**
+ * Node's https Agent names a socket pool by the host and every TLS option:
+ * on each request it turns the CA, the client certificate and the key
+ * (Buffers of a few KB) into strings and joins them into the name it looks
+ * the pool up by (4% of what the controller allocated while converging).
+ * Here the name is computed again only when the host or the TLS material
+ * changes (an exec plugin's rotated certificate must still open new
+ * connections); a client's other TLS options do not change between requests.
+ */
+export class OneServerAgent extends Agent {
+  private last?: { host: unknown; port: unknown; ca: unknown; cert: unknown; key: unknown; name: string };
+
+  override getName(options: RequestOptions = {}): string {
+    const { host, port, ca, cert, key } = options;
+    const last = this.last;
+    if (last && last.host === host && last.port === port && last.ca === ca && last.cert === cert && last.key === key) return last.name;
+    const name = super.getName(options);
+    this.last = { host, port, ca, cert, key, name };
+    return name;
+  }
+}
+
 /** Thrown for a request refused because its fence (a leadership term) has ended. */
 export class FencedError extends Error {
   constructor(method: string, path: string) {
@@ -132,7 +154,7 @@ export class KubeClient {
   }
 
   readonly server: string;
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 32 });
+  private readonly agent = new OneServerAgent({ keepAlive: true, maxSockets: 32 });
 
   constructor(readonly connection: Connection) {
     this.server = connection.server;
@@ -257,17 +279,12 @@ export class KubeClient {
             });
             return;
           }
-          let buffer = '';
-          const decoder = new StringDecoder('utf8');
+          const lines = new JsonLines();
           res.on('data', (bytes: Buffer) => {
             options.onActivity?.();
             options.onBytes?.(bytes.length);
-            buffer += decoder.write(bytes);
-            let newline: number;
-            while (!settled && (newline = buffer.indexOf('\n')) >= 0) {
-              const line = buffer.slice(0, newline).trim();
-              buffer = buffer.slice(newline + 1);
-              if (!line) continue;
+            for (const line of lines.push(bytes)) {
+              if (settled) return;
               try {
                 onEvent(JSON.parse(line) as WatchEvent);
               } catch (e) {
