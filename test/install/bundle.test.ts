@@ -111,7 +111,7 @@ describe('the controller Deployment', () => {
     const c = container(objects);
     expect(c.env).toEqual([
       { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-      { name: 'NODE_OPTIONS', value: '--max-semi-space-size=2' },
+      { name: 'NODE_OPTIONS', value: '--max-semi-space-size=8' },
       { name: 'MALLOC_ARENA_MAX', value: '2' },
     ]);
     expect(c.envFrom).toEqual([{ secretRef: { name: DEFAULT_CONFIG.backup.runner.credentialsSecret, optional: true } }]);
