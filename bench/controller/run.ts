@@ -23,6 +23,9 @@
  * Each controller process runs with the install bundle's environment (CONTROLLER_PROCESS_ENV:
  * V8's young generation, glibc's arenas), so its memory and CPU are those of what is deployed;
  * DKV_BENCH_NODE_FLAGS adds node flags (on the command line, they win over NODE_OPTIONS).
+ * The controllers, and the floors' writes, authenticate as the bundle's ServiceAccount with its
+ * RBAC, by token, as deployed (service-account.ts); the bench itself (creating the clusters,
+ * reading their status, kubectl-style edits) uses the plane's admin certificate.
  * `--same-requests-floor` adds, to each round, the requests the single leader makes beyond the
  * necessary writes (the finalizer of a cluster with backups, the Event), made in bulk the same
  * way: what is left between it and the single leader is the controller's own machinery (watches,
@@ -55,6 +58,7 @@ import { eventually, yes } from '../../test/support/eventually.js';
 import { fleetSpec } from '../../test/support/fleet-specs.js';
 import { inParallel } from '../../test/support/in-parallel.js';
 import { httpProbe } from '../../test/support/http-probe.js';
+import { bundleIdentity, type BundleIdentity } from './service-account.js';
 
 const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' }, 'single-only': { type: 'boolean' }, 'apiserver-profile': { type: 'string' }, rounds: { type: 'string' }, 'same-requests-floor': { type: 'boolean' } } });
 const CLUSTERS = Number(values.clusters ?? 1000);
@@ -196,9 +200,9 @@ function metricValue(text: string, name: string, labels = ''): number {
 async function runControllers(namespace: string, replicas: number, shards: boolean, planePids: Record<string, number>): Promise<ControllerRun> {
   await client.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } } });
   const children = Array.from({ length: replicas }, (_, r) => spawn(process.execPath, [
-    ...(process.env.DKV_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), join(packageRoot(), 'bin', 'dkv.js'), 'controller', '--kubeconfig', plane.kubeconfigPath,
+    ...(process.env.DKV_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), join(packageRoot(), 'bin', 'dkv.js'), 'controller', '--kubeconfig', identity.kubeconfigPath,
     '--config', configFile, '--namespace', namespace, '--health-addr', '127.0.0.1:0', '--webhook-addr', 'off', '--workers', WORKERS,
-    ...(shards ? ['--shards', 'auto', '--identity', `${namespace}-${r}`, '--leader-election-namespace', namespace] : ['--leader-elect', 'false']),
+    ...(shards ? ['--shards', 'auto', '--identity', `${namespace}-${r}`, '--leader-election-namespace', identity.namespace] : ['--leader-elect', 'false']),
   ], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...CONTROLLER_PROCESS_ENV } }));
   // Logs at info, as in production; the bench reads them only for the health port.
   const healthUrls = await Promise.all(children.map((child) => new Promise<string>((resolve, reject) => {
@@ -343,13 +347,13 @@ async function runBulkFloors(planePids: Record<string, number>): Promise<BulkFlo
   const objects = synthesizedFleet().flat();
   const floorCpuBefore = cpuSeconds({ ...planePids, bench: process.pid });
   let started = performance.now();
-  await inParallel(objects, 16, (o) => client.apply(o, { fieldManager: 'bench-floor', force: true }));
+  await inParallel(objects, 16, (o) => identity.client.apply(o, { fieldManager: 'bench-floor', force: true }));
   const floorMs = performance.now() - started;
   const floorCpu = cpuDelta(cpuSeconds({ ...planePids, bench: process.pid }), floorCpuBefore);
   // What `kubectl apply --server-side -f dist/` does: one object at a time.
   // (--skip-sequential: at 10,000 clusters it alone takes many minutes and is context, not a target.)
   started = performance.now();
-  if (!values['skip-sequential']) for (const o of objects) await client.apply({ ...o, metadata: { ...o.metadata, namespace: 'floor-seq' } }, { fieldManager: 'bench-floor', force: true });
+  if (!values['skip-sequential']) for (const o of objects) await identity.client.apply({ ...o, metadata: { ...o.metadata, namespace: 'floor-seq' } }, { fieldManager: 'bench-floor', force: true });
   const sequentialMs = values['skip-sequential'] ? NaN : performance.now() - started;
   return { objects: objects.length, bulkMs: floorMs, bulkCpu: floorCpu, sequentialMs };
 }
@@ -373,7 +377,8 @@ async function runNecessaryFloor(planePids: Record<string, number>, sameRequests
   const objectsByCluster = synthesizedFleet();
   // The controller's own recorder, so the Event is the request the controller makes.
   const eventFailures: string[] = [];
-  const events = new EventRecorder(client, 'bench-floor', { ...silentLogger, warn: (message, fields) => eventFailures.push(`${message} ${JSON.stringify(fields)}`) }, realClock);
+  const writer = identity.client;
+  const events = new EventRecorder(writer, 'bench-floor', { ...silentLogger, warn: (message, fields) => eventFailures.push(`${message} ${JSON.stringify(fields)}`) }, realClock);
   const necessaryCpuBefore = cpuSeconds({ ...planePids, bench: process.pid });
   const profiled = profileApiServer(sameRequests ? 'same-requests-floor' : 'necessary-writes-floor');
   const started = performance.now();
@@ -383,11 +388,11 @@ async function runNecessaryFloor(planePids: Record<string, number>, sameRequests
     const cr = await client.request('POST', resourcePath(API_VERSION, KIND, namespace), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace }, spec } });
     const owner = { apiVersion: API_VERSION, kind: KIND, name, uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true };
     const mine = objectsByCluster[i].map((o) => ({ ...o, metadata: { ...o.metadata, namespace, ownerReferences: [owner] } }));
-    const applied = await Promise.all(mine.map((o) => client.apply(o, { fieldManager: 'bench-floor', force: true })));
+    const applied = await Promise.all(mine.map((o) => writer.apply(o, { fieldManager: 'bench-floor', force: true })));
     if (sameRequests && spec.backup) {
-      await client.apply({ apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, uid: cr.metadata.uid, finalizers: [config.backup.final.finalizer] } }, { fieldManager: 'bench-floor' });
+      await writer.apply({ apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, uid: cr.metadata.uid, finalizers: [config.backup.final.finalizer] } }, { fieldManager: 'bench-floor' });
     }
-    const status = await client.request('PATCH', `${resourcePath(API_VERSION, KIND, namespace, name)}/status`, {
+    const status = await writer.request('PATCH', `${resourcePath(API_VERSION, KIND, namespace, name)}/status`, {
       contentType: 'application/merge-patch+json',
       body: { status: {
         observedGeneration: cr.metadata.generation,
@@ -416,6 +421,8 @@ async function runNecessaryFloor(planePids: Record<string, number>, sameRequests
 /** The control plane (and a client of it) the phase under way runs on. */
 let plane: ControlPlane;
 let client: KubeClient;
+/** Who the controllers and the floors' writes authenticate as on that plane: the bundle's ServiceAccount. */
+let identity: BundleIdentity;
 
 /**
  * Runs one phase on a control plane of its own, stopped after it. On a shared
@@ -429,8 +436,10 @@ async function onFreshPlane<T>(phase: (planePids: Record<string, number>) => Pro
   client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
   try {
     await establishCrd(client, customResourceDefinition(config));
+    identity = await bundleIdentity(client, plane);
     return await phase(childPids());
   } finally {
+    identity?.client.close();
     client.close();
     await plane.stop();
   }
