@@ -32,7 +32,7 @@ import { KubeClient, resourcePath } from '../kube/client.js';
 import { createLogger } from '../kube/log.js';
 import { Controller, generatedSelector } from '../reconciler/controller.js';
 import { locateBinaries, startControlPlane } from '../test/cluster/control-plane.js';
-import { withToken } from '../test/support/connections.js';
+import { serviceAccountToken, withToken } from '../test/support/connections.js';
 import { EtcdKubelet } from '../test/support/etcd-kubelet.js';
 import { LocalEtcdCluster, type StatefulSetLike } from '../test/support/etcd-members.js';
 import { eventually } from '../test/support/eventually.js';
@@ -70,10 +70,7 @@ try {
   kubectl('wait', '--for=condition=Established', `crd/distributedkvs.example.com`, '--timeout=60s');
 
   say('the controller, as the bundle\'s service account dkv-system/dkv-controller (kwok plays the Deployment\'s pods; the controller runs in this process)');
-  const token = await admin.request('POST', `${resourcePath('v1', 'ServiceAccount', 'dkv-system', 'dkv-controller')}/token`, {
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-  });
-  controllerClient = withToken(admin, token.status.token);
+  controllerClient = withToken(admin, await serviceAccountToken(admin, 'dkv-system', 'dkv-controller'));
   // Every member a real etcd process on loopback; the controller reaches each through this map instead of cluster DNS.
   const members = new Map<string, LocalEtcdCluster>();
   for (const namespace of namespaces) kubectl('create', 'namespace', namespace);

@@ -12,8 +12,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { renderInstall } from '../../cli/install-command.js';
-import { KubeClient, resourcePath } from '../../kube/client.js';
+import { KubeClient } from '../../kube/client.js';
 import type { ControlPlane } from '../../test/cluster/control-plane.js';
+import { serviceAccountToken } from '../../test/support/connections.js';
 
 /** The bundle's objects that make up its identity and what it may do (not its Deployment, Services or webhook). */
 const IDENTITY_KINDS = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
@@ -34,16 +35,14 @@ export async function bundleIdentity(admin: KubeClient, plane: ControlPlane): Pr
   const account = objects.find((o) => o.kind === 'ServiceAccount');
   if (!account) throw new Error('the install bundle has no ServiceAccount');
   const namespace = account.metadata.namespace!;
-  const request = await admin.request('POST', `${resourcePath('v1', 'ServiceAccount', namespace, account.metadata.name)}/token`, {
-    // Longer than any phase: the controllers read the kubeconfig once.
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 6 * 3600 } },
-  });
+  // Longer than any phase: the controllers read the kubeconfig once.
+  const token = await serviceAccountToken(admin, namespace, account.metadata.name, 6 * 3600);
   const kubeconfigPath = join(plane.dir, 'bundle-service-account.kubeconfig');
   writeFileSync(kubeconfigPath, stringify({
     apiVersion: 'v1',
     kind: 'Config',
     clusters: [{ name: 'bench', cluster: { server: plane.server, 'certificate-authority': join(plane.dir, 'pki', 'ca.crt') } }],
-    users: [{ name: account.metadata.name, user: { token: request.status.token } }],
+    users: [{ name: account.metadata.name, user: { token } }],
     contexts: [{ name: 'bench', context: { cluster: 'bench', user: account.metadata.name } }],
     'current-context': 'bench',
   }), { mode: 0o600 });

@@ -9,6 +9,7 @@ import { parse, stringify } from 'yaml';
 import { credentialSource, loadConnection } from '../../kube/connection.js';
 import { KubeApiError, KubeClient } from '../../kube/client.js';
 import { createNamespace, describeWithCluster, eventually, testClient } from '../cluster/kube.js';
+import { serviceAccountToken } from '../support/connections.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'dkv-connection-'));
 
@@ -118,8 +119,7 @@ describeWithCluster('a kubeconfig against the real API server', () => {
     const namespace = await createNamespace(admin, 'rotate');
     const token = async (account: string): Promise<string> => {
       await admin.request('POST', `/api/v1/namespaces/${namespace}/serviceaccounts`, { body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: account } } });
-      const review = await admin.request('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/${account}/token`, { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } } });
-      return review.status.token;
+      return serviceAccountToken(admin, namespace, account);
     };
     const [first, second] = [await token('first'), await token('second')];
     const whoAmI = async (client: KubeClient): Promise<string> =>

@@ -21,7 +21,7 @@ import { CRD_NAME } from '../../api/crd.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import { parseControllerFlags } from '../../reconciler/controller-flags.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, testClient, untilGone } from '../cluster/kube.js';
-import { withToken } from '../support/connections.js';
+import { serviceAccountToken, withToken } from '../support/connections.js';
 import { clusterPath, converged, createCluster, startController } from './controller-harness.js';
 
 const defaults = loadDefaultConfig();
@@ -34,10 +34,7 @@ async function applyBundle(admin: KubeClient, objects: readonly KubeObject[]): P
 /** A client with only the bundle's ServiceAccount's token. */
 async function controllerToken(admin: KubeClient, objects: readonly KubeObject[]): Promise<KubeClient> {
   const account = objects.find((o) => o.kind === 'ServiceAccount')!;
-  const token = await admin.request('POST', resourcePath('v1', 'ServiceAccount', account.metadata.namespace, account.metadata.name) + '/token', {
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-  });
-  return withToken(admin, token.status.token);
+  return withToken(admin, await serviceAccountToken(admin, account.metadata.namespace!, account.metadata.name));
 }
 
 /** `dkv controller`'s flags as the bundle's Deployment passes them. */

@@ -4,7 +4,7 @@
  * (a service account's token, for RBAC tests).
  */
 import type { Connection } from '../../kube/connection.js';
-import { KubeClient } from '../../kube/client.js';
+import { KubeClient, resourcePath } from '../../kube/client.js';
 
 /** The same credentials against another server address. */
 export function viaServer(client: KubeClient, server: string): KubeClient {
@@ -14,6 +14,14 @@ export function viaServer(client: KubeClient, server: string): KubeClient {
     unauthorized: () => client.connection.unauthorized?.(),
   };
   return new KubeClient(connection);
+}
+
+/** A token for a ServiceAccount (TokenRequest), as the kubelet mints one for a pod; `admin` may create it. */
+export async function serviceAccountToken(admin: KubeClient, namespace: string, name: string, expirationSeconds = 3600): Promise<string> {
+  const request = await admin.request('POST', `${resourcePath('v1', 'ServiceAccount', namespace, name)}/token`, {
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds } },
+  });
+  return request.status.token;
 }
 
 /** The same server (address and CA), authenticating with a bearer token instead. */
