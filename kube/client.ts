@@ -21,6 +21,8 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   'batch/v1/Job': { plural: 'jobs', namespaced: true },
   'coordination.k8s.io/v1/Lease': { plural: 'leases', namespaced: true },
   'apiextensions.k8s.io/v1/CustomResourceDefinition': { plural: 'customresourcedefinitions', namespaced: false },
+  'admissionregistration.k8s.io/v1/MutatingAdmissionPolicy': { plural: 'mutatingadmissionpolicies', namespaced: false },
+  'admissionregistration.k8s.io/v1/MutatingAdmissionPolicyBinding': { plural: 'mutatingadmissionpolicybindings', namespaced: false },
   'example.com/v1alpha1/DistributedKV': { plural: 'distributedkvs', namespaced: true },
   'example.com/v1beta1/DistributedKV': { plural: 'distributedkvs', namespaced: true },
   'v1/Secret': { plural: 'secrets', namespaced: true },

@@ -30,7 +30,12 @@
  * necessary writes (the finalizer of a cluster with backups, the Event), made in bulk the same
  * way: what is left between it and the single leader is the controller's own machinery (watches,
  * queue, reconciles sharing the cores). Shards also read each object before its first write.
- * `npm run bench:controller [-- --clusters N --steady-seconds S --drift-edits N --shards N --workers N --rounds N --same-requests-floor --skip-sequential --single-only --apiserver-profile DIR]`.
+ * Every plane runs the bundle's final-backup finalizer policy (`dkv install --finalizer-policy`,
+ * the install a fleet this size is told to use): a cluster with backups is created with its
+ * finalizer, in the controllers' phases and the floors' alike; `--without-finalizer-policy`
+ * leaves it out, and the controllers add the finalizer with a write of their own.
+ * `npm run bench:controller [-- --clusters N --steady-seconds S --drift-edits N --shards N --workers N --rounds N
+ *   --same-requests-floor --without-finalizer-policy --skip-sequential --single-only --apiserver-profile DIR]`.
  */
 import { spawn } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
@@ -55,12 +60,13 @@ import { MUTATING_VERBS, requestCounts, splitKey } from '../../test/cluster/apis
 import { startControlPlane, type ControlPlane } from '../../test/cluster/control-plane.js';
 import { establishCrd } from '../../test/support/crds.js';
 import { eventually, yes } from '../../test/support/eventually.js';
+import { applyFinalizerPolicy } from '../../test/support/finalizer-policy.js';
 import { fleetSpec } from '../../test/support/fleet-specs.js';
 import { inParallel } from '../../test/support/in-parallel.js';
 import { httpProbe } from '../../test/support/http-probe.js';
 import { bundleIdentity, type BundleIdentity } from './service-account.js';
 
-const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' }, 'single-only': { type: 'boolean' }, 'apiserver-profile': { type: 'string' }, rounds: { type: 'string' }, 'same-requests-floor': { type: 'boolean' } } });
+const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' }, 'single-only': { type: 'boolean' }, 'apiserver-profile': { type: 'string' }, rounds: { type: 'string' }, 'same-requests-floor': { type: 'boolean' }, 'without-finalizer-policy': { type: 'boolean' } } });
 const CLUSTERS = Number(values.clusters ?? 1000);
 const STEADY_SECONDS = Number(values['steady-seconds'] ?? 60);
 const DRIFT_EDITS = Number(values['drift-edits'] ?? 100);
@@ -69,6 +75,8 @@ const SHARDS = Number(values.shards ?? 3);
 const ROUNDS = Math.max(1, Math.floor(Number(values.rounds ?? 1)));
 /** Adds a third floor to each round: the controller's own requests in bulk (see runNecessaryFloor). */
 const SAME_REQUESTS_FLOOR = Boolean(values['same-requests-floor']);
+/** `dkv install --finalizer-policy` on every plane (see the header). */
+const FINALIZER_POLICY = !values['without-finalizer-policy'];
 /** A folder to write kube-apiserver's CPU profile of each phase's convergence into. */
 const PROFILE_DIR = values['apiserver-profile'];
 /** Under kube-apiserver's 60 s timeout for a request that is not a watch. */
@@ -365,8 +373,9 @@ async function runBulkFloors(planePids: Record<string, number>): Promise<BulkFlo
  * for the controller, inside the timed window.
  *
  * With `sameRequests`, every request the single leader makes per cluster, in
- * the same bulk: also the final-backup finalizer of a cluster with backups,
- * and the Normal Event that names what was created. Not the read of each
+ * the same bulk: also the final-backup finalizer of a cluster with backups
+ * when it was not created with it (as the controller: only without the
+ * finalizer policy), and the Normal Event that names what was created. Not the read of each
  * object before its first write: the single leader's foreign-name index
  * proves a new cluster's names free (reconciler/foreign-names.ts); shards,
  * whose caches hold their own buckets only, still read.
@@ -389,7 +398,7 @@ async function runNecessaryFloor(planePids: Record<string, number>, sameRequests
     const owner = { apiVersion: API_VERSION, kind: KIND, name, uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true };
     const mine = objectsByCluster[i].map((o) => ({ ...o, metadata: { ...o.metadata, namespace, ownerReferences: [owner] } }));
     const applied = await Promise.all(mine.map((o) => writer.apply(o, { fieldManager: 'bench-floor', force: true })));
-    if (sameRequests && spec.backup) {
+    if (sameRequests && spec.backup && !(cr.metadata.finalizers ?? []).includes(config.backup.final.finalizer)) {
       await writer.apply({ apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, uid: cr.metadata.uid, finalizers: [config.backup.final.finalizer] } }, { fieldManager: 'bench-floor' });
     }
     const status = await writer.request('PATCH', `${resourcePath(API_VERSION, KIND, namespace, name)}/status`, {
@@ -437,6 +446,7 @@ async function onFreshPlane<T>(phase: (planePids: Record<string, number>) => Pro
   try {
     await establishCrd(client, customResourceDefinition(config));
     identity = await bundleIdentity(client, plane);
+    if (FINALIZER_POLICY) await applyFinalizerPolicy(client, 'default');
     return await phase(childPids());
   } finally {
     identity?.client.close();
@@ -484,7 +494,7 @@ function printRound(r: number, { necessary, sameRequests, single, sharded }: Rou
   const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
   const ratio = (ms: number, floorMs: number) => `${(ms / floorMs).toFixed(2)}x`;
   const each = (f: (run: ControllerRun) => string) => (sharded ? f(sharded) : '-');
-  console.log(`\nbench/controller: ${CLUSTERS} clusters (sizes 1-9, half with backup), ${WORKERS} workers per replica, ShardedListAndWatch on, each phase on a control plane of its own`);
+  console.log(`\nbench/controller: ${CLUSTERS} clusters (sizes 1-9, half with backup), ${WORKERS} workers per replica, ShardedListAndWatch on, each phase on a control plane of its own, ${FINALIZER_POLICY ? 'with' : 'without'} the final-backup finalizer policy`);
   row('figure', 'single leader', `${SHARDS} shards (each)`, 'floor/target', 'note');
   row('converge all (create → status current)', seconds(single.convergeMs), each((r) => seconds(r.convergeMs)), floors ? seconds(floors.necessaryMs) : '-',
     floors ? `necessary-writes floor (target ≤ 1.3x): ${ratio(single.convergeMs, floors.necessaryMs)} / ${each((r) => ratio(r.convergeMs, floors.necessaryMs))}; bulk apply alone ${seconds(floors.bulkMs)}` : '');

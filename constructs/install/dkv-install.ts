@@ -13,6 +13,7 @@ import { ControllerNamespace } from './controller-namespace.js';
 import { ControllerServiceAccount } from './controller-service-account.js';
 import { ConversionWebhook } from './conversion-webhook.js';
 import { DistributedKVDefinition } from './custom-resource-definition.js';
+import { FinalBackupFinalizerPolicy } from './final-backup-finalizer-policy.js';
 import { LeaderElectionRole } from './leader-election-role.js';
 
 export interface DkvInstallProps {
@@ -38,6 +39,13 @@ export interface DkvInstallProps {
    * @default every namespace
    */
   readonly watchNamespace?: string;
+  /**
+   * Also a MutatingAdmissionPolicy that puts the final-backup finalizer on a
+   * cluster with backups as it is created, saving the controller that write
+   * (Kubernetes 1.36 or later: the kind is GA there).
+   * @default false
+   */
+  readonly finalizerPolicy?: boolean;
 }
 
 /**
@@ -47,7 +55,9 @@ export interface DkvInstallProps {
  * the leader-election Role on its one Lease), its configuration, the
  * Deployment with its metrics Service, its conversion webhook's Service and
  * certificate Secret's Role, and PodDisruptionBudget, and the
- * ClusterRole a namespace binds for backup runners that cut VolumeSnapshots.
+ * ClusterRole a namespace binds for backup runners that cut VolumeSnapshots;
+ * if asked, the admission policy that adds the final-backup finalizer at
+ * creation.
  */
 export class DkvInstall extends Construct {
   constructor(scope: Construct, id: string, props: DkvInstallProps) {
@@ -69,6 +79,7 @@ export class DkvInstall extends Construct {
       webhookPort: config.conversion.port,
     });
     new ControllerDisruptionBudget(this, 'DisruptionBudget', { identity });
+    if (props.finalizerPolicy) new FinalBackupFinalizerPolicy(this, 'FinalizerPolicy', { identity, config, watchNamespace });
   }
 }
 
