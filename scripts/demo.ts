@@ -5,7 +5,7 @@
  *   1. a local control plane with simulated nodes (test/cluster/: etcd,
  *      kube-apiserver, kube-controller-manager, kube-scheduler, kwok, and the
  *      real kubectl, all built from the Go module proxy, reused from cache);
- *   2. the install bundle `dkv install` generates, applied with kubectl;
+ *   2. the install bundle `dkv install --finalizer-policy` generates, applied with kubectl;
  *   3. the controller, with the bundle's service-account token (kwok plays
  *      the bundle's Deployment's pods, which nothing runs here, so the
  *      controller runs in this process instead, with the same identity);
@@ -65,7 +65,8 @@ let controller: Controller | undefined;
 let controllerClient: KubeClient | undefined;
 try {
   say('dkv install: the generated bundle (CRD, RBAC, Deployment, ...), applied with kubectl');
-  execFileSync(process.execPath, [join(root, 'bin', 'dkv.js'), 'install', '--out', dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // The plane is Kubernetes 1.36: the bundle as a 1.36 cluster takes it, with the admission policy that adds the final-backup finalizer.
+  execFileSync(process.execPath, [join(root, 'bin', 'dkv.js'), 'install', '--out', dir, '--finalizer-policy'], { stdio: ['ignore', 'pipe', 'inherit'] });
   process.stdout.write(kubectl('apply', '--server-side', '-f', join(dir, 'dkv-install.k8s.yaml')));
   kubectl('wait', '--for=condition=Established', `crd/distributedkvs.example.com`, '--timeout=60s');
 

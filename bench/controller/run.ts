@@ -27,7 +27,7 @@
  * RBAC, by token, as deployed (service-account.ts); the bench itself (creating the clusters,
  * reading their status, kubectl-style edits) uses the plane's admin certificate.
  * `--same-requests-floor` adds, to each round, the requests the single leader makes beyond the
- * necessary writes (the finalizer of a cluster with backups, the Event), made in bulk the same
+ * necessary writes (the finalizer of a cluster with backups created without it, the Event), made in bulk the same
  * way: what is left between it and the single leader is the controller's own machinery (watches,
  * queue, reconciles sharing the cores). Shards also read each object before its first write.
  * Every plane runs the bundle's final-backup finalizer policy (`dkv install --finalizer-policy`,
@@ -56,7 +56,7 @@ import { KubeClient, resourcePath } from '../../kube/client.js';
 import { realClock } from '../../kube/clock.js';
 import { silentLogger } from '../../kube/log.js';
 import { EventRecorder } from '../../reconciler/events.js';
-import { MUTATING_VERBS, requestCounts, splitKey } from '../../test/cluster/apiserver-metrics.js';
+import { MUTATING_VERBS, admissionSeconds, requestCounts, splitKey } from '../../test/cluster/apiserver-metrics.js';
 import { startControlPlane, type ControlPlane } from '../../test/cluster/control-plane.js';
 import { establishCrd } from '../../test/support/crds.js';
 import { eventually, yes } from '../../test/support/eventually.js';
@@ -191,6 +191,8 @@ interface ControllerRun {
   readonly settledHeapUsed: number[];
   /** Each replica's watch restarts by reason (a 410 Gone costs a relist). */
   readonly watchRestarts: string[];
+  /** kube-apiserver's seconds in the MutatingAdmissionPolicy plugin and serving mutating requests, during convergence (admissionSeconds). */
+  readonly admission: { plugin: number; mutatingRequests: number };
 }
 
 function metricValue(text: string, name: string, labels = ''): number {
@@ -245,6 +247,7 @@ async function runControllers(namespace: string, replicas: number, shards: boole
   await watcher.hasSynced();
   const pids = Object.fromEntries(children.map((c, r) => [`controller-${r}`, c.pid!]));
   const before = await requestCounts(client);
+  const admissionBefore = await admissionSeconds(client, 'MutatingAdmissionPolicy');
   const cpuBefore = cpuSeconds({ ...planePids, ...pids, bench: process.pid });
   // Where the resident memory goes: each replica's heap and external memory, sampled during convergence.
   const memory = healthUrls.map(() => ({ heapTotal: 0, heapUsed: 0, external: 0 }));
@@ -277,6 +280,8 @@ async function runControllers(namespace: string, replicas: number, shards: boole
   const afterConvergence = await Promise.all(healthUrls.map(async (url) => (await fetch(`${url}/metrics`)).text()));
   const reconciles = ['success', 'error', 'terminal'].map((result) => afterConvergence.reduce((sum, text) => sum + metricValue(text, 'dkv_reconcile_total', `result="${result}"`), 0));
   const used = delta(await requestCounts(client), before);
+  const admissionAfter = await admissionSeconds(client, 'MutatingAdmissionPolicy');
+  const admission = { plugin: admissionAfter.plugin - admissionBefore.plugin, mutatingRequests: admissionAfter.mutatingRequests - admissionBefore.mutatingRequests };
   // The bench's own requests: the creates (its watch is one long request).
   used.set('POST distributedkvs', (used.get('POST distributedkvs') ?? 0) - CLUSTERS);
   // ipaddresses are the API server's own ClusterIP allocations (the floor makes them too).
@@ -316,7 +321,7 @@ async function runControllers(namespace: string, replicas: number, shards: boole
   for (const child of children) child.kill('SIGTERM');
   await Promise.all(children.map((child) => new Promise((r) => child.once('exit', r))));
   return {
-    convergeMs, latencies, perCluster, requests, reconciles, rssKb, idleRssKb, memory, settledHeapUsed,
+    convergeMs, latencies, perCluster, requests, reconciles, rssKb, idleRssKb, memory, settledHeapUsed, admission,
     watchRestarts: scraped.map((text) => ['gone', 'idle', 'error'].map((reason) => `${reason} ${metricValue(text, 'dkv_watch_restarts_total', `reason="${reason}"`)}`).join(', ')),
     apiserverCpu: cpuAfter['kube-apiserver'] - cpuBefore['kube-apiserver'],
     cpu: cpuDelta(cpuAfter, cpuBefore),
@@ -505,6 +510,10 @@ function printRound(r: number, { necessary, sameRequests, single, sharded }: Rou
   }
   if (floors && !Number.isNaN(floors.sequentialMs)) {
     row('  against a sequential apply (kubectl-style)', '', '', seconds(floors.sequentialMs), `ratio ${ratio(single.convergeMs, floors.sequentialMs)} / ${each((r) => ratio(r.convergeMs, floors.sequentialMs))}`);
+  }
+  if (FINALIZER_POLICY) {
+    const admissionShare = (run: ControllerRun) => `${run.admission.plugin.toFixed(2)} s, ${(100 * run.admission.plugin / run.admission.mutatingRequests).toFixed(2)}%`;
+    row('  in the finalizer policy\'s admission', admissionShare(single), each(admissionShare), '', 'kube-apiserver\'s own histograms: its time in MutatingAdmissionPolicy, share of its time serving writes');
   }
   row('API requests per converged cluster', single.perCluster.toFixed(2), each((r) => r.perCluster.toFixed(2)), floors ? `${(floors.objects / CLUSTERS + 1).toFixed(2)}` : '-', 'floor: one apply per object and one status write');
   const perClusterReconciles = (run: ControllerRun) => run.reconciles.map((n) => (n / CLUSTERS).toFixed(2)).join(' / ');
