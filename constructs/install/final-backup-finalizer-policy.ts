@@ -21,10 +21,12 @@ export interface FinalBackupFinalizerPolicyProps {
  * created, in the API server's admission chain (a MutatingAdmissionPolicy:
  * CEL, in-process, no webhook to run), instead of the controller adding it
  * with a write of its own after the create. Two gains: one write fewer per
- * new cluster with backups (the request the API server pays most for on
- * that cluster, an apply to the custom resource, with its watch event to
- * every controller), and no window in which such a cluster exists without
- * the finalizer that holds its deletion for the final backup.
+ * new cluster with backups (an apply to the custom resource, which the API
+ * server checks against the CRD's schema and rules and sends as a watch
+ * event to every controller: at 10,000 clusters the single leader took
+ * 1.10x the necessary writes' time with this policy, 1.32x without, README
+ * "Performance"), and no window in which such a cluster exists without the
+ * finalizer that holds its deletion for the final backup.
  *
  * On creation only: the controller still adds the finalizer when backups are
  * turned on later, removes it when they are turned off, and adds it where
