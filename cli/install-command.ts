@@ -102,7 +102,7 @@ export function parseInstallFlags(args: readonly string[]): InstallOptions & { r
     replicas,
     watchNamespace: namespaceFlag('watch-namespace', values['watch-namespace']),
     configFile: values.config,
-    ...(values['finalizer-policy'] ? { finalizerPolicy: true } : {}),
+    finalizerPolicy: values['finalizer-policy'],
   };
 }
 
