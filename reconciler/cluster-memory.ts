@@ -6,6 +6,7 @@
  *   are reported once and not "corrected" forever;
  * - the hash last applied to each object, so an object whose hash another
  *   writer replaced is told apart from a spec change;
+ * - which names a create found taken, so they are read, not created again;
  * - the fight records of each object's fields (see field-fights.ts).
  * Entries go with their object, and everything with the cluster, so the
  * memory never outgrows the fleet.
@@ -17,6 +18,12 @@ export interface ObjectMemory {
   notKept?: { readonly hash: string; readonly paths: ReadonlySet<string> };
   /** The desired hash this controller last applied. */
   appliedHash?: string;
+  /**
+   * A create of this object found its name taken by an object the caches do
+   * not hold (someone else's, or one applied without our labels): it is read
+   * before each write until a read finds it gone.
+   */
+  nameTaken?: boolean;
   readonly fights: FieldFights;
 }
 

@@ -11,7 +11,6 @@ import { realClock, type Clock } from '../kube/clock.js';
 import { slimCluster, slimOwnedObject } from './cache-slimming.js';
 import { StringInterner } from '../kube/string-interner.js';
 import { ClusterMemory } from './cluster-memory.js';
-import { ForeignNames } from './foreign-names.js';
 import { WriteEchoes } from './write-echoes.js';
 import { EventRecorder } from './events.js';
 import type { FieldFightPolicy } from './field-fights.js';
@@ -106,11 +105,6 @@ function instanceLabel(config: GeneratorConfig): string | undefined {
   return Object.entries(config.labels).find(([, v]) => v === '{name}')?.[0];
 }
 
-/** How the foreign-name index of a kind is labelled in metrics, apart from the kind's own cache. */
-function foreignNamesKind(kind: string): string {
-  return `${kind}:foreign-names`;
-}
-
 /** The uid of an object's controlling owner: the owned caches' index. */
 function ownerUids(object: CachedObject): string[] {
   const uid = controllingOwner(object)?.uid;
@@ -123,8 +117,6 @@ export class Controller {
   readonly clusters: Informer;
   /** The owned (and observed) objects' caches, by `apiVersion/kind`. */
   readonly owned = new Map<string, Informer>();
-  /** Single-leader mode: names of the owned kinds' objects the owned caches do not select (foreign-names.ts). */
-  readonly foreignNames?: ForeignNames;
   private readonly queue: WorkQueue;
   private readonly memory: ClusterMemory;
   /** Our own writes until their watch events come back (those queue nothing). */
@@ -195,22 +187,11 @@ export class Controller {
         onWatchBytes: (bytes) => this.metrics.watchBytes.inc({ kind }, bytes),
       }));
     }
-    // A shard's owned caches hold its buckets only: another shard's objects would be in neither cache, so shards read.
-    if (!options.sharding) {
-      this.foreignNames = new ForeignNames({
-        client, kinds: OWNED_KINDS, ownedSelector: selector, namespace: options.namespace, log, clock, resyncMs, ...options.watch,
-        onWatchBytes: (kind, bytes) => this.metrics.watchBytes.inc({ kind: foreignNamesKind(kind) }, bytes),
-        onWatchRestart: (kind, reason) => this.metrics.watchRestarts.inc({ kind: foreignNamesKind(kind), reason }),
-      });
-    }
     this.metrics.shardFilteredByServer = () => this.clusters.shardFilteredByServer;
-    this.metrics.cacheSizes = () => new Map([
-      ...[this.clusters, ...this.owned.values()].map((i): [string, number] => [i.kind, i.size]),
-      ...[...this.foreignNames?.sizes ?? []].map(([kind, n]): [string, number] => [foreignNamesKind(kind), n]),
-    ]);
+    this.metrics.cacheSizes = () => new Map([this.clusters, ...this.owned.values()].map((i): [string, number] => [i.kind, i.size]));
     this.memory = new ClusterMemory(options.fieldFights);
     this.context = {
-      config, clusters: this.clusters, owned: this.owned, foreignNames: this.foreignNames, metrics: this.metrics, memory: this.memory,
+      config, clusters: this.clusters, owned: this.owned, metrics: this.metrics, memory: this.memory,
       now: () => clock.now(),
       objectConflictRecheckMs: options.objectConflictRecheckMs ?? 60_000,
       memberAddresses: options.memberAddresses,
@@ -288,7 +269,7 @@ export class Controller {
   }
 
   private informers(): Informer[] {
-    return [this.clusters, ...this.owned.values(), ...this.foreignNames?.informers ?? []];
+    return [this.clusters, ...this.owned.values()];
   }
 
   /** Starts the informers and resolves when every cache has synced. */
@@ -506,7 +487,7 @@ export class Controller {
       try {
         const result = await reconcileDistributedKV(key, context);
         this.queue.forget(key);
-        if (result.requeueAfterMs) this.queue.addAfter(key, result.requeueAfterMs);
+        if (result.requeueAfterMs !== undefined) this.queue.addAfter(key, result.requeueAfterMs);
         outcome = 'success';
       } catch (e) {
         if (!this.leading) {

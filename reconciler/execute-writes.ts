@@ -9,6 +9,7 @@ import { API_VERSION, KIND } from '../api/validate.js';
 import { findDrift, type DriftedField } from './drift.js';
 import type { CachedObject } from '../kube/informer.js';
 import { KubeApiError, resourcePath } from '../kube/client.js';
+import { ifAbsent, isNameTaken } from './create-if-absent.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
 import { objectName, type ReconcileContext } from './reconcile-context.js';
 
@@ -26,6 +27,11 @@ export interface WriteOutcome {
   /** Detect-only: what would have been written. */
   readonly detected: readonly string[];
   readonly pruned: readonly string[];
+  /**
+   * Objects not created because the API server found their name taken: an
+   * object the caches could not show. Read and decided by the next reconcile.
+   */
+  readonly taken: readonly string[];
   readonly failures: readonly string[];
 }
 
@@ -45,6 +51,7 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
   const fights: HeldField[] = [];
   const notKept: string[] = [];
   const detected: string[] = [];
+  const taken: string[] = [];
   const failures: string[] = [];
   /**
    * Logged once per reconcile, not once per object: a new cluster's five or six applies made five or six
@@ -59,11 +66,12 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
       detected.push(`${name}: ${write.reason === 'drift' ? describeDrift(write.drift) : write.reason === 'created' ? 'missing' : 'differs from the spec'}`);
       return;
     }
+    const memory = ctx.memory.object(key, name);
     try {
-      const body = { ...write.desired, metadata: { ...write.desired.metadata, ownerReferences: [ownerReference] } };
+      const owned = { ...write.desired, metadata: { ...write.desired.metadata, ownerReferences: [ownerReference] } };
+      const body = write.ifAbsent ? ifAbsent(owned) : owned;
       const result = await ctx.writeEchoes.track(write.desired.kind, body, () => ctx.client.apply<CachedObject>(body, { fieldManager, force: true }));
       applied.set(name, result);
-      const memory = ctx.memory.object(key, name);
       const hash = write.desired.metadata.annotations![hashAnnotation];
       memory.appliedHash = hash;
       const unkept = findDrift(write.desired, result, fieldManager);
@@ -85,6 +93,11 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
         (write.reason === 'created' ? created : updated).push(name);
       }
     } catch (e) {
+      if (write.ifAbsent && isNameTaken(e)) {
+        memory.nameTaken = true;
+        taken.push(name);
+        return;
+      }
       failures.push(`${name}: ${(e as Error).message}`);
       ctx.log.error('apply failed', { key, object: name, error: (e as Error).message });
     }
@@ -94,6 +107,7 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
   await Promise.all(first.map(apply));
   await Promise.all(plan.writes.filter((w) => w.desired.kind !== 'ConfigMap').map(apply));
   if (logged.length > 0) ctx.log.info('applied', { key, objects: logged });
+  if (taken.length > 0) ctx.log.info('not created: the name is taken; read before the next write', { key, objects: taken });
 
   let pruned: string[] = [];
   if (detectOnly) {
@@ -106,7 +120,7 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
       await removeLegacyFinalizer(ctx, cr).catch((e: Error) => failures.push(`finalizer: ${e.message}`));
     }
   }
-  return { applied, created: created.sort(), updated: updated.sort(), corrected, fights, notKept, detected: detected.sort(), pruned, failures };
+  return { applied, created: created.sort(), updated: updated.sort(), corrected, fights, notKept, detected: detected.sort(), pruned, taken: taken.sort(), failures };
 }
 
 /**

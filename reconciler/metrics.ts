@@ -28,7 +28,7 @@ export class ControllerMetrics {
   /** What the controller's caches hold, by kind: set by the controller (Controller's constructor). */
   cacheSizes: () => ReadonlyMap<string, number> = () => new Map();
   readonly cachedObjects = new Gauge({
-    name: 'dkv_cache_objects', help: 'Objects in the controller\'s caches, by kind (sharded: this replica\'s share); kind Service:foreign-names and so on: names of objects of that kind without the generated labels (single leader).', labelNames: ['kind'], registers: [this.registry],
+    name: 'dkv_cache_objects', help: 'Objects in the controller\'s caches, by kind (sharded: this replica\'s share).', labelNames: ['kind'], registers: [this.registry],
     collect: () => {
       for (const [kind, size] of this.cacheSizes()) this.cachedObjects.set({ kind }, size);
     },

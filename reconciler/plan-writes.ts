@@ -16,6 +16,11 @@ export interface PlannedWrite {
   readonly desired: KubeObject;
   readonly reason: ApplyReason;
   readonly drift: readonly DriftedField[];
+  /**
+   * No object of its name was seen: written only if there still is none
+   * (create-if-absent.ts), so an object nobody looked at is never taken over.
+   */
+  readonly ifAbsent: boolean;
 }
 
 /** A desired object's name taken by an object that is not this cluster's. */
@@ -35,9 +40,14 @@ export interface HeldField {
   readonly until: number;
 }
 
+/** The conflict an object of a desired name that is not this cluster's makes. */
+export function objectConflict(name: string, owner: string): ObjectConflict {
+  return { object: name, message: `${name} already exists and is not this cluster's (${owner}): rename the cluster or remove that object` };
+}
+
 export interface WritePlanInput {
   readonly desired: readonly KubeObject[];
-  /** The live object of each desired one, by `Kind/name`; undefined when none exists. */
+  /** The live object of each desired one, by `Kind/name`; undefined when none was seen. */
   readonly live: ReadonlyMap<string, CachedObject | undefined>;
   /** The live objects this cluster controls (its owner reference). */
   readonly owned: readonly CachedObject[];
@@ -73,13 +83,13 @@ export function planWrites(input: WritePlanInput): WritePlan {
     const hash = object.metadata.annotations![hashAnnotation];
     if (!current) {
       const deleted = input.previouslyGenerated.has(name);
-      writes.push({ desired: object, reason: deleted ? 'drift' : 'created', drift: deleted ? [{ path: '(object deleted)' }] : [] });
+      writes.push({ desired: object, reason: deleted ? 'drift' : 'created', drift: deleted ? [{ path: '(object deleted)' }] : [], ifAbsent: true });
       continue;
     }
     // Someone else's object of this name: never written, never pruned.
     const ownership = ownershipOf(current, input.clusterUid, hash, hashAnnotation, input.detectOnly);
     if (!ownership.ours) {
-      conflicts.push({ object: name, message: `${name} already exists and is not this cluster's (${ownership.owner}): rename the cluster or remove that object` });
+      conflicts.push(objectConflict(name, ownership.owner));
       continue;
     }
     const memory = input.memoryOf(name);
@@ -87,7 +97,7 @@ export function planWrites(input: WritePlanInput): WritePlan {
     // the desired one: then another writer replaced it (a GitOps tool applying other content),
     // which is drift (the hash annotation among the drifted fields) and meets the fight brake.
     if (current.metadata.annotations?.[hashAnnotation] !== hash && memory.appliedHash !== hash) {
-      writes.push({ desired: object, reason: 'spec-changed', drift: [] });
+      writes.push({ desired: object, reason: 'spec-changed', drift: [], ifAbsent: false });
       continue;
     }
     const ignored = memory.notKept?.hash === hash ? memory.notKept.paths : undefined;
@@ -98,7 +108,7 @@ export function planWrites(input: WritePlanInput): WritePlan {
       return until === undefined ? [] : [{ object: name, path: f.path, manager: f.manager, until }];
     });
     held.push(...heldHere);
-    if (heldHere.length < drift.length) writes.push({ desired: object, reason: 'drift', drift });
+    if (heldHere.length < drift.length) writes.push({ desired: object, reason: 'drift', drift, ifAbsent: false });
   }
   const desiredNames = new Set(input.desired.map(objectName));
   const prunable = input.owned.filter((o) => !desiredNames.has(objectName(o)));

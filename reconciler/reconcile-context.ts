@@ -7,7 +7,6 @@
 import type { GeneratorConfig } from '../api/config.js';
 import type { ClusterMemory } from './cluster-memory.js';
 import type { EventRecorder } from './events.js';
-import type { ForeignNames } from './foreign-names.js';
 import type { Informer } from '../kube/informer.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../kube/log.js';
@@ -18,7 +17,7 @@ import type { FleetRole } from './fleet-role.js';
 import type { WriteEchoes } from './write-echoes.js';
 
 export interface ReconcileResult {
-  /** Look again after this long even if nothing changes. */
+  /** Look again after this long even if nothing changes (0: at once, after this reconcile). */
   readonly requeueAfterMs?: number;
 }
 
@@ -34,12 +33,6 @@ export interface ReconcileContext {
   readonly config: GeneratorConfig;
   readonly clusters: Informer;
   readonly owned: OwnedCaches;
-  /**
-   * Single-leader mode: whether an object missing from the owned cache is
-   * known not to exist at all (foreign-names.ts); without it, or when it
-   * cannot tell, the object is read from the API server.
-   */
-  readonly foreignNames?: Pick<ForeignNames, 'provesAbsent'>;
   readonly memory: ClusterMemory;
   readonly events: EventRecorder;
   readonly metrics: ControllerMetrics;

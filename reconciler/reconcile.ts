@@ -22,11 +22,11 @@ import { finalBackupOnDeletion, keepFinalBackupFinalizer } from './final-backup.
 import { imageChangeRefusal } from './image-change.js';
 import { refusedStatefulSetChanges } from './immutable-changes.js';
 import type { CachedObject } from '../kube/informer.js';
-import { KubeApiError, resourcePath, type KubeClient } from '../kube/client.js';
 import { claimedNames, precedes } from './name-claims.js';
 import { controllingOwner, ownershipOf } from './ownership.js';
 import { membershipStep } from './membership-step.js';
 import { planWrites } from './plan-writes.js';
+import { readObject } from './read-object.js';
 import { storageStep } from './storage-step.js';
 import { withBucketLabel } from './bucket-label.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
@@ -93,15 +93,20 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const now = ctx.now();
   ctx.memory.retain(key, new Set(desired.map(objectName)), now);
 
-  // The live objects: from the cache. On a miss (the cache holds only objects with our labels),
-  // a missing object may be someone else's of that name: the foreign-name index says there is
-  // none, else the API server is asked. So is it for an object this process wrote whose write
-  // the cache has not shown yet (a quick second reconcile).
+  // The live objects: from the cache. On a miss (the cache holds only objects with our labels, a shard's
+  // only its buckets'), the object is created if absent, and the API server says whether it was
+  // (create-if-absent.ts): nothing is read first. Read are only names known to be taken: one a create
+  // found taken, one this process wrote whose write the cache has not shown yet (a quick second
+  // reconcile); and every miss of a detect-only cluster, which never writes.
   const live = new Map<string, CachedObject | undefined>();
   await Promise.all(desired.map(async (object) => {
+    const name = objectName(object);
     const cached = ctx.owned.get(cacheKind(object))?.get(`${object.metadata.namespace}/${object.metadata.name}`);
-    const provenAbsent = !cached && ctx.foreignNames?.provesAbsent(object) === true && ctx.memory.object(key, objectName(object)).appliedHash === undefined;
-    live.set(objectName(object), cached ?? (provenAbsent ? undefined : await getObject(ctx.client, object)));
+    const memory = cached ? undefined : ctx.memory.object(key, name);
+    const read = memory !== undefined && (detectOnly || memory.nameTaken === true || memory.appliedHash !== undefined);
+    const found = read ? await readObject(ctx.client, object) : undefined;
+    if (read && !found) memory!.nameTaken = false;
+    live.set(name, cached ?? found);
   }));
 
   // The shard bucket goes on what this cluster creates or controls, not on objects another tool
@@ -154,6 +159,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     holds.length > 0 ? Math.max(1000, Math.min(...holds) - ctx.now()) : undefined,
     membership?.requeueAfterMs,
     storage.requeueAfterMs,
+    // A create found its name taken: the next reconcile reads that object and decides whose it is, at once.
+    outcome.taken.length > 0 ? 0 : undefined,
     // BackupStale turns True with nothing else changing: the cluster is looked at again then.
     reported.backupStaleAtMs === undefined ? undefined : Math.max(1000, reported.backupStaleAtMs - ctx.now() + 1000),
   ].filter((w): w is number => w !== undefined);
@@ -194,25 +201,6 @@ function claimHolder(ctx: ReconcileContext, claim: string): string | undefined {
  */
 async function formerStatefulSets(ctx: ReconcileContext, cr: CachedObject, desired: KubeObject): Promise<CachedObject[]> {
   const listed = ((cr.status as DistributedKVStatus | undefined)?.generatedObjects ?? []).filter((g) => g.kind === 'StatefulSet' && g.name !== desired.metadata.name);
-  const found = await Promise.all(listed.map((g) => getObject(ctx.client, { ...desired, metadata: { ...desired.metadata, name: g.name } })));
+  const found = await Promise.all(listed.map((g) => readObject(ctx.client, { ...desired, metadata: { ...desired.metadata, name: g.name } })));
   return found.filter((o): o is CachedObject => o !== undefined && ownershipOf(o, cr.metadata.uid!, undefined, ctx.config.hashAnnotation).ours);
-}
-
-/**
- * The object as the API server has it, or undefined when there is none.
- * Read from the API server's watch cache (resourceVersion 0), not from etcd:
- * asked for every object of a new cluster where no foreign-name index
- * answers (shards), a quorum read cost etcd and kube-apiserver more than the
- * write that follows. What it guards against
- * (an object of that name that is someone else's) is no better served by a
- * quorum read, since nothing makes the read and the write one step.
- */
-async function getObject(client: KubeClient, object: KubeObject): Promise<CachedObject | undefined> {
-  try {
-    const found = await client.request<CachedObject>('GET', resourcePath(object.apiVersion, object.kind, object.metadata.namespace, object.metadata.name), { query: { resourceVersion: '0' } });
-    return { ...found, apiVersion: object.apiVersion, kind: object.kind };
-  } catch (e) {
-    if (e instanceof KubeApiError && e.status === 404) return undefined;
-    throw e;
-  }
 }

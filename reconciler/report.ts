@@ -47,7 +47,6 @@ function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: De
   return news && !inStatus;
 }
 
-/** Records the reconcile's Events and writes its status; returns the Degraded reason, if any, and when backups turn stale. */
 /** What a report found that decides when to look again. */
 export interface ReportResult {
   readonly degraded?: DegradedReason;
@@ -55,6 +54,10 @@ export interface ReportResult {
   readonly backupStaleAtMs?: number;
 }
 
+/**
+ * Records the reconcile's Events and writes its status (unless a create found its name taken: then the
+ * next reconcile does); returns the Degraded reason, if any, and when backups turn stale.
+ */
 export async function reportOutcome(ctx: ReconcileContext, report: ReconcileReport): Promise<ReportResult> {
   const { cr, key, plan, outcome } = report;
   const involved = { apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata };
@@ -80,6 +83,9 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   if (membership?.warning && isNews(ctx, cr, key, 'SizeWarning', membership.warning)) events.push(record('Warning', 'SizeWarning', membership.warning));
   ctx.memory.resolvedExcept(key, [conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : '', membership?.phase === 'QuorumLost' ? 'QuorumLost' : '', membership?.warning ? 'SizeWarning' : ''].filter(Boolean));
   await Promise.all(events);
+  // A create found its name taken by an object no cache shows (execute-writes.ts): the next reconcile,
+  // at once, reads it and reports. A status written now would describe objects this one has not seen.
+  if (outcome.taken.length > 0) return {};
 
   const blocked = new Set(plan.conflicts.map((c) => c.object));
   const current = (o: KubeObject): CachedObject | undefined => (blocked.has(objectName(o)) ? undefined : outcome.applied.get(objectName(o)) ?? report.live.get(objectName(o)));

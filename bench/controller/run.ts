@@ -380,10 +380,10 @@ async function runBulkFloors(planePids: Record<string, number>): Promise<BulkFlo
  * With `sameRequests`, every request the single leader makes per cluster, in
  * the same bulk: also the final-backup finalizer of a cluster with backups
  * when it was not created with it (as the controller: only without the
- * finalizer policy), and the Normal Event that names what was created. Not the read of each
- * object before its first write: the single leader's foreign-name index
- * proves a new cluster's names free (reconciler/foreign-names.ts); shards,
- * whose caches hold their own buckets only, still read.
+ * finalizer policy), and the Normal Event that names what was created. The
+ * controller reads nothing before a first write: it creates each object only
+ * if absent (reconciler/create-if-absent.ts), the same apply with a
+ * precondition, which the floor's plain apply stands for.
  */
 async function runNecessaryFloor(planePids: Record<string, number>, sameRequests = false): Promise<NecessaryFloor> {
   const namespace = sameRequests ? 'floor-requests' : 'floor-writes';

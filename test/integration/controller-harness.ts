@@ -25,14 +25,25 @@ export interface RunningController {
   stop(): Promise<void>;
 }
 
-/** Starts caches and workers; retries start at 200 ms so failure tests stay fast (production: 2 s). */
-export async function startController(client: KubeClient, namespace: string, options: { backoffBaseMs?: number; workers?: number } & Partial<Pick<ControllerOptions, 'config' | 'fieldFights' | 'objectConflictRecheckMs'>> = {}): Promise<RunningController> {
+/**
+ * Starts caches and workers; retries start at 200 ms so failure tests stay fast (production: 2 s).
+ * `sharded`: as one replica of `dkv controller --shards` that holds every bucket (its caches select
+ * by the bucket label), without the membership Leases.
+ */
+export async function startController(
+  client: KubeClient,
+  namespace: string,
+  options: { backoffBaseMs?: number; workers?: number; sharded?: boolean } & Partial<Pick<ControllerOptions, 'config' | 'fieldFights' | 'objectConflictRecheckMs'>> = {},
+): Promise<RunningController> {
   const log = createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent');
+  const controllerConfig = options.config ?? config;
   const controller = new Controller({
-    client, config: options.config ?? config, log, namespace, workers: options.workers ?? 2, backoff: { baseMs: options.backoffBaseMs ?? 200, maxMs: 5000 },
+    client, config: controllerConfig, log, namespace, workers: options.workers ?? 2, backoff: { baseMs: options.backoffBaseMs ?? 200, maxMs: 5000 },
     fieldFights: options.fieldFights, objectConflictRecheckMs: options.objectConflictRecheckMs,
+    sharding: options.sharded ? { mayWork: () => true, retryMs: 200 } : undefined,
   });
   await controller.startCaches();
+  if (options.sharded) await controller.setShare([...Array(controllerConfig.sharding.buckets).keys()]);
   await controller.startWorkers();
   return { controller, stop: () => controller.stop() };
 }

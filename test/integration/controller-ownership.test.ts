@@ -7,7 +7,6 @@
  */
 import type { GeneratorConfig } from '../../api/config.js';
 import { resourcePath, type KubeClient } from '../../kube/client.js';
-import { OWNED_KINDS } from '../../reconciler/controller.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
 import { clusterPath, config, converged, createCluster, eventsFor, startController, type RunningController } from './controller-harness.js';
 
@@ -85,8 +84,11 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
     expect(ours.metadata.ownerReferences[0]).toMatchObject({ kind: 'DistributedKV', name: 'orders', uid: fixed.metadata.uid });
   });
 
-  it('creates a new cluster\'s objects without reading each first, and still refuses an application\'s Service that appeared after it started: the foreign-name index', async () => {
-    const namespace = await createNamespace(client, 'own-index');
+  // A new cluster's objects are not in the cache (it holds only objects with our labels; a shard's, only its buckets'):
+  // each is created only if absent (create-if-absent.ts), so nothing is read first, and an object of that name that
+  // nothing here watches is found by the create's refusal.
+  it.each([{ mode: 'single leader', sharded: false }, { mode: 'shard', sharded: true }])('as a $mode, reads nothing before creating, and the API server refuses the create of a name an application\'s Service holds: Degraded/ObjectConflict, the Service untouched', async ({ sharded }) => {
+    const namespace = await createNamespace(client, sharded ? 'own-shard' : 'own-unread');
     // Every read of one named object in the namespace the controller makes, by path (lists and watches are not counted).
     const reads: string[] = [];
     const namedObject = new RegExp(`/namespaces/${namespace}/[a-z]+/[^/]+$`);
@@ -98,24 +100,34 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
         },
       },
     }) as KubeClient;
-    running = await startController(counting, namespace, { objectConflictRecheckMs: 200 });
-    // Until its watches are open (a moment after the caches synced) the index proves nothing, and a miss is read.
-    const index = running.controller.foreignNames!;
-    await eventually('the foreign-name index to listen', async () => OWNED_KINDS.every((k) => index.provesAbsent({ ...k, metadata: { name: 'unused', namespace } })) || undefined);
+    running = await startController(counting, namespace, { sharded, objectConflictRecheckMs: 200 });
     await createCluster(client, namespace, 'kv', SPEC);
     await converged(client, namespace, 'kv', 4);
     expect(reads.filter((p) => !p.includes('/distributedkvs/'))).toEqual([]);
 
-    // An application's Service created now: the index hears of it, and the cluster that wants its name reads it and is refused.
+    // Created after the controller started, and outside its caches (no generated labels): only the create's refusal shows it.
     const appService = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'shop', namespace }, spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80 }] } };
     const before = await client.apply<any>(appService, { fieldManager: 'kubectl' });
-    await eventually('the foreign-name index to hold the application\'s Service', async () => (index.provesAbsent(appService) ? undefined : true));
     await createCluster(client, namespace, 'shop', SPEC);
     const cr = await degradedWith(namespace, 'shop', 'ObjectConflict');
     expect(degraded(cr)!.message).toContain('Service/shop already exists and is not this cluster\'s');
-    // Only the name the index holds is read (again at each recheck): the cluster's other objects are created unread.
+    expect(degraded(cr)!.message).toContain('kubectl');
+    // Read once refused (and again at each recheck, not created again); the cluster's other objects were created unread.
     expect(new Set(reads.filter((p) => !p.includes('/distributedkvs/')))).toEqual(new Set([resourcePath('v1', 'Service', namespace, 'shop')]));
-    expect((await get('v1', 'Service', namespace, 'shop')).metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    expect(await exists('apps/v1', 'StatefulSet', namespace, 'shop')).toBe(true);
+    const after = await get('v1', 'Service', namespace, 'shop');
+    expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    expect(after.metadata.ownerReferences).toBeUndefined();
+    expect(after.metadata.managedFields.map((m: any) => m.manager)).toEqual(['kubectl']);
+    // A refused create is not a failed write: no ApplyFailed, no error result.
+    expect(await events(namespace, 'shop', 'ApplyFailed')).toEqual([]);
+    expect((await running.controller.metrics.reconciles.get()).values.find((v) => v.labels.result === 'error')?.value ?? 0).toBe(0);
+
+    // Gone: the next recheck reads it gone, and the cluster's own is created.
+    await client.request('DELETE', resourcePath('v1', 'Service', namespace, 'shop'));
+    const fixed = await converged(client, namespace, 'shop', 4);
+    expect(degraded(fixed)).toMatchObject({ status: 'False', reason: 'AsExpected' });
+    expect((await get('v1', 'Service', namespace, 'shop')).metadata.ownerReferences[0]).toMatchObject({ kind: 'DistributedKV', name: 'shop', uid: fixed.metadata.uid });
   });
 
   it('refuses the newer of two clusters whose generated names clash (kv and kv-peers both want Service kv-peers): Degraded/NameClash, the older untouched', async () => {

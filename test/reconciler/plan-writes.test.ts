@@ -50,6 +50,8 @@ describe('planWrites', () => {
     const desired = desiredFor(SPEC);
     const none = planWrites(input(desired, new Map(desired.map((o) => [name(o), undefined]))));
     expect(none.writes.map((w) => [name(w.desired), w.reason])).toEqual(desired.map((o) => [name(o), 'created']));
+    // Nobody looked whether the names are free: the API server is asked to create each only if absent.
+    expect(none.writes.every((w) => w.ifAbsent)).toBe(true);
 
     const converged = planWrites(input(desired, new Map(desired.map((o) => [name(o), liveCopy(o)]))));
     expect(converged).toEqual({ writes: [], conflicts: [], held: [], prunable: [] });
@@ -59,7 +61,7 @@ describe('planWrites', () => {
     const desired = desiredFor(SPEC);
     const live = new Map(desired.map((o) => [name(o), o.kind === 'Service' ? undefined : liveCopy(o)]));
     const plan = planWrites(input(desired, live, { previouslyGenerated: new Set(['Service/kv-peers']) }));
-    expect(plan.writes.map((w) => [name(w.desired), w.reason])).toEqual([['Service/kv-peers', 'drift'], ['Service/kv', 'created']]);
+    expect(plan.writes.map((w) => [name(w.desired), w.reason, w.ifAbsent])).toEqual([['Service/kv-peers', 'drift', true], ['Service/kv', 'created', true]]);
   });
 
   it('updates an object whose hash differs, and corrects a drifted field naming who changed it', () => {
@@ -72,9 +74,9 @@ describe('planWrites', () => {
       }
     })]));
     const plan = planWrites(input(desired, live));
-    expect(plan.writes.map((w) => [name(w.desired), w.reason, w.drift])).toEqual([
-      ['StatefulSet/kv', 'drift', [{ path: 'spec.replicas', manager: 'kubectl (scale)' }]],
-      ['CronJob/kv-backup', 'spec-changed', []],
+    expect(plan.writes.map((w) => [name(w.desired), w.reason, w.drift, w.ifAbsent])).toEqual([
+      ['StatefulSet/kv', 'drift', [{ path: 'spec.replicas', manager: 'kubectl (scale)' }], false],
+      ['CronJob/kv-backup', 'spec-changed', [], false],
     ]);
   });
 
