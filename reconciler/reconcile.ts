@@ -94,16 +94,18 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   ctx.memory.retain(key, new Set(desired.map(objectName)), now);
 
   // The live objects: from the cache. On a miss (the cache holds only objects with our labels, a shard's
-  // only its buckets'), the object is created if absent, and the API server says whether it was
-  // (create-if-absent.ts): nothing is read first. Read are only names known to be taken: one a create
-  // found taken, one this process wrote whose write the cache has not shown yet (a quick second
-  // reconcile); and every miss of a detect-only cluster, which never writes.
+  // only its buckets'), a new cluster's object is created if absent, and the API server says whether it
+  // was (create-if-absent.ts): nothing is read first. Read are the names that may well be taken: one a
+  // create found taken, one this process wrote whose write the cache has not shown yet (a quick second
+  // reconcile), one the cluster's status lists (deleted, or hidden from the cache by new labels: the
+  // checks below must see it before anything is written); and every miss of a detect-only cluster.
+  const previouslyGenerated = new Set(((cr.status as DistributedKVStatus | undefined)?.generatedObjects ?? []).map((g: GeneratedObject) => `${g.kind}/${g.name}`));
   const live = new Map<string, CachedObject | undefined>();
   await Promise.all(desired.map(async (object) => {
     const name = objectName(object);
     const cached = ctx.owned.get(cacheKind(object))?.get(`${object.metadata.namespace}/${object.metadata.name}`);
     const memory = cached ? undefined : ctx.memory.object(key, name);
-    const read = memory !== undefined && (detectOnly || memory.nameTaken === true || memory.appliedHash !== undefined);
+    const read = memory !== undefined && (detectOnly || memory.nameTaken === true || memory.appliedHash !== undefined || previouslyGenerated.has(name));
     const found = read ? await readObject(ctx.client, object) : undefined;
     if (read && !found) memory!.nameTaken = false;
     live.set(name, cached ?? found);
@@ -135,7 +137,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     clusterUid: cr.metadata.uid!,
     hashAnnotation,
     fieldManager: config.controller.fieldManager,
-    previouslyGenerated: new Set(((cr.status as DistributedKVStatus | undefined)?.generatedObjects ?? []).map((g: GeneratedObject) => `${g.kind}/${g.name}`)),
+    previouslyGenerated,
     memoryOf: (name) => ctx.memory.object(key, name),
   });
 
