@@ -40,11 +40,6 @@ export interface HeldField {
   readonly until: number;
 }
 
-/** The conflict an object of a desired name that is not this cluster's makes. */
-export function objectConflict(name: string, owner: string): ObjectConflict {
-  return { object: name, message: `${name} already exists and is not this cluster's (${owner}): rename the cluster or remove that object` };
-}
-
 export interface WritePlanInput {
   readonly desired: readonly KubeObject[];
   /** The live object of each desired one, by `Kind/name`; undefined when none was seen. */
@@ -89,7 +84,7 @@ export function planWrites(input: WritePlanInput): WritePlan {
     // Someone else's object of this name: never written, never pruned.
     const ownership = ownershipOf(current, input.clusterUid, hash, hashAnnotation, input.detectOnly);
     if (!ownership.ours) {
-      conflicts.push(objectConflict(name, ownership.owner));
+      conflicts.push({ object: name, message: `${name} already exists and is not this cluster's (${ownership.owner}): rename the cluster or remove that object` });
       continue;
     }
     const memory = input.memoryOf(name);

@@ -29,7 +29,7 @@
  * `--same-requests-floor` adds, to each round, the requests the single leader makes beyond the
  * necessary writes (the finalizer of a cluster with backups created without it, the Event), made in bulk the same
  * way: what is left between it and the single leader is the controller's own machinery (watches,
- * queue, reconciles sharing the cores). Shards also read each object before its first write.
+ * queue, reconciles sharing the cores). Shards make the same requests (nothing is read before a create).
  * Every plane runs the bundle's final-backup finalizer policy (`dkv install --finalizer-policy`,
  * the install a fleet this size is told to use): a cluster with backups is created with its
  * finalizer, in the controllers' phases and the floors' alike; `--without-finalizer-policy`
