@@ -10,7 +10,12 @@
  *      reports the new capacity;
  *   4. then replace the StatefulSet: delete it leaving its pods running
  *      (orphan), and create it with the new template, which adopts them. The
- *      pod template is unchanged, so no member restarts.
+ *      pod template is unchanged, so no member restarts. Only once the live
+ *      StatefulSet controls every member pod: the garbage collector orphans
+ *      the dependents its graph knows, so a pod adopted in the same moment
+ *      as the delete keeps an owner reference to a deleted StatefulSet and is
+ *      then deleted as garbage (a member restart the step promised not to
+ *      make).
  *
  * Decided from the live StatefulSet and claims only: a controller that died
  * between the orphaning delete and the create finds no StatefulSet and
@@ -36,6 +41,11 @@ export interface StorageInput {
   readonly storageClassName: string;
   /** The members' claims, in ordinal order. */
   readonly claims: readonly Claim[];
+  /**
+   * Member pods that the live StatefulSet does not control (yet): orphans it
+   * has still to adopt, or pods still owned by a StatefulSet it replaced.
+   */
+  readonly podsNotAdopted: readonly string[];
 }
 
 export type StorageStep =
@@ -64,6 +74,9 @@ export function decideStorageStep(input: StorageInput): StorageStep {
   for (const claim of input.claims) {
     if (at(claim.requested) < desired) return { kind: 'resizeClaim', claim: claim.name, message: `growing ${claim.name} from ${claim.requested} to ${input.desired}` };
     if (at(claim.capacity) < desired) return { kind: 'waiting', message: `waiting for ${claim.name} to report ${input.desired} (it reports ${claim.capacity ?? 'no capacity'})` };
+  }
+  if (input.podsNotAdopted.length > 0) {
+    return { kind: 'waiting', message: `every claim holds ${input.desired}; waiting for the StatefulSet to adopt ${input.podsNotAdopted.join(', ')} before replacing it` };
   }
   return { kind: 'replaceStatefulSet', message: `every claim holds ${input.desired}: replacing the StatefulSet (its pods keep running) with the new volume template` };
 }

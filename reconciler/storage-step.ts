@@ -37,6 +37,21 @@ async function getOrUndefined<T>(ctx: ReconcileContext, path: string): Promise<T
   }
 }
 
+/**
+ * The member pods (`<name>-<ordinal>`, read fresh) that the live StatefulSet
+ * does not control: the replacement waits for it to adopt them (engines/storage-growth.ts).
+ */
+async function podsNotAdopted(ctx: ReconcileContext, live: CachedObject, replicas: number): Promise<string[]> {
+  const matchLabels = (live.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels ?? {};
+  const labelSelector = Object.entries(matchLabels).map(([k, v]) => `${k}=${v}`).join(',');
+  const list = await ctx.client.request<{ items: CachedObject[] }>('GET', resourcePath('v1', 'Pod', live.metadata.namespace), { query: { labelSelector } });
+  const members = new Set(Array.from({ length: replicas }, (_, i) => `${live.metadata.name}-${i}`));
+  return list.items
+    .filter((p) => members.has(p.metadata.name) && !p.metadata.deletionTimestamp && controllingOwner(p)?.uid !== live.metadata.uid)
+    .map((p) => p.metadata.name)
+    .sort();
+}
+
 /** The StorageClass a claim template uses: its own, or the cluster's default. */
 async function storageClassOf(ctx: ReconcileContext, name: string | undefined): Promise<{ name: string; allowVolumeExpansion: boolean } | undefined> {
   type StorageClass = { metadata: { name: string; annotations?: Record<string, string> }; allowVolumeExpansion?: boolean };
@@ -68,7 +83,7 @@ export async function storageStep(ctx: ReconcileContext, cr: CachedObject, desir
   }
   const storageClassName = current?.spec?.storageClassName;
   const step = decideStorageStep({
-    desired: desiredSize, live: liveSize, claims,
+    desired: desiredSize, live: liveSize, claims, podsNotAdopted: await podsNotAdopted(ctx, live, replicas),
     storageClass: await storageClassOf(ctx, storageClassName), storageClassName: storageClassName ?? '(the default)',
   });
   // Until the StatefulSet is replaced, it is written with the volume size it has (a template cannot change in place).

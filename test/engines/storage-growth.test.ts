@@ -3,7 +3,7 @@ import { decideStorageStep, type StorageInput } from '../../engines/storage-grow
 const EXPANDABLE = { name: 'fast', allowVolumeExpansion: true };
 const claim = (i: number, requested: string, capacity?: string) => ({ name: `data-kv-${i}`, requested, capacity: capacity ?? requested });
 const step = (over: Partial<StorageInput>) =>
-  decideStorageStep({ desired: '20Gi', live: '10Gi', storageClass: EXPANDABLE, storageClassName: 'fast', claims: [claim(0, '10Gi'), claim(1, '10Gi'), claim(2, '10Gi')], ...over });
+  decideStorageStep({ desired: '20Gi', live: '10Gi', storageClass: EXPANDABLE, storageClassName: 'fast', claims: [claim(0, '10Gi'), claim(1, '10Gi'), claim(2, '10Gi')], podsNotAdopted: [], ...over });
 
 describe('storage growth, one claim at a time', () => {
   it('does nothing when the size is unchanged, in any spelling', () => {
@@ -28,5 +28,10 @@ describe('storage growth, one claim at a time', () => {
 
   it('replaces the StatefulSet once every claim holds the new size', () => {
     expect(step({ claims: [claim(0, '20Gi'), claim(1, '20Gi'), claim(2, '20Gi')] })).toMatchObject({ kind: 'replaceStatefulSet' });
+  });
+
+  it('does not replace the StatefulSet while a member pod is not yet adopted by it (the garbage collector would delete that pod)', () => {
+    const grown = [claim(0, '20Gi'), claim(1, '20Gi'), claim(2, '20Gi')];
+    expect(step({ claims: grown, podsNotAdopted: ['kv-1', 'kv-2'] })).toEqual({ kind: 'waiting', message: expect.stringMatching(/waiting for the StatefulSet to adopt kv-1, kv-2 before replacing it$/) });
   });
 });

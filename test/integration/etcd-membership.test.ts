@@ -477,7 +477,15 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
       const grown = (await eventNames('StorageResizing')).filter((m) => / grows to 20Gi$/.test(m));
       expect(grown).toHaveLength(5);
 
-      // A crash between the orphaning delete and the create: the StatefulSet is gone, its members run on.
+      // A crash between the orphaning delete and the create: the StatefulSet is gone, its members run on. The
+      // test deletes the StatefulSet the step would delete: one that controls every member pod. A pod adopted in
+      // the same moment as the delete is not orphaned by the garbage collector (it orphans the dependents its graph
+      // knows) and is then deleted as garbage: engines/storage-growth.ts waits for the adoption for that reason.
+      await eventually('the replaced StatefulSet to control every member pod', async () => {
+        const members = (await client.request('GET', `/api/v1/namespaces/${namespace}/pods`)).items.filter((p: any) => /^kv-[0-4]$/.test(p.metadata.name));
+        return members.length === 5 && members.every((p: any) => p.metadata.ownerReferences?.some((o: any) => o.controller && o.uid === replaced.metadata.uid)) ? true : undefined;
+      }, 60_000, 200);
+      await settledAt(5, 120_000);
       await controller!.stop();
       await client.request('DELETE', stsPath, { body: { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Orphan' } });
       await eventually('the StatefulSet to be gone', async () => ((await client.request('GET', stsPath).catch(() => undefined)) ? undefined : true), 20_000, 100);
