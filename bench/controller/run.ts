@@ -8,6 +8,8 @@
  *              and the necessary writes (create the CR, apply its objects with
  *              the owner reference, one status write), in bulk.
  *   cpu        kube-apiserver's (and every process's) CPU seconds meanwhile.
+ *   tail       when 50, 90 and 99% of the clusters had converged, and each replica's last
+ *              reconcile: whether the last clusters wait on one replica or on everything.
  *   requests   API requests the controllers made per converged cluster.
  *   steady     writes per minute over a settled fleet (must be 0).
  *   drift      latency from an out-of-band `kubectl scale` to its correction, p50/p99 over 100 edits.
@@ -193,6 +195,10 @@ interface ControllerRun {
   readonly watchRestarts: string[];
   /** kube-apiserver's seconds in the MutatingAdmissionPolicy plugin and serving mutating requests, during convergence (admissionSeconds). */
   readonly admission: { plugin: number; mutatingRequests: number };
+  /** When each cluster's status first showed it converged, ms from the first create: the shape of the tail. */
+  readonly convergedAtMs: number[];
+  /** Each replica's last successful reconcile during convergence, ms from the first create (sampled each second): a replica that finishes last holds the tail. */
+  readonly lastReconcileMs: number[];
 }
 
 function metricValue(text: string, name: string, labels = ''): number {
@@ -234,12 +240,17 @@ async function runControllers(namespace: string, replicas: number, shards: boole
 
   // Convergence is observed through a watch: polling a list of every cluster would cost the API server more than the controller does.
   const converged = new Set<string>();
+  const convergedAtMs: number[] = [];
+  let started = 0;
   let markConverged: () => void = () => undefined;
   const allConverged = new Promise<void>((resolve) => (markConverged = resolve));
   const watcher = new Informer({
     client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, namespace),
     onEvent: (_type, cr) => {
-      if (cr.status?.observedGeneration === cr.metadata.generation && cr.status?.generatedObjects?.every((o: { uid?: string }) => o.uid)) converged.add(cr.metadata.name);
+      if (cr.status?.observedGeneration === cr.metadata.generation && cr.status?.generatedObjects?.every((o: { uid?: string }) => o.uid) && !converged.has(cr.metadata.name)) {
+        converged.add(cr.metadata.name);
+        convergedAtMs.push(performance.now() - started);
+      }
       if (converged.size === CLUSTERS) markConverged();
     },
   });
@@ -251,8 +262,12 @@ async function runControllers(namespace: string, replicas: number, shards: boole
   const cpuBefore = cpuSeconds({ ...planePids, ...pids, bench: process.pid });
   // Where the resident memory goes: each replica's heap and external memory, sampled during convergence.
   const memory = healthUrls.map(() => ({ heapTotal: 0, heapUsed: 0, external: 0 }));
+  const reconciled = healthUrls.map(() => 0);
+  const lastReconcileMs = healthUrls.map(() => 0);
   const sampleMemory = async () => Promise.all(healthUrls.map(async (url, r) => {
     const text = await (await fetch(`${url}/metrics`)).text();
+    const successes = metricValue(text, 'dkv_reconcile_total', 'result="success"');
+    if (successes > reconciled[r]) [reconciled[r], lastReconcileMs[r]] = [successes, performance.now() - started];
     const m = memory[r];
     m.heapTotal = Math.max(m.heapTotal, metricValue(text, 'dkv_nodejs_heap_size_total_bytes'));
     m.heapUsed = Math.max(m.heapUsed, metricValue(text, 'dkv_nodejs_heap_size_used_bytes'));
@@ -260,7 +275,7 @@ async function runControllers(namespace: string, replicas: number, shards: boole
   }));
   let sampling = true;
   const profiled = profileApiServer(shards ? 'shards' : 'single-leader');
-  const started = performance.now();
+  started = performance.now();
   const sampler = (async () => {
     for (let n = 1; sampling; n++) {
       // A sample lost to a busy replica (a reset keep-alive connection) is skipped, not fatal.
@@ -321,7 +336,7 @@ async function runControllers(namespace: string, replicas: number, shards: boole
   for (const child of children) child.kill('SIGTERM');
   await Promise.all(children.map((child) => new Promise((r) => child.once('exit', r))));
   return {
-    convergeMs, latencies, perCluster, requests, reconciles, rssKb, idleRssKb, memory, settledHeapUsed, admission,
+    convergeMs, latencies, perCluster, requests, reconciles, rssKb, idleRssKb, memory, settledHeapUsed, admission, convergedAtMs, lastReconcileMs,
     watchRestarts: scraped.map((text) => ['gone', 'idle', 'error'].map((reason) => `${reason} ${metricValue(text, 'dkv_watch_restarts_total', `reason="${reason}"`)}`).join(', ')),
     apiserverCpu: cpuAfter['kube-apiserver'] - cpuBefore['kube-apiserver'],
     cpu: cpuDelta(cpuAfter, cpuBefore),
@@ -515,6 +530,9 @@ function printRound(r: number, { necessary, sameRequests, single, sharded }: Rou
     const admissionShare = (run: ControllerRun) => `${run.admission.plugin.toFixed(2)} s, ${(100 * run.admission.plugin / run.admission.mutatingRequests).toFixed(2)}%`;
     row('  in the finalizer policy\'s admission', admissionShare(single), each(admissionShare), '', 'kube-apiserver\'s own histograms: its time in MutatingAdmissionPolicy, share of its time serving writes');
   }
+  const tail = (r: ControllerRun) => [50, 90, 99].map((p) => seconds(percentile(r.convergedAtMs, p))).join(' / ');
+  row('  clusters converged by: 50 / 90 / 99%', tail(single), each(tail), '', 'a long last tenth is a tail, not a rate');
+  row('  each replica\'s last reconcile', seconds(single.lastReconcileMs[0]), each((r) => r.lastReconcileMs.map(seconds).join(' / ')), '', 'sampled each second: the replica that finishes last holds the tail');
   row('API requests per converged cluster', single.perCluster.toFixed(2), each((r) => r.perCluster.toFixed(2)), floors ? `${(floors.objects / CLUSTERS + 1).toFixed(2)}` : '-', 'floor: one apply per object and one status write');
   const perClusterReconciles = (run: ControllerRun) => run.reconciles.map((n) => (n / CLUSTERS).toFixed(2)).join(' / ');
   row('reconciles per cluster: success / error / terminal', perClusterReconciles(single), each(perClusterReconciles), '', 'until convergence, all replicas');
