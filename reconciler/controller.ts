@@ -31,6 +31,7 @@ import { parseS3Path, type S3Location } from '../backup/s3-location.js';
 import type { LiveDistributedKV } from '../cli/exported-definition.js';
 import type { FleetRole } from './fleet-role.js';
 import { endCondition, type JobLike } from './backup-status.js';
+import { equalitySelector } from '../kube/label-selector.js';
 
 /** What a DistributedKV generates; their informers are label-selected so the cache holds only ours. */
 export const OWNED_KINDS = [
@@ -97,7 +98,7 @@ export interface ShardingOptions {
  * component. They select the owned-object informers.
  */
 export function generatedSelector(config: GeneratorConfig): string {
-  return Object.entries(config.labels).filter(([, v]) => !v.includes('{')).map(([k, v]) => `${k}=${v}`).join(',');
+  return equalitySelector(Object.fromEntries(Object.entries(config.labels).filter(([, v]) => !v.includes('{'))));
 }
 
 /** The label whose value is the cluster's name: maps objects applied without owner references (GitOps) to their cluster. */

@@ -22,6 +22,7 @@ import type { CachedObject } from '../kube/informer.js';
 import { clusterIdentity } from '../model/cluster-identity.js';
 import type { GeneratorConfig } from '../model/generator-config.js';
 import type { ReconcileContext } from './reconcile-context.js';
+import { equalitySelector } from '../kube/label-selector.js';
 
 /** Why a restore cannot start from `from`, or undefined when it can. */
 export type RestoreSourceCheck = (from: string, engine: string) => Promise<string | undefined>;
@@ -60,7 +61,7 @@ export async function restoreSourceProblem(ctx: ReconcileContext, owned: readonl
   const from = resource.spec.restore?.from;
   if (!from || owned.some((o) => o.kind === 'StatefulSet')) return undefined;
   const identity = clusterIdentity(resource.metadata.name, ctx.config);
-  const selector = Object.entries(identity.serverLabels).map(([k, v]) => `${k}=${v}`).join(',');
+  const selector = equalitySelector(identity.serverLabels);
   const claims = await ctx.client.request<{ items: unknown[] }>('GET', `/api/v1/namespaces/${resource.metadata.namespace}/persistentvolumeclaims?labelSelector=${encodeURIComponent(selector)}&limit=1`);
   if (claims.items.length > 0) return undefined;
   const problem = isS3Source(from) ? await ctx.restoreSourceCheck(from, ctx.config.engine) : await volumeSnapshotProblem(ctx, resource.metadata.namespace!, from);

@@ -14,6 +14,7 @@ import type { KubeObject } from '../model/kube-object.js';
 import { quantityValue } from '../model/quantity.js';
 import { controllingOwner } from './ownership.js';
 import type { ReconcileContext } from './reconcile-context.js';
+import { equalitySelector } from '../kube/label-selector.js';
 
 interface ClaimTemplate { metadata?: { name?: string }; spec?: { storageClassName?: string; resources?: { requests?: { storage?: string } } } }
 
@@ -43,8 +44,7 @@ async function getOrUndefined<T>(ctx: ReconcileContext, path: string): Promise<T
  */
 async function podsNotAdopted(ctx: ReconcileContext, live: CachedObject, replicas: number): Promise<string[]> {
   const matchLabels = (live.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels ?? {};
-  const labelSelector = Object.entries(matchLabels).map(([k, v]) => `${k}=${v}`).join(',');
-  const list = await ctx.client.request<{ items: CachedObject[] }>('GET', resourcePath('v1', 'Pod', live.metadata.namespace), { query: { labelSelector } });
+  const list = await ctx.client.request<{ items: CachedObject[] }>('GET', resourcePath('v1', 'Pod', live.metadata.namespace), { query: { labelSelector: equalitySelector(matchLabels) } });
   const members = new Set(Array.from({ length: replicas }, (_, i) => `${live.metadata.name}-${i}`));
   return list.items
     .filter((p) => members.has(p.metadata.name) && !p.metadata.deletionTimestamp && controllingOwner(p)?.uid !== live.metadata.uid)
