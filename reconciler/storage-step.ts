@@ -6,7 +6,7 @@
  * pods running); and says what the StatefulSet to write looks like meanwhile
  * (its current volume template, which cannot change in place).
  */
-import { decideStorageStep, type Claim, type StorageStep } from '../engines/storage-growth.js';
+import { decideStorageStep, type Claim, type StorageInput, type StorageStep } from '../engines/storage-growth.js';
 import { KubeApiError, resourcePath } from '../kube/client.js';
 import type { CachedObject } from '../kube/informer.js';
 import { withDesiredHash } from '../model/desired-hash.js';
@@ -82,10 +82,13 @@ export async function storageStep(ctx: ReconcileContext, cr: CachedObject, desir
     if (claim) claims.push({ name: claim.metadata.name, requested: claim.spec?.resources?.requests?.storage ?? liveSize, capacity: claim.status?.capacity?.storage });
   }
   const storageClassName = current?.spec?.storageClassName;
-  const step = decideStorageStep({
-    desired: desiredSize, live: liveSize, claims, podsNotAdopted: await podsNotAdopted(ctx, live, replicas),
+  const input: StorageInput = {
+    desired: desiredSize, live: liveSize, claims, podsNotAdopted: [],
     storageClass: await storageClassOf(ctx, storageClassName), storageClassName: storageClassName ?? '(the default)',
-  });
+  };
+  let step = decideStorageStep(input);
+  // Only the replacement depends on the pods: they are read when it is next, not while the claims grow.
+  if (step.kind === 'replaceStatefulSet') step = decideStorageStep({ ...input, podsNotAdopted: await podsNotAdopted(ctx, live, replicas) });
   // Until the StatefulSet is replaced, it is written with the volume size it has (a template cannot change in place).
   const spec = (desired as unknown as { spec: Record<string, unknown> }).spec;
   const kept = withDesiredHash({
