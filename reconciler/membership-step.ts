@@ -19,7 +19,7 @@ import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity
 import { sizeWarning } from '../model/quorum.js';
 import { controllingOwner } from './ownership.js';
 import type { ReconcileContext } from './reconcile-context.js';
-import { equalitySelector } from '../kube/label-selector.js';
+import { readMemberPods } from './member-pods.js';
 
 /**
  * Where the controller reaches a member: its client API, and the peer URL it
@@ -123,9 +123,7 @@ export function templateImage(statefulSet: CachedObject): string | undefined {
 
 /** The pods of the StatefulSet, read from the API server (fresh), only while some may be outdated. */
 export async function memberPods(ctx: ReconcileContext, namespace: string, identity: ClusterIdentity): Promise<MemberPod[]> {
-  const list = await ctx.client.request<{ items: CachedObject[] }>('GET', resourcePath('v1', 'Pod', namespace), { query: { labelSelector: equalitySelector(identity.selector) } });
-  return list.items
-    .filter((p) => new RegExp(`^${identity.statefulSetName}-\\d+$`).test(p.metadata.name))
+  return (await readMemberPods(ctx, namespace, identity.selector, identity.statefulSetName))
     .map((p) => ({
       name: p.metadata.name,
       uid: p.metadata.uid!,

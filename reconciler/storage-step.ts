@@ -14,7 +14,7 @@ import type { KubeObject } from '../model/kube-object.js';
 import { quantityValue } from '../model/quantity.js';
 import { controllingOwner } from './ownership.js';
 import type { ReconcileContext } from './reconcile-context.js';
-import { equalitySelector } from '../kube/label-selector.js';
+import { readMemberPods } from './member-pods.js';
 
 interface ClaimTemplate { metadata?: { name?: string }; spec?: { storageClassName?: string; resources?: { requests?: { storage?: string } } } }
 
@@ -44,9 +44,8 @@ async function getOrUndefined<T>(ctx: ReconcileContext, path: string): Promise<T
  */
 async function podsNotAdopted(ctx: ReconcileContext, live: CachedObject, replicas: number): Promise<string[]> {
   const matchLabels = (live.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels ?? {};
-  const list = await ctx.client.request<{ items: CachedObject[] }>('GET', resourcePath('v1', 'Pod', live.metadata.namespace), { query: { labelSelector: equalitySelector(matchLabels) } });
   const members = new Set(Array.from({ length: replicas }, (_, i) => `${live.metadata.name}-${i}`));
-  return list.items
+  return (await readMemberPods(ctx, live.metadata.namespace!, matchLabels, live.metadata.name))
     .filter((p) => members.has(p.metadata.name) && !p.metadata.deletionTimestamp && controllingOwner(p)?.uid !== live.metadata.uid)
     .map((p) => p.metadata.name)
     .sort();
