@@ -189,7 +189,7 @@ describe('the controller\'s permissions', () => {
     { resource: 'example.com/distributedkvs/finalizers', verbs: ['update'], file: 'reconciler/execute-writes.ts', call: 'blockOwnerDeletion: true' },
     { resource: 'batch/jobs', verbs: ['create'], file: 'reconciler/final-backup.ts', call: "request('POST', resourcePath('batch/v1', 'Job', namespace)" },
     { resource: 'batch/jobs', verbs: ['delete'], file: 'reconciler/controller.ts', call: "request('DELETE', resourcePath('batch/v1', 'Job', j.metadata.namespace, j.metadata.name)" },
-    { resource: '/pods', verbs: ['list'], file: 'reconciler/membership-step.ts', call: "('GET', resourcePath('v1', 'Pod', namespace)" },
+    { resource: '/pods', verbs: ['list'], file: 'reconciler/member-pods.ts', call: "('GET', resourcePath('v1', 'Pod', namespace)" },
     { resource: '/pods', verbs: ['delete'], file: 'reconciler/membership-step.ts', call: "request('DELETE', resourcePath('v1', 'Pod', namespace, action.pod.name)" },
     { resource: '/persistentvolumeclaims', verbs: ['get'], file: 'reconciler/storage-step.ts', call: '/persistentvolumeclaims/${claimName(i)}`' },
     { resource: '/persistentvolumeclaims', verbs: ['list'], file: 'reconciler/restore-source.ts', call: '/persistentvolumeclaims?labelSelector=' },
