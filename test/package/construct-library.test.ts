@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { packageRoot } from '../../api/package-root.js';
-import { constructsManifest, controllerPackages, packPackages } from '../../scripts/pack-packages.js';
+import { constructsManifest, controllerPackages, libraryClosure, packPackages } from '../../scripts/pack-packages.js';
 
 const root = packageRoot();
 const ours = constructsManifest();
@@ -52,13 +52,33 @@ describe('the construct library, packed and installed into a cdk8s app of its ow
     expect(readdirSync(join(app, 'node_modules', ours.name, 'lib'))).not.toEqual(expect.arrayContaining(['bench']));
   });
 
-  it('holds only the construct library: no CLI, controller or backup runner modules, no dkv command', () => {
+  it('holds only the construct library: index.js and the modules it imports, no CLI, controller or backup runner, no dkv command', () => {
     const lib = join(app, 'node_modules', ours.name, 'lib');
-    expect(readdirSync(lib).sort()).toEqual(['api', 'backup', 'constructs', 'engines', 'imports', 'index.d.ts', 'index.js', 'model']);
+    const shipped = readdirSync(lib, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js')).map((f) => f.replace(/\.js$/, '')).sort();
+    expect(shipped).toEqual(libraryClosure(join(root, 'lib')).modules);
     for (const controllerOnly of ['cli', 'reconciler', 'kube', 'conversion']) expect(existsSync(join(lib, controllerOnly))).toBe(false);
-    // backup/ is there for one module, the S3 location the backup CronJob is rendered with; the runner is not.
-    expect(readdirSync(join(lib, 'backup')).sort()).toEqual(['s3-location.d.ts', 's3-location.js']);
+    expect(existsSync(join(lib, 'backup', 'run-backup.js'))).toBe(false);
     expect(existsSync(join(app, 'node_modules', '.bin', 'dkv'))).toBe(false);
+  });
+
+  it('type-checks a TypeScript app against its declarations: the construct, the spec\'s type and a field of it', () => {
+    writeFileSync(join(app, 'typed.ts'), `
+import { App, Chart } from 'cdk8s';
+import { DistributedKVCluster, type DistributedKVSpec } from '${ours.name}';
+const spec: DistributedKVSpec = { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' };
+const size: number = spec.size;
+DistributedKVCluster.fromDocument(new Chart(new App(), 'shop'), 'orders', { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'orders' }, spec });
+// @ts-expect-error: the spec's type refuses a field the API does not have
+const wrong: DistributedKVSpec = { size, image: 'registry.k8s.io/etcd:3.6.8-0', replicas: 3 };
+export { wrong };
+`);
+    writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: true, types: [] }, files: ['typed.ts'] }));
+    execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], { cwd: app, encoding: 'utf8' });
+  });
+
+  it('loads from a CommonJS app too (require, as a cdk8s TypeScript app compiles to)', () => {
+    writeFileSync(join(app, 'main.cjs'), `const { DistributedKVCluster } = require('${ours.name}'); console.log(typeof DistributedKVCluster.fromDocument);`);
+    expect(execFileSync(process.execPath, ['--no-warnings', 'main.cjs'], { cwd: app, encoding: 'utf8' }).trim()).toBe('function');
   });
 
   it('installs none of the controller\'s dependencies into the app (the Kubernetes client, the AWS SDK, pino, prom-client, node-forge)', () => {
