@@ -7,8 +7,8 @@ import { sizeWarning } from '../model/quorum.js';
 import { renderManifests } from './render.js';
 import { writeManifests } from './write-output.js';
 
-/** The embedded default: the example specs shipped with the package. */
-export const EXAMPLE_SPECS = join(packageRoot(), 'examples');
+/** The embedded default: the example specs shipped with the toolkit package (this module's, not the construct library's). */
+export const EXAMPLE_SPECS = join(packageRoot(import.meta.url), 'examples');
 
 /** `dkv synth --help`: every flag, so a user never has to read the source to find one. */
 export const SYNTH_USAGE = `usage: dkv synth [--specs <file-or-dir>]... [--out <dir>] [--config <file>]

@@ -1,19 +1,25 @@
 /**
- * `npm run bench:package`: what a cdk8s user pays to take the library: the
- * packed tarball's size and file count, the time to install it into a fresh
- * cdk8s app (dependencies from the npm registry through npm's cache, as on
- * a developer's machine), and `cdk8s synth` of one cluster there, beside the
- * baseline of the same app with cdk8s, cdk8s-plus-27 and constructs alone
- * (what any cdk8s app installs anyway). Figures only; nothing is asserted.
+ * `npm run bench:package`: what a cdk8s user pays to take the construct
+ * library (cdk8s-distributedkv), beside what any cdk8s app installs anyway
+ * and beside the toolkit (distributedkv-toolkit: the dkv CLI and the
+ * controller). One run installs three fresh apps (dependencies from the npm
+ * registry through npm's cache, as on a developer's machine):
+ *   baseline   cdk8s, cdk8s-plus-27 and constructs alone
+ *   library    the same, plus the construct library's tarball
+ *   toolkit    the same, plus both tarballs (the toolkit needs the library)
+ * and prints each one's node_modules size and its difference from the
+ * baseline (the library's target: within 10 MiB), the tarballs' sizes, and
+ * `cdk8s synth` of one cluster in the library's app. Figures only; nothing
+ * is asserted.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../api/package-root.js';
+import { packPackages, type PackedPackage } from '../../scripts/pack-packages.js';
 
 const root = packageRoot();
-const ours = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const versionOf = (name: string): string => JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version;
 const seconds = (fn: () => void): number => {
   const started = performance.now();
@@ -21,37 +27,43 @@ const seconds = (fn: () => void): number => {
   return (performance.now() - started) / 1000;
 };
 const du = (dir: string): number => Number(execFileSync('du', ['-sk', dir], { encoding: 'utf8' }).split('\t')[0]) / 1024;
+const tarball = (p: PackedPackage): string => `${(p.size / 1024).toFixed(0)} KiB (${(p.unpackedSize / 1024).toFixed(0)} KiB unpacked, ${p.entryCount} files)`;
 
 const dir = mkdtempSync(join(tmpdir(), 'dkv-bench-package-'));
 try {
-  const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }))[0];
-  const app = (name: string, withLibrary: boolean): string => {
+  const packed = packPackages(dir);
+  /** A fresh cdk8s app with the given tarballs, installed; its install time and node_modules size in MiB. */
+  const app = (name: string, packages: PackedPackage[]): { at: string; seconds: number; mib: number } => {
     const at = join(dir, name);
     mkdirSync(at);
     const dependencies: Record<string, string> = { cdk8s: versionOf('cdk8s'), 'cdk8s-plus-27': versionOf('cdk8s-plus-27'), constructs: versionOf('constructs') };
-    if (withLibrary) dependencies[ours.name] = `file:${join(dir, packed.filename)}`;
+    for (const p of packages) dependencies[p.name] = `file:${p.tarball}`;
     writeFileSync(join(at, 'package.json'), JSON.stringify({ name, private: true, type: 'module', dependencies }));
-    return at;
+    const took = seconds(() => execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: at, stdio: 'ignore' }));
+    return { at, seconds: took, mib: du(join(at, 'node_modules')) };
   };
-  const install = (at: string) => seconds(() => execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: at, stdio: 'ignore' }));
-  const baseline = app('baseline-app', false);
-  const baselineSeconds = install(baseline);
-  const consumer = app('shop-app', true);
-  const consumerSeconds = install(consumer);
-  writeFileSync(join(consumer, 'main.js'), `import { App, Chart } from 'cdk8s';
-import { DistributedKVCluster } from '${ours.name}';
+  const baseline = app('baseline-app', []);
+  const library = app('shop-app', [packed.constructs]);
+  const toolkit = app('ops-app', [packed.constructs, packed.toolkit]);
+  writeFileSync(join(library.at, 'main.js'), `import { App, Chart } from 'cdk8s';
+import { DistributedKVCluster } from '${packed.constructs.name}';
 const app = new App();
 DistributedKVCluster.fromDocument(new Chart(app, 'shop', { namespace: 'shop' }), 'orders',
   { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'orders' }, spec: { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' } });
 app.synth();
 `);
-  writeFileSync(join(consumer, 'cdk8s.yaml'), 'app: node main.js\noutput: dist\n');
-  const synthSeconds = seconds(() => execFileSync(join(root, 'node_modules', '.bin', 'cdk8s'), ['synth', '--check-upgrade=false'], { cwd: consumer, stdio: 'ignore' }));
+  writeFileSync(join(library.at, 'cdk8s.yaml'), 'app: node main.js\noutput: dist\n');
+  const synthSeconds = seconds(() => execFileSync(join(root, 'node_modules', '.bin', 'cdk8s'), ['synth', '--check-upgrade=false'], { cwd: library.at, stdio: 'ignore' }));
+  const over = (installed: { mib: number }): string => `+${(installed.mib - baseline.mib).toFixed(1)} MiB over the baseline`;
   const rows: [string, string][] = [
-    ['packed tarball', `${(packed.size / 1024).toFixed(0)} KiB (${(packed.unpackedSize / 1024).toFixed(0)} KiB unpacked, ${packed.entryCount} files)`],
-    ['install into a fresh cdk8s app (npm cache warm)', `${consumerSeconds.toFixed(1)} s, node_modules ${du(join(consumer, 'node_modules')).toFixed(0)} MiB`],
-    ['baseline: the same app with cdk8s, cdk8s-plus-27, constructs alone', `${baselineSeconds.toFixed(1)} s, node_modules ${du(join(baseline, 'node_modules')).toFixed(0)} MiB`],
-    ['cdk8s synth of one cluster in that app', `${synthSeconds.toFixed(1)} s`],
+    ['baseline: a cdk8s app with cdk8s, cdk8s-plus-27, constructs alone', `node_modules ${baseline.mib.toFixed(1)} MiB, install ${baseline.seconds.toFixed(1)} s`],
+    [`the same app with ${packed.constructs.name}`, `node_modules ${library.mib.toFixed(1)} MiB, install ${library.seconds.toFixed(1)} s`],
+    ['  the construct library costs', `${over(library)} (target: within 10 MiB)`],
+    [`the same app with ${packed.toolkit.name} (and the library), for comparison`, `node_modules ${toolkit.mib.toFixed(1)} MiB, install ${toolkit.seconds.toFixed(1)} s`],
+    ['  the toolkit costs', over(toolkit)],
+    [`${packed.constructs.name}@${packed.constructs.version} tarball`, tarball(packed.constructs)],
+    [`${packed.toolkit.name}@${packed.toolkit.version} tarball`, tarball(packed.toolkit)],
+    ['cdk8s synth of one cluster in the library\'s app', `${synthSeconds.toFixed(1)} s`],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   for (const [k, v] of rows) process.stdout.write(`${k.padEnd(width)}  ${v}\n`);
