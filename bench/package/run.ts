@@ -11,6 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../api/package-root.js';
+import { runtimeAndMachine } from '../machine.js';
 
 const root = packageRoot();
 const ours = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -48,6 +49,7 @@ app.synth();
   writeFileSync(join(consumer, 'cdk8s.yaml'), 'app: node main.js\noutput: dist\n');
   const synthSeconds = seconds(() => execFileSync(join(root, 'node_modules', '.bin', 'cdk8s'), ['synth', '--check-upgrade=false'], { cwd: consumer, stdio: 'ignore' }));
   const rows: [string, string][] = [
+    ['measured on', runtimeAndMachine()],
     ['packed tarball', `${(packed.size / 1024).toFixed(0)} KiB (${(packed.unpackedSize / 1024).toFixed(0)} KiB unpacked, ${packed.entryCount} files)`],
     ['install into a fresh cdk8s app (npm cache warm)', `${consumerSeconds.toFixed(1)} s, node_modules ${du(join(consumer, 'node_modules')).toFixed(0)} MiB`],
     ['baseline: the same app with cdk8s, cdk8s-plus-27, constructs alone', `${baselineSeconds.toFixed(1)} s, node_modules ${du(join(baseline, 'node_modules')).toFixed(0)} MiB`],
