@@ -21,9 +21,9 @@ ARG ETCD_IMAGE=gcr.io/etcd-development/etcd:v3.6.8@sha256:397189418d1a00e500c060
 FROM ${ETCD_IMAGE} AS etcd
 
 # Production dependencies only. No install scripts: the package's own (`prepare`) compiles
-# with the dev dependencies, and no production dependency needs one. (The `node` dev
-# dependency, whose install script fetches Node.js 24 for a developer's npm scripts, stays
-# an empty package in the build stage: the image's own Node.js 24 compiles.)
+# with the dev dependencies, and no production dependency needs one. (So the prepare script's
+# scripts/install-node.js, which fetches Node.js 24 for a developer's npm scripts, does not
+# run here either: the image's own Node.js 24 compiles.)
 FROM ${NODE_BUILD_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
