@@ -63,15 +63,20 @@ function install({ name, integrity }) {
   }
 }
 
-const platform = `${process.platform}-${process.arch}`;
-const found = PACKAGES[platform];
+const found = PACKAGES[`${process.platform}-${process.arch}`];
 if (found === undefined) {
   const onPath = versionOf('node') ?? 'none';
   say(`the npm registry has no Node.js ${NODE_VERSION} package for ${process.platform} ${process.arch}: npm scripts run on the node on your PATH (${onPath}), which must be Node.js 24 or later`);
 } else {
   mkdirSync(join(root, 'node_modules', '.node'), { recursive: true });
-  if (versionOf(binary) !== `v${NODE_VERSION}`) install(found);
-  if (versionOf(binary) !== `v${NODE_VERSION}`) throw new Error(`${binary} does not run as Node.js ${NODE_VERSION}`);
+  try {
+    if (versionOf(binary) !== `v${NODE_VERSION}`) install(found);
+    if (versionOf(binary) !== `v${NODE_VERSION}`) throw new Error(`${binary} does not run as Node.js ${NODE_VERSION}`);
+  } catch (e) {
+    // npm ci fails with one line that says why, not a stack trace.
+    say(`no Node.js ${NODE_VERSION}: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+    process.exit(1);
+  }
   // Other versions unpacked by earlier installs go: only the pinned one stays.
   for (const entry of readdirSync(join(root, 'node_modules', '.node'))) if (entry !== NODE_VERSION) rmSync(join(root, 'node_modules', '.node', entry), { recursive: true, force: true });
   mkdirSync(dirname(link), { recursive: true });
