@@ -9,18 +9,21 @@
 # Base images are pinned by digest, so a rebuild gets the same bytes until the digest is
 # bumped on purpose; the tag in front of each digest says what it was published as. The
 # digests were not pulled here (no Docker engine where this file was written): each is the
-# one several public Dockerfiles and a Kubernetes cluster's reported imageID agree on for
-# that tag (the last builds of the Node 20 line; etcd v3.6.8, the etcd Kubernetes 1.36 pins).
+# one several public Dockerfiles (and, for etcd, a Kubernetes cluster's reported imageID)
+# agree on for that tag (Node.js 24, the LTS line package.json's engines asks for, in both
+# Node stages; etcd v3.6.8, the etcd Kubernetes 1.36 pins).
 # Override one with --build-arg, e.g. for a mirror.
-ARG NODE_BUILD_IMAGE=node:20-bookworm-slim@sha256:2cf067cfed83d5ea958367df9f966191a942351a2df77d6f0193e162b5febfc0
-ARG NODE_RUNTIME_IMAGE=gcr.io/distroless/nodejs20-debian12:nonroot@sha256:2cd820156cf039c8b54ae2d2a97e424b6729070714de8707a6b79f20d56f6a9a
+ARG NODE_BUILD_IMAGE=node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d
+ARG NODE_RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
 ARG ETCD_IMAGE=gcr.io/etcd-development/etcd:v3.6.8@sha256:397189418d1a00e500c0605ad18d1baf3b541a1004d768448c367e48071622e5
 
 # etcd's own release image: etcdutl for `dkv restore` (etcdutl snapshot restore), statically linked.
 FROM ${ETCD_IMAGE} AS etcd
 
 # Production dependencies only. No install scripts: the package's own (`prepare`) compiles
-# with the dev dependencies, and no production dependency needs one.
+# with the dev dependencies, and no production dependency needs one. (So the prepare script's
+# scripts/install-node.js, which fetches Node.js 24 for a developer's npm scripts, does not
+# run here either: the image's own Node.js 24 compiles.)
 FROM ${NODE_BUILD_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -1,2 +1,12 @@
 #!/usr/bin/env node
-import '../lib/cli/main.js';
+// The runtime is checked before the CLI loads: on an older Node.js a user gets one
+// line and exit 2 (a usage error), not a stack trace from the first missing API.
+import { unsupportedNodeMessage } from '../lib/cli/supported-node.js';
+
+const refusal = unsupportedNodeMessage(process.version);
+if (refusal !== undefined) {
+  process.stderr.write(refusal + '\n');
+  process.exitCode = 2;
+} else {
+  await import('../lib/cli/main.js');
+}

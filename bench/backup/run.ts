@@ -22,6 +22,7 @@ import { etcdSnapshot } from '../../engines/etcd/snapshot.js';
 import { freePort, locateBinaries } from '../../test/cluster/control-plane.js';
 import { b64, etcdPost, startLocalEtcdCluster } from '../../test/support/etcd-members.js';
 import { backupTools, S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server } from '../../test/support/s3-server.js';
+import { runtimeAndMachine } from '../machine.js';
 
 const { values } = parseArgs({ options: { mib: { type: 'string', default: '100' } } });
 const mib = Number(values.mib);
@@ -104,6 +105,7 @@ try {
 
   const mb = snapshotBytes / (1024 * 1024);
   const rows: [string, string][] = [
+    ['measured on', runtimeAndMachine()],
     ['data written (values of 128 KiB, random)', `${values} values in ${writeSeconds.toFixed(1)} s`],
     ['snapshot size', `${mb.toFixed(1)} MiB (${statSync(file).size} bytes downloaded)`],
     ['floor: snapshot streamed from a follower, hashed, discarded', `${floorSeconds.toFixed(2)} s (${(mb / floorSeconds).toFixed(0)} MiB/s)`],

@@ -23,6 +23,7 @@ import { realClock } from '../../kube/clock.js';
 import { startControlPlane } from '../../test/cluster/control-plane.js';
 import { createCsiStorageClasses, csiSnapshotterTools, snapshotCrds, startSnapshotController, TestCsiDriver } from '../../test/support/csi-snapshots.js';
 import { eventually } from '../../test/support/eventually.js';
+import { runtimeAndMachine } from '../machine.js';
 
 const { values } = parseArgs({ options: { snapshots: { type: 'string', default: '10' } } });
 const count = Number(values.snapshots);
@@ -66,7 +67,7 @@ try {
   const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
   const p = (xs: number[], q: number) => sorted(xs)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
   const row = (label: string, xs: number[]) => `${label.padEnd(70)}  p50 ${p(xs, 0.5).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms`;
-  process.stdout.write(`${count} snapshots of one bound claim, one after another\n`);
+  process.stdout.write(`${count} snapshots of one bound claim, one after another; ${runtimeAndMachine()}\n`);
   process.stdout.write(`${row('window: VolumeSnapshot asked for -> cut seen (what a quiesced store waits)', windows)}\n`);
   process.stdout.write(`${row('floor: VolumeSnapshot asked for -> cut by the driver (its creationTime)', floors)}\n`);
   process.stdout.write(`${row(`cut -> ready to use (the driver reports ready ${READY_DELAY_MS} ms after the cut)`, readies)}\n`);

@@ -67,6 +67,7 @@ import { fleetSpec } from '../../test/support/fleet-specs.js';
 import { inParallel } from '../../test/support/in-parallel.js';
 import { httpProbe } from '../../test/support/http-probe.js';
 import { bundleIdentity, type BundleIdentity } from './service-account.js';
+import { runtimeAndMachine } from '../machine.js';
 
 const { values } = parseArgs({ options: { clusters: { type: 'string' }, 'steady-seconds': { type: 'string' }, 'drift-edits': { type: 'string' }, workers: { type: 'string' }, shards: { type: 'string' }, 'skip-sequential': { type: 'boolean' }, 'single-only': { type: 'boolean' }, 'apiserver-profile': { type: 'string' }, rounds: { type: 'string' }, 'same-requests-floor': { type: 'boolean' }, 'without-finalizer-policy': { type: 'boolean' } } });
 const CLUSTERS = Number(values.clusters ?? 1000);
@@ -514,7 +515,7 @@ function printRound(r: number, { necessary, sameRequests, single, sharded }: Rou
   const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
   const ratio = (ms: number, floorMs: number) => `${(ms / floorMs).toFixed(2)}x`;
   const each = (f: (run: ControllerRun) => string) => (sharded ? f(sharded) : '-');
-  console.log(`\nbench/controller: ${CLUSTERS} clusters (sizes 1-9, half with backup), ${WORKERS} workers per replica, ShardedListAndWatch on, each phase on a control plane of its own, ${FINALIZER_POLICY ? 'with' : 'without'} the final-backup finalizer policy`);
+  console.log(`\nbench/controller: ${CLUSTERS} clusters (sizes 1-9, half with backup), ${WORKERS} workers per replica, ShardedListAndWatch on, each phase on a control plane of its own, ${FINALIZER_POLICY ? 'with' : 'without'} the final-backup finalizer policy; ${runtimeAndMachine()}`);
   row('figure', 'single leader', `${SHARDS} shards (each)`, 'floor/target', 'note');
   row('converge all (create → status current)', seconds(single.convergeMs), each((r) => seconds(r.convergeMs)), floors ? seconds(floors.necessaryMs) : '-',
     floors ? `necessary-writes floor (target ≤ 1.3x): ${ratio(single.convergeMs, floors.necessaryMs)} / ${each((r) => ratio(r.convergeMs, floors.necessaryMs))}; bulk apply alone ${seconds(floors.bulkMs)}` : '');

@@ -29,6 +29,7 @@ import { silentLogger } from '../../kube/log.js';
 import { ControllerMetrics } from '../../reconciler/metrics.js';
 import { freePort, startControlPlane } from '../../test/cluster/control-plane.js';
 import { establishCrd } from '../../test/support/crds.js';
+import { runtimeAndMachine } from '../machine.js';
 
 const { values } = parseArgs({ options: { rate: { type: 'string', default: '100' }, seconds: { type: 'string', default: '20' }, objects: { type: 'string', default: '1000' } } });
 const rate = Number(values.rate);
@@ -108,7 +109,7 @@ try {
   const webhookSeconds = histogram.find((v) => v.metricName?.endsWith('_sum') && v.labels.result === 'success')?.value ?? 0;
 
   const row = (...cells: string[]) => console.log(cells.map((c, i) => c.padEnd(i === 0 ? 46 : 22)).join(''));
-  console.log(`\nconversion webhook on a real kube-apiserver (2 cores, loopback), ${rate} requests/s for ${seconds} s, open loop\n`);
+  console.log(`\nconversion webhook on a real kube-apiserver (${runtimeAndMachine()}, loopback), ${rate} requests/s for ${seconds} s, open loop\n`);
   row('figure', 'v1alpha1 (webhook)', 'v1beta1 (none)');
   row('GET one object: p50', `${percentile(alphaRun.latencies, 50).toFixed(2)} ms`, `${percentile(beta.latencies, 50).toFixed(2)} ms`);
   row('GET one object: p99', `${percentile(alphaRun.latencies, 99).toFixed(2)} ms`, `${percentile(beta.latencies, 99).toFixed(2)} ms`);

@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../api/package-root.js';
 import { packPackages, type PackedPackage } from '../../scripts/pack-packages.js';
+import { runtimeAndMachine } from '../machine.js';
 
 const root = packageRoot();
 const versionOf = (name: string): string => JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version;
@@ -56,6 +57,7 @@ app.synth();
   const synthSeconds = seconds(() => execFileSync(join(root, 'node_modules', '.bin', 'cdk8s'), ['synth', '--check-upgrade=false'], { cwd: library.at, stdio: 'ignore' }));
   const over = (installed: { mib: number }): string => `+${(installed.mib - baseline.mib).toFixed(1)} MiB over the baseline`;
   const rows: [string, string][] = [
+    ['measured on', runtimeAndMachine()],
     ['baseline: a cdk8s app with cdk8s, cdk8s-plus-27, constructs alone', `node_modules ${baseline.mib.toFixed(1)} MiB, install ${baseline.seconds.toFixed(1)} s`],
     [`the same app with ${packed.constructs.name}`, `node_modules ${library.mib.toFixed(1)} MiB, install ${library.seconds.toFixed(1)} s`],
     ['  the construct library costs', `${over(library)} (target: within 10 MiB)`],

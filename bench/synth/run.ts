@@ -25,6 +25,7 @@ import { packageRoot } from '../../api/package-root.js';
 import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { fleetSpec } from '../../test/support/fleet-specs.js';
+import { runtimeAndMachine } from '../machine.js';
 
 const TARGETS = { inProcessMsPerSpec: 0.3, cliTotalSeconds: 1.5, defaultOverCli: 3 };
 const ROOT = packageRoot();
@@ -193,7 +194,7 @@ function main(): void {
     }
     const withBackup = documents.filter((d) => (d.spec as { backup?: unknown }).backup).length;
     console.log(`dkv synth benchmark: ${COUNT} specs (sizes 1..9, ${withBackup} with backup) in ${specDir}`);
-    console.log(`node ${process.version}; before: ${uptime()}`);
+    console.log(`${runtimeAndMachine()}; before: ${uptime()}`);
 
     const figures: Figure[] = [];
     console.log('measuring in-process ...');

@@ -12,6 +12,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, normalize, posix, relative } from 'node:path';
 import { renderInstall } from '../../cli/install-command.js';
+import { MINIMUM_NODE_MAJOR } from '../../cli/supported-node.js';
 import { CONTROLLER_USER } from '../../constructs/install/controller-deployment.js';
 import { ROOT, byRole, removeTemporaryDirectories, synth, temporaryDirectory } from '../generator/support.js';
 
@@ -93,17 +94,21 @@ function inBuildContext(path: string): boolean {
   return included;
 }
 
+const IMPORT_SPECIFIER = /(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)'([^']+)'/gm;
+
 /** The source files the compiled CLI loads, from bin/dkv.js through every relative import (static and dynamic), and the packages they import. */
 function cliImportGraph(): { sources: Set<string>; packages: Set<string> } {
   const sources = new Set<string>();
   const packages = new Set<string>();
-  const pending = ['cli/main.ts'];
+  // bin/dkv.js is JavaScript that loads the compiled lib/ (the runtime check, then the CLI): each of its imports names a source file.
+  const pending = [...readFileSync(join(ROOT, 'bin', 'dkv.js'), 'utf8').matchAll(IMPORT_SPECIFIER)]
+    .map(([, specifier]) => relative('lib', normalize(join('bin', specifier))).replace(/\.js$/, '.ts'));
   while (pending.length > 0) {
     const file = pending.pop()!;
     if (sources.has(file)) continue;
     sources.add(file);
     const text = readFileSync(join(ROOT, file), 'utf8').split('\n').filter((l) => !/^\s*(?:import|export)\s+type\s/.test(l)).join('\n');
-    for (const [, specifier] of text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)'([^']+)'/gm)) {
+    for (const [, specifier] of text.matchAll(IMPORT_SPECIFIER)) {
       if (specifier.startsWith('.')) pending.push(normalize(join(dirname(file), specifier)).replace(/\.js$/, '.ts'));
       else if (!specifier.startsWith('node:')) packages.add(specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]);
     }
@@ -119,6 +124,13 @@ describe('the Dockerfile', () => {
       expect(image).toMatch(/^[a-z0-9.-]+(?::[0-9]+)?\/?[^@\s]*@sha256:[0-9a-f]{64}$/);
     }
     expect(stages.map((s) => s.image)).toEqual(expect.arrayContaining([expect.stringMatching(/^gcr\.io\/etcd-development\/etcd:v3\.6\.8@sha256:/)]));
+  });
+
+  it('builds and runs on the Node.js line package.json\'s engines asks for: node:<major> to build, distroless nodejs<major> (nonroot) to run', () => {
+    const { engines } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+    expect(engines.node).toBe(`>=${MINIMUM_NODE_MAJOR}`);
+    expect(runtime.image).toMatch(new RegExp(`^gcr\\.io/distroless/nodejs${MINIMUM_NODE_MAJOR}-debian\\d+:nonroot@sha256:`));
+    for (const name of ['deps', 'build']) expect({ stage: name, image: stage(name).image }).toEqual({ stage: name, image: expect.stringMatching(new RegExp(`^node:${MINIMUM_NODE_MAJOR}-`)) });
   });
 
   it('runs as a numeric non-root user, the one the install bundle\'s pods and the backup Jobs run as', () => {
@@ -183,6 +195,7 @@ describe('the Dockerfile', () => {
 
   it('holds every module the compiled CLI loads: its source in the build context, its JavaScript in the runtime stage', () => {
     const { sources } = cliImportGraph();
+    expect([...sources]).toEqual(expect.arrayContaining(['cli/supported-node.ts', 'cli/main.ts']));
     expect(sources.size).toBeGreaterThan(50);
     for (const source of sources) {
       expect({ source, inBuildContext: inBuildContext(source) }).toEqual({ source, inBuildContext: true });
