@@ -63,8 +63,8 @@ export function probeSpecs(config: GeneratorConfig): ProbeSpec[] {
           const variants = [size, backup, storage, resources];
           const spec = Object.assign({ image: 'probe:1' }, ...variants.map(([, value]) => value ?? {}));
           const result = validateDistributedKV({ apiVersion: API_VERSION, kind: KIND, metadata: { name: 'probe', namespace: 'probe' }, spec }, config);
-          // Only a configuration whose name templates leave no room for a five-letter name makes a probe invalid;
-          // every cluster of that name is rejected by its own validation anyway.
+          // Only a configuration whose name templates leave no room for a five-letter name, or an engine that needs
+          // a backupImage, makes a probe invalid; every cluster of that shape is rejected by its own validation anyway.
           if (result.valid) probes.push({ resource: result.resource, variants: variants.map(([description]) => description) });
         }
       }

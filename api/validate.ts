@@ -1,6 +1,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { DistributedKV, DistributedKVSpec } from '../imports/distributedkv.js';
+import { FORMER_PLACEHOLDER_IMAGE } from '../model/backup-runner-image.js';
 import { nameProblems } from '../model/cluster-identity.js';
 import type { GeneratorConfig } from './config.js';
 import { cronProblems } from './cron.js';
@@ -67,7 +68,7 @@ const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
  * Validates one DistributedKV document exactly as `dkv synth`, `dkv validate`
  * and the controller do: the schema (with defaults applied to a copy), the
  * name rules of the generated objects, the cron ranges, and whether the
- * configured engine can run the image at all. A document of any served
+ * configured engine can run the image at all and take the backups asked for. A document of any served
  * version is checked against that version's schema (a v1beta1-only field
  * in a v1alpha1 file is an unknown field there) and handed on converted to
  * the storage version. Returns every problem found, never only the first.
@@ -120,6 +121,13 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
     // `dkv restore` restores etcd members only (engines/etcd/restore.ts).
     if (config.engine !== 'etcd' && doc.spec?.restore !== undefined) {
       problems.push({ segments: ['spec', 'restore'], message: `the ${config.engine} engine cannot restore a backup: dkv restore restores etcd members only` });
+    }
+    // Without a runner of its own the backup CronJob runs `dkv backup`, which speaks etcd's protocol: every run would fail.
+    // (A backupImage of the wrong type or empty is the schema's to report.)
+    const backup = doc.spec?.backup;
+    if (config.engine !== 'etcd' && typeof backup === 'object' && backup !== null && (backup.backupImage === undefined || backup.backupImage === FORMER_PLACEHOLDER_IMAGE)) {
+      const got = backup.backupImage === undefined ? '' : ` (got ${JSON.stringify(backup.backupImage)}, the former placeholder, which runs dkv backup)`;
+      problems.push({ segments: ['spec', 'backup', 'backupImage'], message: `required with the ${config.engine} engine: the default runner, dkv backup, backs up etcd members only; name a backup runner of your own${got}` });
     }
   }
   const topLevel = Object.keys(SCHEMA.properties).map((name) => ({ name }));

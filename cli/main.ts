@@ -99,13 +99,22 @@ async function run(argv: string[]): Promise<number> {
   }
 }
 
+/** The last line of an input error's report; the commands that write say that they wrote nothing. */
+function problemsFound(count: number): string {
+  return `${count} problem(s) found${['synth', 'install', 'import'].includes(process.argv[2]) ? '; nothing was written' : ''}\n`;
+}
+
 try {
   process.exitCode = await run(process.argv.slice(2));
 } catch (e) {
   // A configuration whose patch does not apply to a spec is bad input too, found only when rendering it.
   if (e instanceof InputError || e instanceof InvalidConfigError) {
     process.stderr.write(e.message + '\n');
-    process.stderr.write(`${e.problems.length} problem(s) found${['synth', 'install', 'import'].includes(process.argv[2]) ? '; nothing was written' : ''}\n`);
+    process.stderr.write(problemsFound(e.problems.length));
+    process.exitCode = 1;
+  } else if (e instanceof Error && e.name === 'KubeconfigError') {
+    // A kubeconfig that is missing or unusable (kube/connection.ts, loaded only by the commands that reach a cluster) is the user's input too.
+    process.stderr.write(`${e.message}\n${problemsFound(1)}`);
     process.exitCode = 1;
   } else if (e instanceof Error && e.name === 'UsageError') {
     // A flag value `dkv controller` cannot take (reconciler/controller-flags.ts, loaded only with the controller).

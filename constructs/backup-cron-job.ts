@@ -3,6 +3,7 @@ import { k8s } from 'cdk8s-plus-27';
 import type { DistributedKVSpec } from '../imports/distributedkv.js';
 import type { GeneratorConfig } from '../api/config.js';
 import type { ClusterIdentity } from '../model/cluster-identity.js';
+import { ownBackupRunner } from '../model/backup-runner-image.js';
 import { s3RunnerEnvironment } from './backup-runner.js';
 import { restrictedContainerSecurityContext } from './pod-defaults.js';
 
@@ -21,13 +22,6 @@ export interface KVBackupCronJobProps {
 }
 
 /**
- * The image the spec's backupImage defaulted to before `dkv backup` existed:
- * a placeholder that never named a working runner. Clusters stored with it
- * run `dkv backup`, as if they named none.
- */
-export const FORMER_PLACEHOLDER_IMAGE = 'registry.example.com/dkv/backup:1.0.0';
-
-/**
  * Periodic backups: a CronJob whose Jobs run `dkv backup` (or the spec's own
  * backupImage) against the cluster's members and upload to the S3 path. Runs never overlap (a
  * slow backup is not raced by the next one), a run that could not start
@@ -40,7 +34,7 @@ export class KVBackupCronJob extends Construct {
   constructor(scope: Construct, id: string, props: KVBackupCronJobProps) {
     super(scope, id);
     const { identity, backup, config } = props;
-    const ownRunner = backup.backupImage && backup.backupImage !== FORMER_PLACEHOLDER_IMAGE ? backup.backupImage : undefined;
+    const ownRunner = ownBackupRunner(backup);
     const runner = s3RunnerEnvironment(config);
     const snapshots = config.backup.volumeSnapshots;
     const labels = { ...identity.backupLabels };

@@ -85,6 +85,26 @@ function encode(text: string): string {
   return Buffer.from(text, 'utf8').toString('base64');
 }
 
+/**
+ * The controller's namespace, where the certificate Secret must live, does
+ * not exist: the install bundle was not applied there, or the controller
+ * runs outside the cluster (a laptop) for a namespace of its own. Only a
+ * person fixes that, so it is said once and looked at again slowly.
+ */
+export class MissingNamespaceError extends Error {
+  constructor(readonly namespace: string, readonly secret: string) {
+    super(`conversion webhook: namespace ${JSON.stringify(namespace)} does not exist, so its certificate Secret ${namespace}/${secret} cannot be created: `
+      + `apply the install bundle (dkv install) or create the namespace, or run without the conversion webhook: dkv controller --webhook-addr off`);
+    this.name = 'MissingNamespaceError';
+  }
+}
+
+/** A 404 on a create in a namespace is the namespace's own, not the object's (which is not there yet either way). */
+function isMissingNamespace(e: unknown, namespace: string): boolean {
+  const details = e instanceof KubeApiError ? (e.body as { details?: { kind?: string; name?: string } } | undefined)?.details : undefined;
+  return e instanceof KubeApiError && e.status === 404 && details?.kind === 'namespaces' && details.name === namespace;
+}
+
 export class CertificateRotation {
   constructor(private readonly options: CertificateRotationOptions) {}
 
@@ -128,7 +148,14 @@ export class CertificateRotation {
       data,
     };
     if (previous) await client.request('PUT', this.secretPath, { body });
-    else await client.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, { body });
+    else {
+      try {
+        await client.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, { body });
+      } catch (e) {
+        if (isMissingNamespace(e, namespace)) throw new MissingNamespaceError(namespace, config.conversion.certificateSecret);
+        throw e;
+      }
+    }
   }
 
   /**

@@ -5,13 +5,14 @@
  * also picks up another replica's rotation); on the leader, the storage
  * version migration. Failures retry with exponential backoff from seconds
  * and never stop the reconciler: clients of the storage version need
- * neither.
+ * neither. A missing namespace for the certificate Secret is said once, with
+ * how to run without the webhook, and looked at again only every few minutes.
  */
 import type { GeneratorConfig } from '../api/config.js';
 import type { Clock, TimerHandle } from '../kube/clock.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../kube/log.js';
-import { CertificateRotation, type RotationStep } from './certificate-rotation.js';
+import { CertificateRotation, MissingNamespaceError, type RotationStep } from './certificate-rotation.js';
 import { migrateStorageVersion, type MigrationResult } from './storage-migration.js';
 import { startConversionWebhook, type ConversionWebhook } from './webhook-server.js';
 
@@ -27,17 +28,38 @@ export interface ConversionServiceOptions {
   /** How often the certificate is checked (and another replica's renewal picked up). */
   readonly refreshMs?: number;
   readonly backoff?: { readonly baseMs: number; readonly maxMs: number };
+  /** How often a namespace that does not exist is looked for again. @default 300000 (five minutes) */
+  readonly missingNamespaceRetryMs?: number;
   readonly observe?: (seconds: number, ok: boolean) => void;
 }
 
-/** Retries `attempt` with exponential backoff until it succeeds or `stopped()`; `attempt` is never run twice at once. */
-async function withBackoff<T>(clock: Clock, backoff: { baseMs: number; maxMs: number }, stopped: () => boolean, log: Logger, what: string, attempt: () => Promise<T>): Promise<T | undefined> {
+interface Retry {
+  readonly baseMs: number;
+  readonly maxMs: number;
+  /** After a MissingNamespaceError: set-up only a person fixes, so no point in asking every few seconds. */
+  readonly missingNamespaceMs: number;
+}
+
+/**
+ * Retries `attempt` with exponential backoff until it succeeds or `stopped()`; `attempt` is never run twice at once.
+ * A missing namespace is logged once (an error: the webhook cannot serve until someone acts) and retried slowly.
+ */
+async function withBackoff<T>(clock: Clock, retry: Retry, stopped: () => boolean, log: Logger, what: string, attempt: () => Promise<T>): Promise<T | undefined> {
+  let toldMissingNamespace = false;
   for (let failures = 0; !stopped(); failures++) {
     try {
       return await attempt();
     } catch (e) {
-      const delayMs = Math.min(backoff.maxMs, backoff.baseMs * 2 ** failures);
-      log.warn(`${what} failed: retrying`, { error: (e as Error).message, retryInMs: delayMs });
+      let delayMs: number;
+      if (e instanceof MissingNamespaceError) {
+        delayMs = retry.missingNamespaceMs;
+        if (toldMissingNamespace) log.debug(`${what}: namespace still missing`, { namespace: e.namespace, retryInMs: delayMs });
+        else log.error(e.message, { namespace: e.namespace, retryInMs: delayMs });
+        toldMissingNamespace = true;
+      } else {
+        delayMs = Math.min(retry.maxMs, retry.baseMs * 2 ** failures);
+        log.warn(`${what} failed: retrying`, { error: (e as Error).message, retryInMs: delayMs });
+      }
       await new Promise<void>((resolve) => clock.after(delayMs, resolve).unref());
     }
   }
@@ -49,11 +71,11 @@ export class ConversionService {
   private timer: TimerHandle | undefined;
   private stopped = false;
   private readonly rotation: CertificateRotation;
-  private readonly backoff: { baseMs: number; maxMs: number };
+  private readonly backoff: Retry;
 
   constructor(private readonly options: ConversionServiceOptions) {
     this.rotation = new CertificateRotation(options);
-    this.backoff = { baseMs: 2_000, maxMs: 60_000, ...options.backoff };
+    this.backoff = { baseMs: 2_000, maxMs: 60_000, ...options.backoff, missingNamespaceMs: options.missingNamespaceRetryMs ?? 300_000 };
   }
 
   /**

@@ -67,6 +67,19 @@ function inClusterConnection(options: ConnectionOptions): Connection {
   return staticConnection(server, { ca: readFileSync(join(SERVICE_ACCOUNT, 'ca.crt')) }, fileReader(join(SERVICE_ACCOUNT, 'token'), options.tokenRefreshMs ?? TOKEN_REFRESH_MS));
 }
 
+/**
+ * The kubeconfig that was named, or that kubectl's rules find, cannot be
+ * used: a mistake in the user's input, reported as input errors are (the
+ * file first, then what is wrong with it), never as an internal error.
+ * `dkv` tells it apart by its name, as it does the controller's UsageError.
+ */
+export class KubeconfigError extends Error {
+  constructor(readonly file: string, readonly problem: string) {
+    super(`${file}: ${problem}`);
+    this.name = 'KubeconfigError';
+  }
+}
+
 /** Where credentials come from: kubeconfig files (merged in order), or the pod's service account. */
 export type CredentialSource = { readonly kubeconfigs: readonly string[] } | { readonly inCluster: true };
 
@@ -92,19 +105,19 @@ export interface CredentialEnvironment {
  */
 export function credentialSource(environment: CredentialEnvironment): CredentialSource {
   if (environment.flag) {
-    if (!environment.exists(environment.flag)) throw new Error(`kubeconfig ${environment.flag} (--kubeconfig) does not exist`);
+    if (!environment.exists(environment.flag)) throw new KubeconfigError(environment.flag, 'kubeconfig file does not exist');
     return { kubeconfigs: [environment.flag] };
   }
   const listed = (environment.env ?? '').split(delimiter).filter(Boolean);
   if (listed.length > 0) {
     const present = listed.filter((p) => environment.exists(p));
-    if (present.length === 0) throw new Error(`no kubeconfig found: none of $KUBECONFIG (${listed.join(delimiter)}) exists`);
+    if (present.length === 0) throw new KubeconfigError(listed.join(delimiter), 'no kubeconfig found: none of the files $KUBECONFIG names exists');
     return { kubeconfigs: present };
   }
   const home = join(environment.home, '.kube', 'config');
   if (environment.exists(home)) return { kubeconfigs: [home] };
   if (environment.inCluster) return { inCluster: true };
-  throw new Error(`no kubeconfig found (--kubeconfig, $KUBECONFIG, ${home}) and not running in a cluster`);
+  throw new KubeconfigError(home, 'no kubeconfig found (none named by --kubeconfig or $KUBECONFIG, and none here) and not running in a cluster');
 }
 
 /** The fields of a kubeconfig read here, spelled as kubectl writes them; the rest is ignored. */
@@ -131,10 +144,18 @@ interface KubeconfigContext { readonly cluster: string; readonly user?: string }
 interface NamedEntry { readonly name: string; readonly cluster?: KubeconfigCluster; readonly user?: KubeconfigUser; readonly context?: KubeconfigContext }
 interface Kubeconfig { 'current-context'?: string; clusters: NamedEntry[]; users: NamedEntry[]; contexts: NamedEntry[] }
 
-function pick<K extends 'cluster' | 'user' | 'context'>(entries: NamedEntry[], name: string, key: K): NonNullable<NamedEntry[K]> {
+function pick<K extends 'cluster' | 'user' | 'context'>(file: string, entries: NamedEntry[], name: string, key: K): NonNullable<NamedEntry[K]> {
   const entry = entries.find((e) => e.name === name)?.[key];
-  if (!entry) throw new Error(`kubeconfig: ${key} ${JSON.stringify(name)} not found`);
+  if (!entry) throw new KubeconfigError(file, `kubeconfig: ${key} ${JSON.stringify(name)} not found`);
   return entry as NonNullable<NamedEntry[K]>;
+}
+
+function parseKubeconfig(path: string): Partial<Kubeconfig> {
+  try {
+    return (parse(readFileSync(path, 'utf8')) ?? {}) as Partial<Kubeconfig>;
+  } catch (e) {
+    throw new KubeconfigError(path, `not a readable kubeconfig: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+  }
 }
 
 /** Merges kubeconfig files as kubectl does: the first file to name an entry (or current-context) wins. */
@@ -143,7 +164,7 @@ function readKubeconfigs(paths: readonly string[]): { config: Kubeconfig; dirOf:
   const dirOf = new Map<object, string>();
   for (const path of paths) {
     if (!existsSync(path)) continue;
-    const file = (parse(readFileSync(path, 'utf8')) ?? {}) as Partial<Kubeconfig>;
+    const file = parseKubeconfig(path);
     config['current-context'] ??= file['current-context'];
     for (const list of ['clusters', 'users', 'contexts'] as const) {
       for (const entry of file[list] ?? []) {
@@ -165,12 +186,13 @@ export function loadConnection(kubeconfigPath?: string, options: ConnectionOptio
   if ('inCluster' in source) return inClusterConnection(options);
   const paths = source.kubeconfigs;
   const { config, dirOf } = readKubeconfigs(paths);
+  const files = paths.join(delimiter);
   const contextName = config['current-context'];
-  if (!contextName) throw new Error('kubeconfig: no current-context');
-  const context = pick(config.contexts, contextName, 'context');
-  const cluster = pick(config.clusters, context.cluster, 'cluster');
-  const user: KubeconfigUser = context.user ? pick(config.users, context.user, 'user') : {};
-  if (!cluster.server) throw new Error(`kubeconfig: cluster ${JSON.stringify(context.cluster)} has no server`);
+  if (!contextName) throw new KubeconfigError(files, 'kubeconfig: no current-context');
+  const context = pick(files, config.contexts, contextName, 'context');
+  const cluster = pick(files, config.clusters, context.cluster, 'cluster');
+  const user: KubeconfigUser = context.user ? pick(files, config.users, context.user, 'user') : {};
+  if (!cluster.server) throw new KubeconfigError(files, `kubeconfig: cluster ${JSON.stringify(context.cluster)} has no server`);
 
   if (user.exec || user['auth-provider']) return clientNodeConnection(cluster.server, paths);
 

@@ -285,7 +285,7 @@ async function runControllers(namespace: string, replicas: number, shards: boole
       await new Promise((r) => setTimeout(r, 1000));
     }
   })();
-  await inParallel(Array.from({ length: CLUSTERS }, (_, i) => i), 16, (i) => client.request('POST', resourcePath(API_VERSION, KIND, namespace), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace }, spec: fleetSpec(i, `kv-${i}`, 'bench') } }));
+  await inParallel(Array.from({ length: CLUSTERS }, (_, i) => i), 16, (i) => client.request('POST', resourcePath(API_VERSION, KIND, namespace), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace }, spec: fleetSpec(i, `kv-${i}`, 'bench', config.engine) } }));
   await allConverged;
   const convergeMs = performance.now() - started;
   sampling = false;
@@ -364,7 +364,7 @@ interface NecessaryFloor {
 /** Each cluster's objects as `dkv synth` writes them. */
 function synthesizedFleet(): KubeObject[][] {
   return Array.from({ length: CLUSTERS }, (_, i) => {
-    const result = validateDistributedKV({ apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace: 'floor' }, spec: fleetSpec(i, `kv-${i}`, 'bench') }, config);
+    const result = validateDistributedKV({ apiVersion: API_VERSION, kind: KIND, metadata: { name: `kv-${i}`, namespace: 'floor' }, spec: fleetSpec(i, `kv-${i}`, 'bench', config.engine) }, config);
     if (!result.valid) throw new Error(JSON.stringify(result.problems));
     return synthesizeCluster(result.resource, config);
   });
@@ -414,7 +414,7 @@ async function runNecessaryFloor(planePids: Record<string, number>, sameRequests
   const started = performance.now();
   await inParallel(Array.from({ length: CLUSTERS }, (_, i) => i), 16, async (i) => {
     const name = `kv-${i}`;
-    const spec = fleetSpec(i, name, 'bench');
+    const spec = fleetSpec(i, name, 'bench', config.engine);
     const cr = await client.request('POST', resourcePath(API_VERSION, KIND, namespace), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace }, spec } });
     const owner = { apiVersion: API_VERSION, kind: KIND, name, uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true };
     const mine = objectsByCluster[i].map((o) => ({ ...o, metadata: { ...o.metadata, namespace, ownerReferences: [owner] } }));

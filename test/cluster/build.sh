@@ -26,16 +26,11 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache_root="${DKV_CONTROL_PLANE_CACHE:-${HOME}/.cache/dkv-control-plane}"
+source "$here/build-cache.sh"   # cache_root, modver, the local Go toolchain
 parallelism="${DKV_BUILD_PARALLELISM:-2}"
-export GOTOOLCHAIN=local CGO_ENABLED=0
 
 log() { printf 'build.sh: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
-
-modver() { # version of a required module, read from a go.mod (no network, no go invocation)
-  awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "${2:-$here/go.mod}"
-}
 k8s_version="$(modver k8s.io/kubernetes)"
 etcd_version="$(modver go.etcd.io/etcd/server/v3)"
 kwok_version="$(modver sigs.k8s.io/kwok "$here/kwok/go.mod")"

@@ -159,6 +159,25 @@ describe('dkv validate, offline', () => {
     expect(result.stderr).toMatch(/^old\.yaml: spec\.image: etcd 3\.4\.27 is older than 3\.5\.11, the first release with the \/livez and \/readyz endpoints/m);
   }, CLI_TIMEOUT_MS);
 
+  it('rejects backups with the generic engine and no backupImage, naming the file and spec.backup.backupImage: the default runner speaks etcd only', () => {
+    const { dir } = workspace({
+      'generic.config.yaml': 'engine: generic\n',
+      'none.yaml': yamlOf({ name: 'none', backup: BACKUP }),
+      'placeholder.yaml': yamlOf({ name: 'placeholder', backup: { ...BACKUP, backupImage: 'registry.example.com/dkv/backup:1.0.0' } }),
+      'own.yaml': yamlOf({ name: 'own', backup: { ...BACKUP, backupImage: 'registry.example.com/kv/backup:2' } }),
+      'nobackup.yaml': yamlOf({ name: 'nobackup' }),
+    });
+    const result = dkv(['validate', 'none.yaml', 'placeholder.yaml', 'own.yaml', 'nobackup.yaml', '--config', 'generic.config.yaml'], dir);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/^none\.yaml: spec\.backup\.backupImage: required with the generic engine: the default runner, dkv backup, backs up etcd members only; name a backup runner of your own \(line \d+\)$/m);
+    expect(result.stderr).toMatch(/^placeholder\.yaml: spec\.backup\.backupImage: required with the generic engine: .* \(got "registry\.example\.com\/dkv\/backup:1\.0\.0", the former placeholder, which runs dkv backup\)/m);
+    expect(result.stderr).not.toContain('own.yaml');
+    expect(result.stderr).not.toContain('nobackup.yaml');
+    expect(result.stderr).toContain('2 problem(s) found');
+    // The etcd engine's own runner is dkv backup: the same spec is valid there.
+    expect(dkv(['validate', 'none.yaml'], dir).status).toBe(0);
+  }, CLI_TIMEOUT_MS);
+
   it('accepts an even size with a warning that names the file, the cluster and spec.size', () => {
     const { dir } = workspace({ 'even.yaml': yamlOf({ name: 'even', size: 4 }), 'odd.yaml': yamlOf({ name: 'odd', size: 3 }) });
     const result = dkv(['validate', 'even.yaml', 'odd.yaml'], dir);

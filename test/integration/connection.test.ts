@@ -69,8 +69,8 @@ describe('a kubeconfig without a cluster to talk to', () => {
       expect(credentialSource({ home, exists, inCluster: true, ...named })).toEqual(expected);
     });
     it.each([
-      ['a missing --kubeconfig', { flag: '/etc/kc' }, 'kubeconfig /etc/kc (--kubeconfig) does not exist'],
-      ['a $KUBECONFIG none of whose files exists', { env: '/a:/b' }, 'no kubeconfig found: none of $KUBECONFIG (/a:/b) exists'],
+      ['a missing --kubeconfig', { flag: '/etc/kc' }, '/etc/kc: kubeconfig file does not exist'],
+      ['a $KUBECONFIG none of whose files exists', { env: '/a:/b' }, '/a:/b: no kubeconfig found: none of the files $KUBECONFIG names exists'],
     ])('refuses %s, even in a pod', (_, named, message) => {
       expect(() => credentialSource({ home, exists: existing(homeConfig), inCluster: true, ...named })).toThrow(message);
     });

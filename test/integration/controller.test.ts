@@ -22,7 +22,7 @@ import { clusterPath, config, converged, createCluster, eventsFor, mutatingReque
 const NAME = 'kv';
 const HASH = config.hashAnnotation;
 const { fieldManager: FIELD_MANAGER, finalizer: LEGACY_FINALIZER, detectOnlyAnnotation: DETECT_ONLY } = config.controller;
-const SPEC = { size: 3, image: 'kv:1', backup: { s3Path: 's3://bucket/kv', schedule: '*/30 * * * *' } };
+const SPEC = { size: 3, image: 'kv:1', backup: { s3Path: 's3://bucket/kv', schedule: '*/30 * * * *', backupImage: 'kv-backup:1' } };
 const { backup: _backup, ...WITHOUT_BACKUP } = SPEC;
 
 /** Like examples/orders.yaml, with quantities written the way the API server does not store them. */
@@ -31,7 +31,7 @@ const PRODUCTION_SPEC = {
   image: 'registry.example.com/kv/server:1.4.2',
   storage: { size: '51200Mi', storageClassName: 'fast-ssd' },
   resources: { requests: { cpu: '500m', memory: '1024Mi' }, limits: { cpu: 2, memory: '4Gi' } },
-  backup: { s3Path: 's3://acme-kv-backups/shop/orders', schedule: '0 2 * * *' },
+  backup: { s3Path: 's3://acme-kv-backups/shop/orders', schedule: '0 2 * * *', backupImage: 'registry.example.com/kv/backup:1.4.2' },
 };
 
 /** What SPEC turns into, by the names in dkv.config.yaml. */
@@ -473,7 +473,7 @@ describeWithCluster('the DistributedKV controller', () => {
 
   it('reports a spec the API server accepts but the generator rejects as Degraded/InvalidSpec, creates nothing and does not retry hot', async () => {
     const { namespace, controller } = await startIn('ctl-invalid');
-    await createCluster(client, namespace, NAME, { ...SPEC, backup: { s3Path: 's3://bucket/kv', schedule: '5-3 * * * *' } });
+    await createCluster(client, namespace, NAME, { ...SPEC, backup: { ...SPEC.backup, schedule: '5-3 * * * *' } });
 
     const cr = await eventually('Degraded=True InvalidSpec', async () => {
       const current = await client.request('GET', clusterPath(namespace, NAME));

@@ -37,7 +37,7 @@ describeWithCluster('the controller exports every cluster\'s definition into S3 
       ...harnessConfig,
       backup: { ...harnessConfig.backup, s3: { ...harnessConfig.backup.s3, endpoint: s3.endpoint, forcePathStyle: true }, definitions: { s3Path: `s3://${s3.bucket}/definitions`, schedule: '*/2 * * * * *', retain: 2 } },
     };
-    await createCluster(client, namespace, 'orders', { size: 3, image: 'kv:1', backup: { s3Path: 's3://acme/backups', schedule: '@daily' } });
+    await createCluster(client, namespace, 'orders', { size: 3, image: 'kv:1', backup: { s3Path: 's3://acme/backups', schedule: '@daily', backupImage: 'kv-backup:1' } });
     await createCluster(client, namespace, 'sessions', { size: 1, image: 'kv:1' });
     controller = new Controller({
       client, config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },

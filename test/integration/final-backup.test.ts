@@ -10,7 +10,7 @@ import { describeWithCluster, eventually, untilGone } from '../cluster/kube.js';
 import { clusterPath, config, converged, createCluster, startController, startPlaneWithNodes, type RunningController } from './controller-harness.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 
-const SPEC = { size: 3, image: 'kv:1', backup: { s3Path: 's3://dkv-test/final', schedule: '0 2 * * *' } };
+const SPEC = { size: 3, image: 'kv:1', backup: { s3Path: 's3://dkv-test/final', schedule: '0 2 * * *', backupImage: 'kv-backup:1' } };
 const FINALIZER = config.backup.final.finalizer;
 
 describeWithCluster('a final backup before a cluster with backups is deleted', () => {

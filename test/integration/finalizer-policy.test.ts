@@ -13,7 +13,7 @@ import { applyFinalizerPolicy, finalizerPolicyObjects } from '../support/finaliz
 import { resourcePath } from '../../kube/client.js';
 
 const FINALIZER = config.backup.final.finalizer;
-const WITH_BACKUPS = { size: 3, image: 'kv:1', backup: { s3Path: 's3://dkv-test/policy', schedule: '0 2 * * *' } };
+const WITH_BACKUPS = { size: 3, image: 'kv:1', backup: { s3Path: 's3://dkv-test/policy', schedule: '0 2 * * *', backupImage: 'kv-backup:1' } };
 const WITHOUT_BACKUPS = { size: 3, image: 'kv:1' };
 
 /** `manager/operation` of each managedFields entry that holds the finalizer we add. */

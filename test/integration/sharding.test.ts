@@ -183,7 +183,7 @@ describe.each(cases)('three sharded replicas, ShardedListAndWatch gate $gate, $c
       for (let i = 0; i < 3; i++) startReplica();
       await Promise.all(replicas.map((r) => r.healthPort));
       await inParallel(names, 16, (name) => client.request('POST', clusterPath(namespace), {
-        body: { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name, namespace }, spec: fleetSpec(names.indexOf(name), name, namespace) },
+        body: { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name, namespace }, spec: fleetSpec(names.indexOf(name), name, namespace, 'generic') },
       }));
       await eventually('every cluster to converge', async () => ((await allConverged()) ? true : undefined), 600_000, 1000);
 

@@ -19,7 +19,7 @@ const SIZE = 3;
 const SPEC = {
   size: SIZE,
   image: 'registry.example.com/kv/server:1.4.2',
-  backup: { s3Path: 's3://dkv-test/truth', schedule: '* * * * *' },
+  backup: { s3Path: 's3://dkv-test/truth', schedule: '* * * * *', backupImage: 'kv-backup:1' },
 };
 /** StatefulSet, headless and client Services, PodDisruptionBudget, backup CronJob. */
 const GENERATED = 5;

@@ -21,3 +21,17 @@ export async function establishCrd(client: KubeClient, crd: Record<string, any>,
     return live;
   }, deadlineMs, 100);
 }
+
+/**
+ * Waits until the CRD `name` reports Established. `kubectl wait
+ * --for=condition=Established` right after the CRD's create can fail instead
+ * of waiting (`.status.conditions accessor error: <nil> is of the type
+ * <nil>`: kubectl reads a status the API server has not filled in yet as a
+ * broken one), so the demo and the tests ask the API server themselves.
+ */
+export function untilEstablished(client: KubeClient, name: string, deadlineMs = 60_000): Promise<true> {
+  return eventually(`CRD ${name} to be Established`, async () => {
+    const live = await client.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+    return live.status?.conditions?.some((c: any) => c.type === 'Established' && c.status === 'True') ? true : undefined;
+  }, deadlineMs, 100);
+}

@@ -15,28 +15,17 @@
 # DeleteObjects, which is what `dkv backup` uses.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache_root="${DKV_CONTROL_PLANE_CACHE:-${HOME}/.cache/dkv-control-plane}"
-export GOTOOLCHAIN=local CGO_ENABLED=0
-modver() { awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$here/go.mod"; }
+source "$here/../build-cache.sh"
 versitygw_version="$(modver github.com/versity/versitygw)"
 etcdutl_version="$(modver go.etcd.io/etcd/etcdutl/v3)"
 [[ -n "$versitygw_version" && -n "$etcdutl_version" ]] || { echo "backup-tools: cannot read versions from $here/go.mod" >&2; exit 1; }
-key="$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-12)"
-out="$cache_root/backup-tools-versitygw-${versitygw_version}-etcdutl-${etcdutl_version}-${key}"
-if [[ -x "$out/versitygw" && -x "$out/etcdutl" ]]; then
-  echo "backup-tools: cache hit: $out" >&2
-  echo "$out"
-  exit 0
-fi
-echo "backup-tools: building versitygw ${versitygw_version} and etcdutl ${etcdutl_version} into $out ..." >&2
-mkdir -p "$cache_root"
-tmp="$(mktemp -d "$cache_root/.tmp-backup-tools.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-build() { (cd "$here" && go build -mod=readonly -p "${DKV_BUILD_PARALLELISM:-2}" -trimpath -ldflags "-s -w" -o "$tmp/$1" "$2"); }
-build versitygw github.com/versity/versitygw/cmd/versitygw
-build etcdutl go.etcd.io/etcd/etcdutl/v3
-chmod 755 "$tmp"
-rm -rf "$out"
-mv "$tmp" "$out"
-trap - EXIT
-echo "$out"
+out="$cache_root/backup-tools-versitygw-${versitygw_version}-etcdutl-${etcdutl_version}-$(content_key)"
+
+built() { [[ -x "$1/versitygw" && -x "$1/etcdutl" ]]; }
+go_build() { (cd "$here" && go build -mod=readonly -p "${DKV_BUILD_PARALLELISM:-2}" -trimpath -ldflags "-s -w" -o "$1" "$2"); }
+build_into() {
+  echo "backup-tools: building versitygw ${versitygw_version} and etcdutl ${etcdutl_version} into $out ..." >&2
+  go_build "$1/versitygw" github.com/versity/versitygw/cmd/versitygw
+  go_build "$1/etcdutl" go.etcd.io/etcd/etcdutl/v3
+}
+cached_build backup-tools "$out" built build_into

@@ -30,40 +30,28 @@
 # $HOME/.cache/dkv-control-plane), DKV_BUILD_PARALLELISM (go build -p, default 2).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache_root="${DKV_CONTROL_PLANE_CACHE:-${HOME}/.cache/dkv-control-plane}"
-export GOTOOLCHAIN=local CGO_ENABLED=0
-modver() { awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$here/go.mod"; }
+source "$here/../build-cache.sh"
 version="$(modver github.com/kubernetes-csi/external-snapshotter/v8)"
 client_version="$(modver github.com/kubernetes-csi/external-snapshotter/client/v8)"
 [[ -n "$version" && -n "$client_version" ]] || { echo "csi-snapshotter: cannot read versions from $here/go.mod" >&2; exit 1; }
 crds=(snapshot.storage.k8s.io_volumesnapshotclasses.yaml snapshot.storage.k8s.io_volumesnapshotcontents.yaml snapshot.storage.k8s.io_volumesnapshots.yaml)
 ldflags="-s -w -X main.version=${version}"
-key="$({ cat "$here/go.mod" "$here/go.sum"; printf '%s\n%s\n' "$ldflags" "${crds[*]}"; } | sha256sum | cut -c1-12)"
-out="$cache_root/csi-snapshotter-${version}-${key}"
-cache_hit() {
-  [[ -x "$out/snapshot-controller" ]] || return 1
+out="$cache_root/csi-snapshotter-${version}-$(content_key "$ldflags" "${crds[*]}")"
+
+built() {
+  [[ -x "$1/snapshot-controller" ]] || return 1
   local c
-  for c in "${crds[@]}"; do [[ -f "$out/crds/$c" ]] || return 1; done
+  for c in "${crds[@]}"; do [[ -f "$1/crds/$c" ]] || return 1; done
 }
-if cache_hit; then
-  echo "csi-snapshotter: cache hit: $out" >&2
-  echo "$out"
-  exit 0
-fi
-echo "csi-snapshotter: building snapshot-controller ${version} (CRDs from client/v8 ${client_version}) into $out ..." >&2
-mkdir -p "$cache_root"
-tmp="$(mktemp -d "$cache_root/.tmp-csi-snapshotter.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-start=$SECONDS
-(cd "$here" && go build -mod=readonly -p "${DKV_BUILD_PARALLELISM:-2}" -trimpath -ldflags "$ldflags" \
-  -o "$tmp/snapshot-controller" github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller)
-client_dir="$(cd "$here" && go list -mod=readonly -m -f '{{.Dir}}' github.com/kubernetes-csi/external-snapshotter/client/v8)"
-[[ -n "$client_dir" && -d "$client_dir/config/crd" ]] || { echo "csi-snapshotter: no config/crd in the client/v8 module ($client_dir)" >&2; exit 1; }
-mkdir "$tmp/crds"
-for c in "${crds[@]}"; do install -m 644 "$client_dir/config/crd/$c" "$tmp/crds/$c"; done
-echo "csi-snapshotter: built in $((SECONDS - start)) s" >&2
-chmod 755 "$tmp"
-rm -rf "$out"
-mv "$tmp" "$out"
-trap - EXIT
-echo "$out"
+build_into() {
+  local start=$SECONDS client_dir c
+  echo "csi-snapshotter: building snapshot-controller ${version} (CRDs from client/v8 ${client_version}) into $out ..." >&2
+  (cd "$here" && go build -mod=readonly -p "${DKV_BUILD_PARALLELISM:-2}" -trimpath -ldflags "$ldflags" \
+    -o "$1/snapshot-controller" github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller)
+  client_dir="$(cd "$here" && go list -mod=readonly -m -f '{{.Dir}}' github.com/kubernetes-csi/external-snapshotter/client/v8)"
+  [[ -n "$client_dir" && -d "$client_dir/config/crd" ]] || { echo "csi-snapshotter: no config/crd in the client/v8 module ($client_dir)" >&2; exit 1; }
+  mkdir "$1/crds"
+  for c in "${crds[@]}"; do install -m 644 "$client_dir/config/crd/$c" "$1/crds/$c"; done
+  echo "csi-snapshotter: built in $((SECONDS - start)) s" >&2
+}
+cached_build csi-snapshotter "$out" built build_into
