@@ -13,7 +13,7 @@ import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey
 import { Upload } from '@aws-sdk/lib-storage';
 import type { GeneratorConfig } from '../model/generator-config.js';
 import type { BackupFile } from './manifest.js';
-import { MANIFEST_FILE } from './s3-location.js';
+import { backupFileOf, MANIFEST_FILE } from './s3-location.js';
 import type { StoredBackup } from './retention.js';
 
 /** Static credentials, for a caller that holds them (a test); everything else uses the default chain. */
@@ -101,15 +101,14 @@ export class ObjectStore {
     return { bytes, sha256: hash.digest('hex') };
   }
 
-  /** The backups under a cluster's folder, and whether each has its manifest. */
+  /** The backups directly in a folder (`<folder><stamp>/<file>`), and whether each has its manifest; deeper keys are not its backups. */
   async listBackups(folder: string): Promise<StoredBackup[]> {
     const stamps = new Map<string, boolean>();
     for await (const key of this.keys(folder)) {
-      const [stamp, file] = key.slice(folder.length).split('/');
-      if (!stamp || file === undefined) continue;
-      stamps.set(stamp, (stamps.get(stamp) ?? false) || file === MANIFEST_FILE);
+      const backup = backupFileOf(folder, key);
+      if (backup) stamps.set(backup.stamp, (stamps.get(backup.stamp) ?? false) || backup.file === MANIFEST_FILE);
     }
-    return [...stamps].map(([stamp, complete]) => ({ stamp, complete }));
+    return [...stamps].map(([stamp, complete]) => ({ stamp, folder: `${folder}${stamp}/`, complete }));
   }
 
   /** Deletes every object under `prefix` (a backup's folder, with its trailing slash). */

@@ -13,7 +13,8 @@
  *      to use before the backup counts;
  *   4. write `manifest.json` last, so a backup exists only once it is whole;
  *   5. delete what the retention keeps no longer (backup/retention.ts), with
- *      its VolumeSnapshot, and VolumeSnapshots of runs that failed.
+ *      its VolumeSnapshot, and VolumeSnapshots of runs that failed; backups
+ *      in the cluster's legacy folder count too (s3-location.ts).
  *
  * Every run writes a new folder: a run killed part-way leaves a folder
  * without a manifest (and a multipart upload the store aborts), which no
@@ -25,13 +26,15 @@ import type { Clock } from '../kube/clock.js';
 import type { Logger } from '../kube/log.js';
 import type { BackupManifest } from './manifest.js';
 import type { ObjectStore } from './object-store.js';
-import { backupsToDelete } from './retention.js';
+import { backupsToDelete, type StoredBackup } from './retention.js';
 import { SNAPSHOT_ANNOTATIONS, SNAPSHOT_LABELS, type VolumeSnapshots } from './volume-snapshot.js';
-import { backupStamp, clusterFolder, MANIFEST_FILE, SNAPSHOT_FILE, type S3Location } from './s3-location.js';
+import { backupStamp, clusterFolders, MANIFEST_FILE, SNAPSHOT_FILE, type BackupLayout, type ClusterFolders, type S3Location } from './s3-location.js';
 
 export interface BackupRun {
   readonly cluster: { readonly namespace: string; readonly name: string };
   readonly location: S3Location;
+  /** How backups are placed under the location (s3-location.ts): `folder` unless the CronJob predates it. */
+  readonly layout: BackupLayout;
   readonly store: ObjectStore;
   readonly membership: Membership;
   /** Where a member's client API is. */
@@ -65,9 +68,9 @@ export function volumeSnapshotName(pod: string, stamp: string): string {
 
 export interface BackupResult {
   readonly manifest: BackupManifest;
-  /** The backup's folder, `s3://bucket/prefix/ns/name/stamp/`. */
+  /** The backup's folder, `s3://bucket/prefix/stamp/`. */
   readonly url: string;
-  /** Folders the retention deleted. */
+  /** Folders the retention deleted, relative to the cluster's: `<stamp>`, or `<namespace>/<name>/<stamp>` in the legacy folder. */
   readonly deleted: readonly string[];
 }
 
@@ -89,7 +92,8 @@ export async function runEtcdBackup(run: BackupRun): Promise<BackupResult> {
     throw new BackupError(`no healthy member of ${run.cluster.namespace}/${run.cluster.name} to take a snapshot from: `
       + status.members.map((m) => `${m.name || m.id} (${m.problem ?? (m.learner ? 'learner' : 'unhealthy')})`).join(', '));
   }
-  const folder = clusterFolder(run.location, run.cluster.namespace, run.cluster.name);
+  const folders = clusterFolders(run.location, run.cluster, run.layout);
+  const folder = folders.current;
   const stamp = backupStamp(started);
   const log = run.log.child({ cluster: `${run.cluster.namespace}/${run.cluster.name}`, backup: stamp, member: source.name });
   log.info('backup started', { role: source.leader ? 'leader' : 'follower' });
@@ -132,13 +136,18 @@ export async function runEtcdBackup(run: BackupRun): Promise<BackupResult> {
   log.info('backup written', { bytes: snapshot.bytes, sha256: snapshot.sha256 });
 
   const deleted: string[] = [];
-  for (const old of backupsToDelete(await run.store.listBackups(folder), run.retain)) {
-    await run.store.deleteFolder(`${folder}${old.stamp}/`);
-    deleted.push(old.stamp);
+  for (const old of backupsToDelete(await storedBackups(run, folders), run.retain)) {
+    await run.store.deleteFolder(old.folder);
+    deleted.push(old.folder.slice(folder.length, -1));
   }
   if (deleted.length > 0) log.info('old backups deleted', { deleted });
-  if (plan) await sweepVolumeSnapshots(run, plan, folder, log);
+  if (plan) await sweepVolumeSnapshots(run, plan, folders, log);
   return { manifest, url: `s3://${run.location.bucket}/${folder}${stamp}/`, deleted };
+}
+
+/** Every backup of the cluster, in each of its folders. */
+async function storedBackups(run: BackupRun, folders: ClusterFolders): Promise<StoredBackup[]> {
+  return (await Promise.all(folders.all.map((f) => run.store.listBackups(f)))).flat();
 }
 
 /**
@@ -147,8 +156,8 @@ export async function runEtcdBackup(run: BackupRun): Promise<BackupResult> {
  * without a manifest). A snapshot newer than every complete backup may be a
  * run under way and is left alone.
  */
-async function sweepVolumeSnapshots(run: BackupRun, plan: VolumeSnapshotPlan, folder: string, log: Logger): Promise<void> {
-  const backups = await run.store.listBackups(folder);
+async function sweepVolumeSnapshots(run: BackupRun, plan: VolumeSnapshotPlan, folders: ClusterFolders, log: Logger): Promise<void> {
+  const backups = await storedBackups(run, folders);
   const complete = new Set(backups.filter((b) => b.complete).map((b) => b.stamp));
   const newest = [...complete].sort().at(-1);
   const selector = Object.entries(plan.clusterLabels).map(([k, v]) => `${k}=${v}`).concat(SNAPSHOT_LABELS.backup).join(',');

@@ -16,7 +16,7 @@ import { SNAPSHOT_ANNOTATIONS, VolumeSnapshots } from '../backup/volume-snapshot
 import { DATA_VOLUME } from '../constructs/stateful-set.js';
 import { KubeClient, resourcePath } from '../kube/client.js';
 import { runEtcdBackup } from '../backup/run-backup.js';
-import { parseS3Path } from '../backup/s3-location.js';
+import { BACKUP_LAYOUTS, parseS3Path, type BackupLayout } from '../backup/s3-location.js';
 import { withEnvironment } from './s3-environment.js';
 
 const MAX_MEMBERS = 9;
@@ -26,7 +26,11 @@ export const BACKUP_USAGE = `usage: dkv backup [options]
   --namespace <ns>          its namespace (env DKV_CLUSTER_NAMESPACE, POD_NAMESPACE)
   --size <n>                its members (env DKV_CLUSTER_SIZE; default 9, the largest size): the ordinals
                             asked in turn for the membership until one answers
-  --s3-path <s3://b/p>      where backups go (env DKV_S3_PATH)
+  --s3-path <s3://b/p>      the cluster's own folder: each backup goes in <s3-path>/<stamp>/ (env DKV_S3_PATH)
+  --layout <folder|by-cluster>
+                            folder: as above; by-cluster: the layout before, <s3-path>/<namespace>/<name>/<stamp>/
+                            (env DKV_BACKUP_LAYOUT; default folder, but by-cluster when the S3 path comes from
+                            DKV_S3_PATH without DKV_BACKUP_LAYOUT: a CronJob written before the change)
   --member <pod>=<url>      a member's client URL, instead of its DNS name through the headless Service (repeatable)
   --deadline-seconds <n>    give up after this long (default 3600)
   --config <file>           generator configuration (S3 endpoint, path style, retention); the CronJob
@@ -42,7 +46,7 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
   const { values } = parseArgs({
     args,
     options: {
-      cluster: { type: 'string' }, namespace: { type: 'string' }, size: { type: 'string' }, 's3-path': { type: 'string' },
+      cluster: { type: 'string' }, namespace: { type: 'string' }, size: { type: 'string' }, 's3-path': { type: 'string' }, layout: { type: 'string' },
       member: { type: 'string', multiple: true }, 'deadline-seconds': { type: 'string' }, config: { type: 'string' }, help: { type: 'boolean' },
     },
     allowPositionals: false,
@@ -64,6 +68,9 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
   };
   if (missing.length > 0) return usage(`missing or invalid ${missing.join(', ')}`);
   if (!(deadlineSeconds > 0)) return usage('--deadline-seconds must be a positive number');
+  // A CronJob written before the layout changed sets DKV_S3_PATH alone: its s3Path may be shared, so it keeps its namespace/name folder.
+  const layout = values.layout ?? env.DKV_BACKUP_LAYOUT ?? (values['s3-path'] ? 'folder' : 'by-cluster');
+  if (!(BACKUP_LAYOUTS as readonly string[]).includes(layout)) return usage(`--layout must be one of ${BACKUP_LAYOUTS.join(', ')} (got ${JSON.stringify(layout)})`);
   const badMember = (values.member ?? []).find((m) => m.indexOf('=') < 1);
   if (badMember) return usage(`--member ${badMember}: expected <pod>=<url>`);
 
@@ -91,7 +98,7 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
     const statefulSet = volumes && await volumes.request<{ metadata: { annotations?: Record<string, string> } }>('GET', resourcePath('apps/v1', 'StatefulSet', namespace, identity.statefulSetName));
     const specHash = statefulSet?.metadata.annotations?.[config.hashAnnotation];
     const result = await runEtcdBackup({
-      cluster: { namespace: namespace!, name: name! }, location, store,
+      cluster: { namespace: namespace!, name: name! }, location, layout: layout as BackupLayout, store,
       membership: new EtcdMembership(() => pods, endpoint, 5000),
       endpoint, retain: config.backup.retain, clock: realClock, log, signal: deadline,
       volumeSnapshots: volumes && {

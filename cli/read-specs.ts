@@ -6,6 +6,8 @@ import { yamlProblem, yamlValue, type Problem } from '../api/problem.js';
 import { dottedPath } from '../model/field-path.js';
 import { KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
 import { findNameClashes, type NameClash } from '../constructs/name-clashes.js';
+import { findS3PathClashes, type S3PathClash } from '../constructs/s3-path-clashes.js';
+import { s3PathOf } from '../model/backup-folder.js';
 
 /** A DistributedKV read from a file, with where it came from. */
 export interface SpecDocument {
@@ -13,6 +15,8 @@ export interface SpecDocument {
   readonly resource: ValidResource;
   /** 1-based line of its metadata.name, for problems that concern the cluster as a whole. */
   readonly line?: number;
+  /** 1-based line of its spec.backup.s3Path, when it has one. */
+  readonly s3PathLine?: number;
 }
 
 export interface ReadResult {
@@ -65,6 +69,8 @@ function lineOf(doc: Document, segments: readonly (string | number)[], lineCount
   return undefined;
 }
 
+const S3_PATH = ['spec', 'backup', 's3Path'] as const;
+
 /**
  * Reads and validates every DistributedKV document in one YAML text. Broken
  * YAML is reported by line and column; every invalid field by path and line.
@@ -97,7 +103,8 @@ export function readSpecText(file: string, text: string, config: GeneratorConfig
     }
     const result = validateDistributedKV(value, config);
     if (result.valid) {
-      specs.push({ file, resource: result.resource, line: lineOf(doc, ['metadata', 'name'], lineCounter) });
+      const s3PathLine = result.resource.spec.backup ? lineOf(doc, S3_PATH, lineCounter) : undefined;
+      specs.push({ file, resource: result.resource, line: lineOf(doc, ['metadata', 'name'], lineCounter), ...(s3PathLine !== undefined ? { s3PathLine } : {}) });
     } else {
       for (const p of result.problems) {
         problems.push({ file, path: dottedPath(p.segments), message: p.message, line: lineOf(doc, p.segments, lineCounter) });
@@ -135,6 +142,8 @@ export function readSpecs(paths: readonly string[], config: GeneratorConfig): Re
   }
   // Two clusters whose generated objects share a name would overwrite each other's object.
   for (const clash of findNameClashes(specs.map((s) => s.resource), config)) problems.push(clashProblem(clash, specs));
+  // Two clusters backing up into one folder, or one inside the other, would count and delete each other's backups.
+  for (const clash of findS3PathClashes(specs.map((s) => s.resource))) problems.push(s3PathClashProblem(clash, specs));
   return { specs, problems, skipped, inputs: { files, directories } };
 }
 
@@ -154,5 +163,22 @@ function clashProblem({ first, second }: NameClash, specs: readonly SpecDocument
     path: 'metadata.name',
     line: later.line,
     message: `DistributedKV ${clusterName(second.resource)} would generate ${object} as its ${second.role}, but DistributedKV ${clusterName(first.resource)} (${where}) generates the same ${object} as its ${first.role}: the two clusters would overwrite each other's object; rename one of them`,
+  };
+}
+
+/** A shared (or nested) backup folder, reported at the second cluster's spec.backup.s3Path and naming the first cluster's file and line. */
+function s3PathClashProblem({ first, second, overlap }: S3PathClash, specs: readonly SpecDocument[]): Problem {
+  const earlier = specs[first.index];
+  const later = specs[second.index];
+  const where = `${earlier.file}${earlier.s3PathLine !== undefined ? ` line ${earlier.s3PathLine}` : ''}`;
+  const other = `DistributedKV ${clusterName(first.resource)} (${where})`;
+  const how = overlap === 'same' ? `the folder ${other} backs up into too`
+    : overlap === 'inside' ? `inside ${s3PathOf(first.folder)}, the folder ${other} backs up into`
+      : `which holds ${s3PathOf(first.folder)}, the folder ${other} backs up into`;
+  return {
+    file: later.file,
+    path: S3_PATH.join('.'),
+    line: later.s3PathLine,
+    message: `DistributedKV ${clusterName(second.resource)} backs up into ${s3PathOf(second.folder)}, ${how}: an s3Path is one cluster's own folder, and each cluster's retention would count and delete the other's backups; give each cluster a folder apart from every other's`,
   };
 }

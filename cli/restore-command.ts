@@ -14,7 +14,7 @@ import { restoreEtcdMember, RestoreError, type RestoreSource } from '../engines/
 import { createLogger } from '../kube/log.js';
 import { withEnvironment } from './s3-environment.js';
 
-export const RESTORE_USAGE = `usage: dkv restore --from <s3://bucket/prefix/ns/name/stamp/ | VolumeSnapshot> --data-dir <dir> --name <member>
+export const RESTORE_USAGE = `usage: dkv restore --from <s3://bucket/prefix/stamp/ | VolumeSnapshot> --data-dir <dir> --name <member>
                    --initial-cluster <name=url,...> --initial-cluster-state <new|existing>
                    --initial-cluster-token <token> --initial-advertise-peer-urls <url> [--etcdutl <path>]
   Restores one etcd member's data directory from a backup, unless the directory exists (a restore is

@@ -71,6 +71,8 @@ export class KVBackupCronJob extends Construct {
                       // The Service name resolves inside the cluster's own namespace, so the address does not depend on it.
                       { name: 'DKV_ENDPOINT', value: `${identity.clientServiceName}:${config.ports.client}` },
                       { name: 'DKV_S3_PATH', value: backup.s3Path },
+                      // s3Path is the cluster's own folder (checked unshared); without this, a runner keeps the layout before: <s3Path>/<namespace>/<name>/.
+                      { name: 'DKV_BACKUP_LAYOUT', value: 'folder' },
                       { name: 'DKV_CLUSTER_NAME', value: identity.name },
                       // No size: a resize would then change the CronJob too. The runner asks the ordinals in turn.
                       { name: 'DKV_CLUSTER_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },

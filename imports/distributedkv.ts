@@ -103,7 +103,7 @@ export interface DistributedKVSpec {
    */
   backup?: {
     /**
-     * Where backups go: `s3://bucket/prefix`.
+     * This cluster's own folder in S3, `s3://bucket/prefix`: each backup goes in `<s3Path>/<start time>/`. No other cluster's s3Path may be the same folder, or lie inside it or around it (refused by `dkv validate` and by the controller). Backups written before this layout, under `<s3Path>/<namespace>/<name>/`, are still this cluster's: the retention counts them and deletes them in turn, and a restore can name them.
      */
     s3Path: string;
     /**
@@ -111,7 +111,7 @@ export interface DistributedKVSpec {
      */
     schedule: string;
     /**
-     * A backup runner of your own, run with the same environment (DKV_ENDPOINT, DKV_S3_PATH, DKV_CLUSTER_*, the S3 settings and credentials). Unset: `dkv backup` from the image the configuration names (backup.runner.image).
+     * A backup runner of your own, run with the same environment (DKV_ENDPOINT, DKV_S3_PATH, the cluster's own folder, DKV_BACKUP_LAYOUT=folder, DKV_CLUSTER_*, the S3 settings and credentials). Unset: `dkv backup` from the image the configuration names (backup.runner.image).
      */
     backupImage?: string;
     /**
@@ -124,7 +124,7 @@ export interface DistributedKVSpec {
    */
   restore?: {
     /**
-     * Where the data comes from: one backup's folder in S3, as `dkv backup` prints it (`s3://bucket/prefix/<namespace>/<name>/<time>/`, the folder holding manifest.json), or the name of a CSI VolumeSnapshot in the cluster's namespace that `dkv backup` cut (each member's volume is created from it; volume snapshots must be on in the configuration). The backup must have been taken by the same engine; the controller checks it before creating anything (S3: with the S3 settings of the configuration's backup section and the controller's credentials).
+     * Where the data comes from: one backup's folder in S3, as `dkv backup` prints it (`<s3Path>/<time>/`, or `<s3Path>/<namespace>/<name>/<time>/` for a backup taken before that layout: the folder holding manifest.json), or the name of a CSI VolumeSnapshot in the cluster's namespace that `dkv backup` cut (each member's volume is created from it; volume snapshots must be on in the configuration). The backup must have been taken by the same engine; the controller checks it before creating anything (S3: with the S3 settings of the configuration's backup section and the controller's credentials).
      */
     from: string;
   };

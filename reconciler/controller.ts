@@ -20,6 +20,7 @@ import { KubeApiError, resourcePath, type KubeClient } from '../kube/client.js';
 import type { Logger } from '../kube/log.js';
 import { ControllerMetrics } from './metrics.js';
 import { claimedNames } from './name-claims.js';
+import { s3PathClaims, s3PathRivals } from './s3-path-claims.js';
 import type { MemberAddresses } from './membership-step.js';
 import { controllingOwner } from './ownership.js';
 import { WorkQueue, type BackoffPolicy } from '../kube/queue.js';
@@ -152,8 +153,8 @@ export class Controller {
     this.clusters = new Informer({
       client, apiVersion: API_VERSION, kind: KIND, path: resourcePath(API_VERSION, KIND, options.namespace), resyncMs, log, clock, ...options.watch,
       shard: selection?.clusters.shard,
-      // Clusters by the object names they claim: a name clash is found without a request.
-      indexBy: (object) => claimedNames(object, config),
+      // Clusters by the object names and the backup folder they claim: a clash is found without a request.
+      indexBy: (object) => [...claimedNames(object, config), ...s3PathClaims(object)],
       transform: (object) => strings.internTree(slimCluster(object)),
       onEvent: (type, object, old) => {
         // Status-only updates (our own writes) change neither generation nor metadata we act on.
@@ -167,6 +168,8 @@ export class Controller {
           for (const claim of new Set([...claimedNames(object, config), ...(old ? claimedNames(old, config) : [])])) {
             for (const rival of this.clusters.byIndex(claim)) if (rival.metadata.uid !== object.metadata.uid) this.queue.add(objectKey(rival));
           }
+          // Likewise a cluster refused for its backup folder.
+          for (const rival of [...s3PathRivals(this.clusters, object), ...(old ? s3PathRivals(this.clusters, old) : [])]) this.queue.add(objectKey(rival));
         };
         // The echo of our own write (the final-backup finalizer) carries nothing its reconcile did not see.
         this.writeEchoes.observe(type, KIND, object, queue);

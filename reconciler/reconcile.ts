@@ -32,6 +32,7 @@ import { withBucketLabel } from './bucket-label.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 import { recordBackupMetrics, refuse, refuseForNow, reportOutcome } from './report.js';
 import { restoreSourceProblem } from './restore-source.js';
+import { liveBackupFolder, s3PathClash } from './s3-path-claims.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 
@@ -72,6 +73,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   }
   const clash = nameClash(ctx, cr);
   if (clash) return refuse(ctx, cr, key, owned, 'NameClash', clash);
+  const sharedFolder = s3PathClash(ctx.clusters, cr, (c) => liveBackupFolder(ctx.owned.get('batch/v1/CronJob'), c));
+  if (sharedFolder) return refuse(ctx, cr, key, owned, 'S3PathClash', sharedFolder);
   const resource: ValidResource = { ...validation.resource, metadata: { ...validation.resource.metadata, namespace: cr.metadata.namespace } };
   const imageRefused = await imageChangeRefusal(ctx, cr, resource);
   if (imageRefused) return refuse(ctx, cr, key, owned, 'ImageChangeRefused', imageRefused);

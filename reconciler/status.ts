@@ -41,7 +41,7 @@ export interface ObservedState {
  * controller cannot act on, an object it must not take, writes that failed,
  * a field another writer keeps changing, drift it only reports.
  */
-export type DegradedReason = 'InvalidSpec' | 'InvalidConfig' | 'NameClash' | 'ConfigChangeRefused' | 'StorageChangeRefused' | 'ImageChangeRefused' | 'RestoreSourceInvalid' | 'ObjectConflict' | 'ApplyFailed' | 'FieldConflict' | 'DriftDetected';
+export type DegradedReason = 'InvalidSpec' | 'InvalidConfig' | 'NameClash' | 'S3PathClash' | 'ConfigChangeRefused' | 'StorageChangeRefused' | 'ImageChangeRefused' | 'RestoreSourceInvalid' | 'ObjectConflict' | 'ApplyFailed' | 'FieldConflict' | 'DriftDetected';
 
 type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
 

@@ -26,7 +26,7 @@ import { backupTools, S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server
 
 const describeWithEtcd = process.env.DKV_SKIP_CLUSTER ? describe.skip : describe;
 const KEYS = 10_000;
-const FOLDER = 'nightly/shop/kv/';
+const FOLDER = 'nightly/';
 
 type Run = CliRun;
 
@@ -148,17 +148,24 @@ describeWithEtcd('dkv backup of a real etcd cluster into a real S3-compatible st
     expect([again.status, again.stdout]).toEqual([0, `nothing restored: ${dataDir} exists: kv-0 keeps its data (a restore is never in place)\n`]);
   }, 120_000);
 
-  it('runs from exactly the environment the generated CronJob gives it, keeps the newest two complete backups (retain: 2) and sweeps an unfinished older one', async () => {
-    // The CronJob a cluster with this configuration generates; its container's environment is the runner's whole input.
+  /** The environment of the container the CronJob of cluster shop/kv with this s3Path runs, as the kubelet gives it (the fieldRef is the pod's namespace). */
+  const cronJobEnvironment = (s3Path: string): Record<string, string> => {
     const config = loadConfig(configFile);
-    const cronJob = synth({ name: 'kv', namespace: 'shop', size: 3, image: 'registry.k8s.io/etcd:3.6.8-0', backup: { s3Path: `s3://${s3.bucket}/nightly`, schedule: '0 2 * * *' } }, config)
+    const cronJob = synth({ name: 'kv', namespace: 'shop', size: 3, image: 'registry.k8s.io/etcd:3.6.8-0', backup: { s3Path, schedule: '0 2 * * *' } }, config)
       .find((o) => o.kind === 'CronJob')!;
     const container = (cronJob as any).spec.jobTemplate.spec.template.spec.containers[0];
     expect(container.command).toEqual(['dkv', 'backup']);
     expect(container.image).toBe(config.backup.runner.image);
     expect(container.envFrom).toEqual([{ secretRef: { name: config.backup.runner.credentialsSecret, optional: true } }]);
-    // What the kubelet would do: the fieldRef is the pod's namespace; the Secret's keys are the credentials.
-    const env = Object.fromEntries(container.env.map((e: any) => [e.name, e.value ?? (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace' ? 'shop' : undefined)]));
+    return Object.fromEntries(container.env.map((e: any) => [e.name, e.value ?? (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace' ? 'shop' : undefined)]));
+  };
+  /** The stamps of the backup folders directly in `prefix` (each `<prefix><stamp>/`). */
+  const stampsIn = async (prefix: string): Promise<string[]> =>
+    [...new Set((await keys(prefix)).map((k) => k.slice(prefix.length).split('/')).filter((p) => p.length === 2 && /^\d{8}T/.test(p[0])).map((p) => p[0]))].sort();
+
+  it('runs from exactly the environment the generated CronJob gives it, keeps the newest two complete backups (retain: 2) and sweeps an unfinished older one', async () => {
+    // The CronJob a cluster with this configuration generates; its container's environment (the Secret's keys are the credentials) is the runner's whole input.
+    const env = cronJobEnvironment(`s3://${s3.bucket}/nightly`);
     const asTheCronJob = () => dkvBackup(memberArgs, { ...env, ...s3.env });
 
     // A run killed part-way long ago: its folder has data and no manifest.
@@ -168,7 +175,7 @@ describeWithEtcd('dkv backup of a real etcd cluster into a real S3-compatible st
       expect(run.stderr).not.toMatch(/failed|usage/);
       expect(run.status).toBe(0);
     }
-    const folders = [...new Set((await keys(FOLDER)).map((k) => k.slice(FOLDER.length).split('/')[0]))];
+    const folders = await stampsIn(FOLDER);
     expect(folders).toHaveLength(2);
     expect(folders).not.toContain('20000101T000000.000Z');
     for (const f of folders) expect(await keys(`${FOLDER}${f}/`)).toEqual([`${FOLDER}${f}/manifest.json`, `${FOLDER}${f}/snapshot.db`]);
@@ -202,6 +209,45 @@ describeWithEtcd('dkv backup of a real etcd cluster into a real S3-compatible st
     const folders = [...new Set((await keys(FOLDER)).map((k) => k.slice(FOLDER.length).split('/')[0]))].sort();
     for (const f of folders.slice(0, -1)) expect(await keys(`${FOLDER}${f}/`)).toContain(`${FOLDER}${f}/manifest.json`);
   }, 120_000);
+
+  it('counts the backups of the layout before (<s3Path>/<namespace>/<name>/) as the cluster\'s own: a restore names them, the retention deletes them in turn, and another cluster\'s are never touched', async () => {
+    const s3Path = `s3://${s3.bucket}/migrated`;
+    const env = cronJobEnvironment(s3Path);
+    expect(env.DKV_BACKUP_LAYOUT).toBe('folder');
+    // A CronJob written before the change sets no layout: it keeps writing under <s3Path>/<namespace>/<name>/, where its s3Path may be shared.
+    const { DKV_BACKUP_LAYOUT: _new, ...before } = env;
+    const legacy = 'migrated/shop/kv/';
+    for (let i = 0; i < 2; i++) {
+      const run = await dkvBackup(memberArgs, { ...before, ...s3.env });
+      expect(run.status).toBe(0);
+      expect(run.stdout).toContain(`${s3Path}/shop/kv/`);
+    }
+    const legacyStamps = await stampsIn(legacy);
+    expect(legacyStamps).toHaveLength(2);
+    // Another cluster's backup from when they shared this s3Path, and one of a cluster named like a prefix of this one's name.
+    const others = [`migrated/shop/kv-canary/20000101T000000.000Z/manifest.json`, `migrated/shop/k/20000101T000000.000Z/manifest.json`];
+    for (const key of others) await client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: '{}' }));
+
+    // A restore names a backup of the layout before in full, as dkv backup printed it.
+    const dataDir = join(dir, 'legacy-restore', 'etcd');
+    const restored = await dkv(['restore', `--from=${s3Path}/shop/kv/${legacyStamps[0]}/`, `--data-dir=${dataDir}`, '--name=kv-0', '--initial-cluster=kv-0=http://127.0.0.1:2380',
+      '--initial-cluster-state=new', '--initial-cluster-token=kv.shop', '--initial-advertise-peer-urls=http://127.0.0.1:2380', '--config', configFile,
+      `--etcdutl=${join(tools, 'etcdutl')}`], s3.env);
+    expect(restored.stdout).toMatch(/^restored kv-0 from s3:\/\/.*\/migrated\/shop\/kv\/\d{8}T.* as its manifest says\n$/);
+
+    // The regenerated CronJob writes into s3Path itself; retention (2) counts both folders, by time: the oldest legacy backup goes.
+    const first = await dkvBackup(memberArgs, { ...env, ...s3.env });
+    expect(first.status).toBe(0);
+    expect(first.stdout).toMatch(new RegExp(`^${s3Path}/\\d{8}T\\d{6}\\.\\d{3}Z/ `));
+    expect(first.stdout).toContain(`; deleted shop/kv/${legacyStamps[0]}`);
+    expect(await stampsIn('migrated/')).toHaveLength(1);
+    expect(await stampsIn(legacy)).toEqual([legacyStamps[1]]);
+    const second = await dkvBackup(memberArgs, { ...env, ...s3.env });
+    expect(second.status).toBe(0);
+    expect(await stampsIn('migrated/')).toHaveLength(2);
+    expect(await stampsIn(legacy)).toEqual([]);
+    for (const key of others) expect(await keys(key)).toEqual([key]);
+  }, 180_000);
 
   it('fails cleanly when no member answers, naming the members', async () => {
     await cluster.stopAll();

@@ -130,6 +130,32 @@ describe('dkv synth rejects', () => {
     );
   }, CLI_TIMEOUT_MS);
 
+  it('two clusters in different files backing up into one s3Path, every such pair, at each later cluster\'s spec.backup.s3Path', () => {
+    const stderr = expectRejected({
+      'a.yaml': yamlOf({ name: 'orders', backup: { ...BACKUP, s3Path: 's3://acme/shop' } }),
+      'b.yaml': yamlOf({ name: 'carts', namespace: 'staging', backup: { ...BACKUP, s3Path: 's3://acme/shop/' } }),
+      'c.yaml': yamlOf({ name: 'users', backup: { ...BACKUP, s3Path: 's3://acme/shop' } }),
+    });
+    expect(stderr).toMatch(/^b\.yaml: spec\.backup\.s3Path: DistributedKV "staging\/carts" backs up into s3:\/\/acme\/shop, the folder DistributedKV "shop\/orders" \(a\.yaml line \d+\) backs up into too: an s3Path is one cluster's own folder, .* \(line \d+\)$/m);
+    expect(stderr).toMatch(/^c\.yaml: spec\.backup\.s3Path: DistributedKV "shop\/users" backs up into s3:\/\/acme\/shop, the folder DistributedKV "shop\/orders" \(a\.yaml line \d+\) backs up into too/m);
+    expect(stderr).toMatch(/^c\.yaml: spec\.backup\.s3Path: DistributedKV "shop\/users" .*DistributedKV "staging\/carts" \(b\.yaml line \d+\)/m);
+    expect(stderr).toContain('3 problem(s) found');
+  }, CLI_TIMEOUT_MS);
+
+  it('a cluster whose s3Path lies inside another\'s, or holds it: the outer one\'s retention would reach the inner one\'s backups', () => {
+    const stderr = expectRejected({
+      'a.yaml': yamlOf({ name: 'orders', backup: { ...BACKUP, s3Path: 's3://acme/r/x' } }),
+      'b.yaml': yamlOf({ name: 'carts', backup: { ...BACKUP, s3Path: 's3://acme/r/x/shop/orders' } }),
+      'c.yaml': yamlOf({ name: 'users', backup: { ...BACKUP, s3Path: 's3://acme/r' } }),
+      'd.yaml': yamlOf({ name: 'other', backup: { ...BACKUP, s3Path: 's3://acme-other/r/x' } }),
+    });
+    expect(stderr).toMatch(/^b\.yaml: spec\.backup\.s3Path: DistributedKV "shop\/carts" backs up into s3:\/\/acme\/r\/x\/shop\/orders, inside s3:\/\/acme\/r\/x, the folder DistributedKV "shop\/orders" \(a\.yaml line \d+\) backs up into: /m);
+    expect(stderr).toMatch(/^c\.yaml: spec\.backup\.s3Path: DistributedKV "shop\/users" backs up into s3:\/\/acme\/r, which holds s3:\/\/acme\/r\/x, the folder DistributedKV "shop\/orders" \(a\.yaml line \d+\) backs up into: /m);
+    expect(stderr).toMatch(/^c\.yaml: spec\.backup\.s3Path: DistributedKV "shop\/users" backs up into s3:\/\/acme\/r, which holds s3:\/\/acme\/r\/x\/shop\/orders, the folder DistributedKV "shop\/carts" \(b\.yaml line \d+\)/m);
+    expect(stderr).not.toContain('d.yaml');
+    expect(stderr).toContain('3 problem(s) found');
+  }, CLI_TIMEOUT_MS);
+
   it('several problems across two files, all in one run', () => {
     const stderr = expectRejected({
       'a.yaml': yamlOf({ name: 'alpha', size: 0, replicas: 3 }),
@@ -148,6 +174,26 @@ describe('dkv validate', () => {
     const result = dkv(['validate', 'a.yaml', 'b.yaml'], dir);
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/^b\.yaml: metadata\.name: DistributedKV "shop\/kv-peers" .*DistributedKV "shop\/kv" \(a\.yaml line \d+\).*Service "shop\/kv-peers"/m);
+  }, CLI_TIMEOUT_MS);
+});
+
+describe('dkv validate rejects a shared backup folder', () => {
+  it('names both files, both clusters and spec.backup.s3Path', () => {
+    const { dir } = workspace({ 'a.yaml': yamlOf({ name: 'orders', backup: BACKUP }), 'b.yaml': yamlOf({ name: 'carts', backup: BACKUP }) });
+    const result = dkv(['validate', 'a.yaml', 'b.yaml'], dir);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/^b\.yaml: spec\.backup\.s3Path: DistributedKV "shop\/carts" backs up into s3:\/\/acme-kv-backups\/shop\/orders, the folder DistributedKV "shop\/orders" \(a\.yaml line \d+\) backs up into too/m);
+  }, CLI_TIMEOUT_MS);
+
+  it('accepts folders that only share the start of a name (s3://b/x and s3://b/xy), ', () => {
+    const { dir } = workspace({
+      'a.yaml': yamlOf({ name: 'orders', backup: { ...BACKUP, s3Path: 's3://acme/x' } }),
+      'b.yaml': yamlOf({ name: 'carts', backup: { ...BACKUP, s3Path: 's3://acme/xy' } }),
+    });
+    const result = dkv(['validate', 'a.yaml', 'b.yaml'], dir);
+    expect(result.stderr).not.toContain('s3Path');
+    expect(result.stderr).toContain('2 DistributedKV spec(s) valid');
+    expect(result.status).toBe(0);
   }, CLI_TIMEOUT_MS);
 });
 

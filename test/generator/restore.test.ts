@@ -43,7 +43,7 @@ describe('a cluster created from a backup', () => {
       return result.valid ? [] : result.problems.map((p) => `${p.segments.join('.')}: ${p.message}`);
     };
     expect(problems({ restore: { from: 's3://acme-kv-backups/nightly/shop/orders/' } })).toEqual([
-      expect.stringMatching(/^spec\.restore\.from: must be one backup's folder, s3:\/\/bucket\/prefix\/<namespace>\/<name>\/<YYYYMMDDThhmmss\.mmmZ>\//),
+      expect.stringMatching(/^spec\.restore\.from: must be one backup's folder, s3:\/\/bucket\/prefix\/<YYYYMMDDThhmmss\.mmmZ>\//),
     ]);
     expect(problems({ restore: {} })).toEqual([expect.stringMatching(/^spec\.restore\.from: required/)]);
     expect(problems({ restore: { from: FROM } }, { ...DEFAULT_CONFIG, engine: 'generic' })).toEqual([

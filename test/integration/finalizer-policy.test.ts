@@ -13,7 +13,9 @@ import { applyFinalizerPolicy, finalizerPolicyObjects } from '../support/finaliz
 import { resourcePath } from '../../kube/client.js';
 
 const FINALIZER = config.backup.final.finalizer;
-const WITH_BACKUPS = { size: 3, image: 'kv:1', backup: { s3Path: 's3://dkv-test/policy', schedule: '0 2 * * *', backupImage: 'kv-backup:1' } };
+/** Backups into a folder of the cluster's own: two clusters may not share one (the generic engine names its runner). */
+const backupOf = (name: string) => ({ s3Path: `s3://dkv-test/policy/${name}`, schedule: '0 2 * * *', backupImage: 'kv-backup:1' });
+const withBackups = (name: string) => ({ size: 3, image: 'kv:1', backup: backupOf(name) });
 const WITHOUT_BACKUPS = { size: 3, image: 'kv:1' };
 
 /** `manager/operation` of each managedFields entry that holds the finalizer we add. */
@@ -45,26 +47,26 @@ describeWithCluster('the final-backup finalizer, put on at creation by the bundl
   });
 
   it('is on a cluster with backups in the create\'s own response, beside any finalizer its creator set', async () => {
-    const created = await createCluster(client, namespace, 'with-backups', WITH_BACKUPS);
+    const created = await createCluster(client, namespace, 'with-backups', withBackups('with-backups'));
     expect(created.metadata.finalizers).toEqual([FINALIZER]);
     const own = await client.request('POST', clusterPath(namespace), {
-      body: { apiVersion: created.apiVersion, kind: created.kind, metadata: { name: 'with-own-finalizer', namespace, finalizers: ['example.com/keep'] }, spec: WITH_BACKUPS },
+      body: { apiVersion: created.apiVersion, kind: created.kind, metadata: { name: 'with-own-finalizer', namespace, finalizers: ['example.com/keep'] }, spec: withBackups('with-own-finalizer') },
     });
     expect([...own.metadata.finalizers].sort()).toEqual(['example.com/keep', FINALIZER].sort());
     // Fields admission adds are attributed to no manager: an entry holding it is a write that added it.
     expect(finalizerOwners(created)).toEqual([]);
     // Not stored twice when the creator already named it.
     const named = await client.request('POST', clusterPath(namespace), {
-      body: { apiVersion: created.apiVersion, kind: created.kind, metadata: { name: 'already-named', namespace, finalizers: [FINALIZER] }, spec: WITH_BACKUPS },
+      body: { apiVersion: created.apiVersion, kind: created.kind, metadata: { name: 'already-named', namespace, finalizers: [FINALIZER] }, spec: withBackups('already-named') },
     });
     expect(named.metadata.finalizers).toEqual([FINALIZER]);
   });
 
   it('leaves alone a cluster without backups, an update that turns them on, and namespaces it is not bound to', async () => {
     expect((await createCluster(client, namespace, 'without-backups', WITHOUT_BACKUPS)).metadata.finalizers).toBeUndefined();
-    const turnedOn = await client.request('PATCH', clusterPath(namespace, 'without-backups'), { body: { spec: { backup: WITH_BACKUPS.backup } }, contentType: 'application/merge-patch+json' });
+    const turnedOn = await client.request('PATCH', clusterPath(namespace, 'without-backups'), { body: { spec: { backup: backupOf('without-backups') } }, contentType: 'application/merge-patch+json' });
     expect(turnedOn.metadata.finalizers).toBeUndefined();
-    expect((await createCluster(client, elsewhere, 'not-bound', WITH_BACKUPS)).metadata.finalizers).toBeUndefined();
+    expect((await createCluster(client, elsewhere, 'not-bound', withBackups('not-bound'))).metadata.finalizers).toBeUndefined();
   });
 
   it('leaves the controller no finalizer write where the policy put it on, and the controller still adds it where it did not', async () => {

@@ -100,13 +100,14 @@ describeWithCluster('scheduled backups of a real etcd cluster, run by real CronJ
     expect(Date.parse(recovered.status.lastBackupTime)).toBeGreaterThanOrEqual(Math.floor(succeeded[0].finishedAt / 1000) * 1000);
     expect(Date.parse(recovered.status.lastBackupTime)).toBeGreaterThan(Date.parse(created.metadata.creationTimestamp));
 
-    // The backup is in S3: a folder under s3Path/<namespace>/<name>/ with its snapshot and, last, its manifest.
+    // The backup is in S3: a folder directly in s3Path, the cluster's own folder, with its snapshot and, last, its manifest.
     const s3Client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY } });
     try {
-      const listed = await s3Client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `scheduled/${namespace}/${NAME}/` }));
-      const files = (listed.Contents ?? []).map((o) => o.Key!.split('/').slice(3).join('/'));
+      const listed = await s3Client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: 'scheduled/' }));
+      const files = (listed.Contents ?? []).map((o) => o.Key!.slice('scheduled/'.length));
       expect(files).toEqual(expect.arrayContaining([expect.stringMatching(/^\d{8}T\d{6}\.\d{3}Z\/manifest\.json$/), expect.stringMatching(/^\d{8}T\d{6}\.\d{3}Z\/snapshot\.db$/)]));
-      expect(succeeded[0].output).toContain(`s3://${s3.bucket}/scheduled/${namespace}/${NAME}/`);
+      expect(files.every((f) => /^\d{8}T\d{6}\.\d{3}Z\/(manifest\.json|snapshot\.db)$/.test(f))).toBe(true);
+      expect(succeeded[0].output).toMatch(new RegExp(`^s3://${s3.bucket}/scheduled/\\d{8}T\\d{6}\\.\\d{3}Z/ `, 'm'));
     } finally {
       s3Client.destroy();
     }

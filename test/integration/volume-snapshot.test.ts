@@ -105,7 +105,7 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
     const first = await backup(5);
     expect(first.stderr).not.toMatch(/failed/);
     expect(first.stdout).toMatch(/; volume snapshot kv-\d-\d{8}t\d{9}z cut in [\d.]+ s/);
-    const [manifest] = await manifests(`volumes/${namespace}/${NAME}/`);
+    const [manifest] = await manifests('volumes/');
     const volume = manifest.volumeSnapshot!;
     expect(volume).toMatchObject({ namespace, name: expect.stringMatching(new RegExp(`^${manifest.member.name}-`)), claim: `data-${manifest.member.name}`, creationTime: expect.any(String) });
     // Released at the cut: well before the storage reported it ready (the driver's 1.5 s).
@@ -126,12 +126,12 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
     const orphan = await eventually('the killed run\'s VolumeSnapshot', async () => (await snapshots(namespace)).find((s) => s.metadata.name !== volume.name), 30_000, 20);
     runner!.kill('SIGKILL');
     expect((await killed).status).toBeNull();
-    expect((await manifests(`volumes/${namespace}/${NAME}/`)).length).toBe(1);
+    expect((await manifests('volumes/')).length).toBe(1);
 
     // The next run succeeds. Keeping one backup: the first one's folder and its VolumeSnapshot go, and so does the killed run's.
     const second = await backup(1);
     expect(second.status).toBe(0);
-    const [kept] = await manifests(`volumes/${namespace}/${NAME}/`);
+    const [kept] = await manifests('volumes/');
     expect(kept.startedAt > manifest.startedAt).toBe(true);
     expect(orphan.metadata.name).not.toBe(kept.volumeSnapshot!.name);
     await eventually('the first backup\'s and the killed run\'s VolumeSnapshots to be deleted', async () => {
