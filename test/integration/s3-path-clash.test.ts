@@ -11,7 +11,8 @@ import { resourcePath, type KubeClient } from '../../kube/client.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient, untilGone } from '../cluster/kube.js';
 import { clusterPath, config, converged, createCluster, eventsFor, startController, type RunningController } from './controller-harness.js';
 
-const spec = (s3Path: string) => ({ size: 3, image: 'kv:1', backup: { s3Path, schedule: '0 2 * * *' } });
+/** The harness runs the generic engine, whose backups name their runner. */
+const spec = (s3Path: string) => ({ size: 3, image: 'kv:1', backup: { s3Path, schedule: '0 2 * * *', backupImage: 'kv-backup:1' } });
 /** No final backup Job on deletion: this plane runs no Job controller. */
 const SKIP_FINAL = { [config.backup.final.skipAnnotation]: 'true' };
 const WITH_BACKUP = 5; // StatefulSet, two Services, PodDisruptionBudget, CronJob
