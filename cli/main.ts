@@ -84,7 +84,7 @@ async function run(argv: string[]): Promise<number> {
       return migrateCommand(rest);
     }
     case 'controller': {
-      const { runController } = await import('../reconciler/main.js');
+      const { runController } = await import('../reconciler/process/main.js');
       return runController(rest);
     }
     case undefined:

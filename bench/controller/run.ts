@@ -57,7 +57,7 @@ import { Informer } from '../../kube/informer.js';
 import { KubeClient, resourcePath } from '../../kube/client.js';
 import { realClock } from '../../kube/clock.js';
 import { silentLogger } from '../../kube/log.js';
-import { EventRecorder } from '../../reconciler/events.js';
+import { EventRecorder } from '../../reconciler/process/events.js';
 import { MUTATING_VERBS, admissionSeconds, requestCounts, splitKey } from '../../test/cluster/apiserver-metrics.js';
 import { startControlPlane, type ControlPlane } from '../../test/cluster/control-plane.js';
 import { establishCrd } from '../../test/support/crds.js';

@@ -11,9 +11,9 @@
  * labels only what the cluster creates or controls: objects another tool
  * applied from `dkv synth` output stay unwritten while identical.
  */
-import type { GeneratorConfig } from '../api/config.js';
-import { bucketOf } from '../kube/shard-buckets.js';
-import type { KubeObject } from '../model/kube-object.js';
+import type { GeneratorConfig } from '../../api/config.js';
+import { bucketOf } from '../../kube/shard-buckets.js';
+import type { KubeObject } from '../../model/kube-object.js';
 
 type Labelled = { metadata?: { labels?: Record<string, string> } };
 

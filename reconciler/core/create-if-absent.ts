@@ -21,8 +21,8 @@
  * between a look and a write in which an application's object can appear
  * and then be taken over.
  */
-import { KubeApiError } from '../kube/client.js';
-import type { KubeObject } from '../model/kube-object.js';
+import { KubeApiError } from '../../kube/client.js';
+import type { KubeObject } from '../../model/kube-object.js';
 
 /** The resourceVersion no stored object has (see above). */
 export const NO_OBJECT_HAS_THIS_VERSION = '1';

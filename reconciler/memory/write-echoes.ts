@@ -23,7 +23,7 @@
  * version it carries: an echo that never comes (a relist skipped it) costs an
  * entry until the object's next event, never a missed change.
  */
-import type { CachedObject, InformerEventType } from '../kube/informer.js';
+import type { CachedObject, InformerEventType } from '../../kube/informer.js';
 
 type Written = Pick<CachedObject, 'metadata'>;
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { resourcePath, type KubeClient } from '../kube/client.js';
-import type { Clock } from '../kube/clock.js';
-import type { Logger } from '../kube/log.js';
+import { resourcePath, type KubeClient } from '../../kube/client.js';
+import type { Clock } from '../../kube/clock.js';
+import type { Logger } from '../../kube/log.js';
 
 export interface InvolvedObject {
   readonly apiVersion: string;

@@ -16,13 +16,13 @@
  * Each step is one idempotent write per reconcile: the Job has a fixed
  * name, so a crash between creating it and seeing it finish resumes.
  */
-import { metaTime } from '../model/meta-time.js';
-import { API_VERSION, KIND } from '../api/validate.js';
-import type { Condition, DistributedKVStatus } from '../imports/distributedkv.js';
-import { KubeApiError, resourcePath } from '../kube/client.js';
-import type { CachedObject } from '../kube/informer.js';
-import { removeFinalizer } from './execute-writes.js';
-import type { ReconcileContext, ReconcileResult } from './reconcile-context.js';
+import { metaTime } from '../../model/meta-time.js';
+import { API_VERSION, KIND } from '../../api/validate.js';
+import type { Condition, DistributedKVStatus } from '../../imports/distributedkv.js';
+import { KubeApiError, resourcePath } from '../../kube/client.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { removeFinalizer } from '../core/execute-writes.js';
+import type { ReconcileContext, ReconcileResult } from '../core/reconcile-context.js';
 
 const LOOK_AGAIN_MS = 5_000;
 

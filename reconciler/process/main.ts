@@ -4,19 +4,19 @@
  * or (`--shards auto`) every replica reconciles its share.
  */
 import { hostname } from 'node:os';
-import { ConversionService } from '../conversion/conversion-service.js';
-import { FleetLock } from './fleet-lock.js';
-import { loadCheckedConfig } from '../constructs/config-check.js';
-import { Controller } from './controller.js';
+import { ConversionService } from '../../conversion/conversion-service.js';
+import { FleetLock } from '../fleet/fleet-lock.js';
+import { loadCheckedConfig } from '../../constructs/config-check.js';
+import { Controller } from '../core/controller.js';
 import { CONTROLLER_USAGE, parseControllerFlags } from './controller-flags.js';
-import { boundHeapGrowth } from './heap-growth.js';
+import { boundHeapGrowth } from '../memory/heap-growth.js';
 import { startHealthServer } from './health-server.js';
-import { KubeClient } from '../kube/client.js';
-import { realClock } from '../kube/clock.js';
-import { LeaderElector } from '../kube/leader.js';
-import { bucketKey, bucketKeyOwner, bucketsOwnedBy } from '../kube/shard-buckets.js';
-import { ShardMembership } from '../kube/shard-membership.js';
-import { createLogger } from '../kube/log.js';
+import { KubeClient } from '../../kube/client.js';
+import { realClock } from '../../kube/clock.js';
+import { LeaderElector } from '../../kube/leader.js';
+import { bucketKey, bucketKeyOwner, bucketsOwnedBy } from '../../kube/shard-buckets.js';
+import { ShardMembership } from '../../kube/shard-membership.js';
+import { createLogger } from '../../kube/log.js';
 
 /**
  * The fleet lock's timings: twice the local leader Lease's. A controller that

@@ -4,14 +4,14 @@
  * lastTransitionTime changes only when its status does, so an unchanged
  * cluster produces an unchanged status and no write.
  */
-import { metaTime } from '../model/meta-time.js';
-import type { Condition, DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
-import { quorum } from '../model/quorum.js';
-import { canonicalJson } from '../model/desired-hash.js';
-import type { ScalingPhase } from '../engines/etcd/scaling.js';
-import { hasQuorum, type MemberStatus } from '../engines/membership.js';
-import type { BackupObservation } from './backup-status.js';
-import { standbyCondition, type FleetRole } from './fleet-role.js';
+import { metaTime } from '../../model/meta-time.js';
+import type { Condition, DistributedKVStatus, GeneratedObject } from '../../imports/distributedkv.js';
+import { quorum } from '../../model/quorum.js';
+import { canonicalJson } from '../../model/desired-hash.js';
+import type { ScalingPhase } from '../../engines/etcd/scaling.js';
+import { hasQuorum, type MemberStatus } from '../../engines/membership.js';
+import type { BackupObservation } from '../day2/backup-status.js';
+import { standbyCondition, type FleetRole } from '../fleet/fleet-role.js';
 
 export interface ObservedState {
   readonly generation: number;

@@ -6,14 +6,14 @@
  * pods running); and says what the StatefulSet to write looks like meanwhile
  * (its current volume template, which cannot change in place).
  */
-import { decideStorageStep, type Claim, type StorageInput, type StorageStep } from '../engines/storage-growth.js';
-import { KubeApiError, resourcePath } from '../kube/client.js';
-import type { CachedObject } from '../kube/informer.js';
-import { withDesiredHash } from '../model/desired-hash.js';
-import type { KubeObject } from '../model/kube-object.js';
-import { quantityValue } from '../model/quantity.js';
-import { controllingOwner } from './ownership.js';
-import type { ReconcileContext } from './reconcile-context.js';
+import { decideStorageStep, type Claim, type StorageInput, type StorageStep } from '../../engines/storage-growth.js';
+import { KubeApiError, resourcePath } from '../../kube/client.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { withDesiredHash } from '../../model/desired-hash.js';
+import type { KubeObject } from '../../model/kube-object.js';
+import { quantityValue } from '../../model/quantity.js';
+import { controllingOwner } from '../core/ownership.js';
+import type { ReconcileContext } from '../core/reconcile-context.js';
 import { readMemberPods } from './member-pods.js';
 
 interface ClaimTemplate { metadata?: { name?: string }; spec?: { storageClassName?: string; resources?: { requests?: { storage?: string } } } }

@@ -11,27 +11,27 @@
  * a result or throws. It may run any time, be interrupted and run again: it
  * never trusts its own earlier status to decide what to write.
  */
-import { formatProblem, InvalidConfigError } from '../api/problem.js';
-import { dottedPath } from '../model/field-path.js';
-import { API_VERSION, KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
-import { synthesizeCluster } from '../constructs/synthesize.js';
-import type { KubeObject } from '../model/kube-object.js';
-import type { DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
+import { formatProblem, InvalidConfigError } from '../../api/problem.js';
+import { dottedPath } from '../../model/field-path.js';
+import { API_VERSION, KIND, validateDistributedKV, type ValidResource } from '../../api/validate.js';
+import { synthesizeCluster } from '../../constructs/synthesize.js';
+import type { KubeObject } from '../../model/kube-object.js';
+import type { DistributedKVStatus, GeneratedObject } from '../../imports/distributedkv.js';
 import { executeWrites, removeLegacyFinalizer } from './execute-writes.js';
-import { finalBackupOnDeletion, keepFinalBackupFinalizer } from './final-backup.js';
-import { imageChangeRefusal } from './image-change.js';
+import { finalBackupOnDeletion, keepFinalBackupFinalizer } from '../day2/final-backup.js';
+import { imageChangeRefusal } from '../day2/image-change.js';
 import { refusedStatefulSetChanges } from './immutable-changes.js';
-import type { CachedObject } from '../kube/informer.js';
+import type { CachedObject } from '../../kube/informer.js';
 import { claimedNames, precedes } from './name-claims.js';
 import { controllingOwner, ownershipOf } from './ownership.js';
-import { membershipStep } from './membership-step.js';
+import { membershipStep } from '../day2/membership-step.js';
 import { planWrites } from './plan-writes.js';
 import { readObject } from './read-object.js';
-import { storageStep } from './storage-step.js';
+import { storageStep } from '../day2/storage-step.js';
 import { withBucketLabel } from './bucket-label.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 import { recordBackupMetrics, refuse, refuseForNow, reportOutcome } from './report.js';
-import { restoreSourceProblem } from './restore-source.js';
+import { restoreSourceProblem } from '../day2/restore-source.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 

@@ -8,9 +8,9 @@
  * touches nothing: the previous configuration, or an explicit migration,
  * is the way forward.
  */
-import type { KubeObject } from '../model/kube-object.js';
+import type { KubeObject } from '../../model/kube-object.js';
 import { findDrift } from './drift.js';
-import type { CachedObject } from '../kube/informer.js';
+import type { CachedObject } from '../../kube/informer.js';
 
 /** Immutable StatefulSet fields, and the configuration that decides each. */
 const IMMUTABLE: ReadonlyArray<{ readonly prefix: string; readonly decidedBy: string }> = [

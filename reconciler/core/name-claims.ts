@@ -7,10 +7,10 @@
  * across files, which reads only the name, namespace and whether there is a
  * backup section: a cached cluster, valid or not, has all three.
  */
-import type { GeneratorConfig } from '../api/config.js';
-import type { ValidResource } from '../api/validate.js';
-import { generatedNames } from '../constructs/name-clashes.js';
-import type { CachedObject } from '../kube/informer.js';
+import type { GeneratorConfig } from '../../api/config.js';
+import type { ValidResource } from '../../api/validate.js';
+import { generatedNames } from '../../constructs/name-clashes.js';
+import type { CachedObject } from '../../kube/informer.js';
 
 export function claimedNames(cluster: CachedObject, config: GeneratorConfig): string[] {
   const resource = { metadata: cluster.metadata, spec: cluster.spec ?? {} } as ValidResource;

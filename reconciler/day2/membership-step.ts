@@ -6,19 +6,19 @@
  * back what to render. Runs before the writes are planned, so the objects
  * written in this reconcile are the step's.
  */
-import type { ValidResource } from '../api/validate.js';
-import { engineFor, type MembershipPlan } from '../engines/index.js';
-import { EtcdMembership } from '../engines/etcd/membership.js';
-import { clientUrl, memberName, peerUrl } from '../engines/etcd/peer-urls.js';
-import { decideScalingStep, type MembershipAction, type ScalingPhase } from '../engines/etcd/scaling.js';
-import { decideUpgradeStep, type MemberPod, type UpgradeStep } from '../engines/etcd/upgrade.js';
-import { resourcePath } from '../kube/client.js';
-import type { Membership, MembershipStatus, MemberStatus } from '../engines/membership.js';
-import type { CachedObject } from '../kube/informer.js';
-import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity.js';
-import { sizeWarning } from '../model/quorum.js';
-import { controllingOwner } from './ownership.js';
-import type { ReconcileContext } from './reconcile-context.js';
+import type { ValidResource } from '../../api/validate.js';
+import { engineFor, type MembershipPlan } from '../../engines/index.js';
+import { EtcdMembership } from '../../engines/etcd/membership.js';
+import { clientUrl, memberName, peerUrl } from '../../engines/etcd/peer-urls.js';
+import { decideScalingStep, type MembershipAction, type ScalingPhase } from '../../engines/etcd/scaling.js';
+import { decideUpgradeStep, type MemberPod, type UpgradeStep } from '../../engines/etcd/upgrade.js';
+import { resourcePath } from '../../kube/client.js';
+import type { Membership, MembershipStatus, MemberStatus } from '../../engines/membership.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { clusterIdentity, type ClusterIdentity } from '../../model/cluster-identity.js';
+import { sizeWarning } from '../../model/quorum.js';
+import { controllingOwner } from '../core/ownership.js';
+import type { ReconcileContext } from '../core/reconcile-context.js';
 import { readMemberPods } from './member-pods.js';
 
 /**

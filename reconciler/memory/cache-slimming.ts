@@ -10,8 +10,8 @@
  * - DistributedKVs: managedFields altogether; nothing reads a cluster's
  *   field owners, and a write that omits managedFields leaves them as they are.
  */
-import type { CachedObject } from '../kube/informer.js';
-import type { ManagedFieldsEntry } from './drift.js';
+import type { CachedObject } from '../../kube/informer.js';
+import type { ManagedFieldsEntry } from '../core/drift.js';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 

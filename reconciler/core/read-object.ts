@@ -5,9 +5,9 @@
  * someone else's) is no better served by a quorum read, since nothing makes
  * the read and the write one step (create-if-absent.ts does, for creates).
  */
-import { KubeApiError, resourcePath, type KubeClient } from '../kube/client.js';
-import type { CachedObject } from '../kube/informer.js';
-import type { KubeObject } from '../model/kube-object.js';
+import { KubeApiError, resourcePath, type KubeClient } from '../../kube/client.js';
+import type { CachedObject } from '../../kube/informer.js';
+import type { KubeObject } from '../../model/kube-object.js';
 
 export async function readObject(client: KubeClient, object: KubeObject): Promise<CachedObject | undefined> {
   try {

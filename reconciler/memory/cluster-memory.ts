@@ -11,7 +11,7 @@
  * Entries go with their object, and everything with the cluster, so the
  * memory never outgrows the fleet.
  */
-import { DEFAULT_FIELD_FIGHT_POLICY, FieldFights, type FieldFightPolicy } from './field-fights.js';
+import { DEFAULT_FIELD_FIGHT_POLICY, FieldFights, type FieldFightPolicy } from '../core/field-fights.js';
 
 export interface ObjectMemory {
   /** Fields not kept as applied, for one desired hash. */

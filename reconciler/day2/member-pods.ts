@@ -4,10 +4,10 @@
  * matches whose name is `<statefulSet>-<ordinal>`. The membership and upgrade
  * steps and the storage step read them here, each keeping what it needs.
  */
-import { resourcePath } from '../kube/client.js';
-import type { CachedObject } from '../kube/informer.js';
-import { equalitySelector } from '../kube/label-selector.js';
-import type { ReconcileContext } from './reconcile-context.js';
+import { resourcePath } from '../../kube/client.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { equalitySelector } from '../../kube/label-selector.js';
+import type { ReconcileContext } from '../core/reconcile-context.js';
 
 export async function readMemberPods(
   ctx: ReconcileContext, namespace: string, selector: Readonly<Record<string, string>>, statefulSetName: string,

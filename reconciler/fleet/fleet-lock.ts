@@ -23,10 +23,10 @@
  * lock, after fencing. A member starts as standby: nothing global is
  * written until the lock is won.
  */
-import type { Clock, TimerHandle } from '../kube/clock.js';
-import { realClock } from '../kube/clock.js';
-import { LeaderElector, type LeaseApi } from '../kube/leader.js';
-import type { Logger } from '../kube/log.js';
+import type { Clock, TimerHandle } from '../../kube/clock.js';
+import { realClock } from '../../kube/clock.js';
+import { LeaderElector, type LeaseApi } from '../../kube/leader.js';
+import type { Logger } from '../../kube/log.js';
 import { memberOf, type FleetRole } from './fleet-role.js';
 
 export interface FleetLockOptions {

@@ -5,13 +5,13 @@
  * stop at the first member, which could not rejoin. Costs no request unless
  * the spec's image differs from the live pod template's.
  */
-import type { ValidResource } from '../api/validate.js';
-import { engineFor } from '../engines/index.js';
-import type { CachedObject } from '../kube/informer.js';
-import { clusterIdentity } from '../model/cluster-identity.js';
+import type { ValidResource } from '../../api/validate.js';
+import { engineFor } from '../../engines/index.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { clusterIdentity } from '../../model/cluster-identity.js';
 import { memberPods, templateImage } from './membership-step.js';
-import { controllingOwner } from './ownership.js';
-import type { ReconcileContext } from './reconcile-context.js';
+import { controllingOwner } from '../core/ownership.js';
+import type { ReconcileContext } from '../core/reconcile-context.js';
 
 /** Why `spec.image` cannot replace what the members run, if it cannot. */
 export async function imageChangeRefusal(ctx: ReconcileContext, cr: CachedObject, resource: ValidResource): Promise<string | undefined> {

@@ -4,34 +4,34 @@
  * backoff. Nothing here knows what a DistributedKV turns into.
  */
 import { setMaxListeners } from 'node:events';
-import type { GeneratorConfig } from '../api/config.js';
-import { API_VERSION, KIND } from '../api/validate.js';
-import { servedVersionOf } from '../api/versions.js';
-import { realClock, type Clock } from '../kube/clock.js';
-import { slimCluster, slimOwnedObject } from './cache-slimming.js';
-import { StringInterner } from '../kube/string-interner.js';
-import { ClusterMemory } from './cluster-memory.js';
-import { WriteEchoes } from './write-echoes.js';
-import { EventRecorder } from './events.js';
+import type { GeneratorConfig } from '../../api/config.js';
+import { API_VERSION, KIND } from '../../api/validate.js';
+import { servedVersionOf } from '../../api/versions.js';
+import { realClock, type Clock } from '../../kube/clock.js';
+import { slimCluster, slimOwnedObject } from '../memory/cache-slimming.js';
+import { StringInterner } from '../../kube/string-interner.js';
+import { ClusterMemory } from '../memory/cluster-memory.js';
+import { WriteEchoes } from '../memory/write-echoes.js';
+import { EventRecorder } from '../process/events.js';
 import type { FieldFightPolicy } from './field-fights.js';
-import { Informer, objectKey, type CachedObject, type InformerOptions, type InformerSelection } from '../kube/informer.js';
-import { bucketLabelSelector, bucketOf, shardSelectorOf } from '../kube/shard-buckets.js';
-import { KubeApiError, resourcePath, type KubeClient } from '../kube/client.js';
-import type { Logger } from '../kube/log.js';
-import { ControllerMetrics } from './metrics.js';
+import { Informer, objectKey, type CachedObject, type InformerOptions, type InformerSelection } from '../../kube/informer.js';
+import { bucketLabelSelector, bucketOf, shardSelectorOf } from '../../kube/shard-buckets.js';
+import { KubeApiError, resourcePath, type KubeClient } from '../../kube/client.js';
+import type { Logger } from '../../kube/log.js';
+import { ControllerMetrics } from '../process/metrics.js';
 import { claimedNames } from './name-claims.js';
-import type { MemberAddresses } from './membership-step.js';
+import type { MemberAddresses } from '../day2/membership-step.js';
 import { controllingOwner } from './ownership.js';
-import { WorkQueue, type BackoffPolicy } from '../kube/queue.js';
+import { WorkQueue, type BackoffPolicy } from '../../kube/queue.js';
 import { reconcileDistributedKV, TerminalError, type ReconcileContext } from './reconcile.js';
-import { s3RestoreSourceCheck, type RestoreSourceCheck } from './restore-source.js';
-import { scheduleDefinitionsExports } from './definitions-export.js';
-import type { S3Credentials } from '../backup/object-store.js';
-import { parseS3Path, type S3Location } from '../backup/s3-location.js';
-import type { LiveDistributedKV } from '../cli/exported-definition.js';
-import type { FleetRole } from './fleet-role.js';
-import { endCondition, type JobLike } from './backup-status.js';
-import { equalitySelector } from '../kube/label-selector.js';
+import { s3RestoreSourceCheck, type RestoreSourceCheck } from '../day2/restore-source.js';
+import { scheduleDefinitionsExports } from '../fleet/definitions-export.js';
+import type { S3Credentials } from '../../backup/object-store.js';
+import { parseS3Path, type S3Location } from '../../backup/s3-location.js';
+import type { LiveDistributedKV } from '../../cli/exported-definition.js';
+import type { FleetRole } from '../fleet/fleet-role.js';
+import { endCondition, type JobLike } from '../day2/backup-status.js';
+import { equalitySelector } from '../../kube/label-selector.js';
 
 /** What a DistributedKV generates; their informers are label-selected so the cache holds only ours. */
 export const OWNED_KINDS = [
@@ -422,7 +422,7 @@ export class Controller {
   private async startDefinitionsExports(location: S3Location, term: AbortSignal): Promise<void> {
     const { schedule, retain } = this.options.config.backup.definitions;
     // Loaded here, not at the top: the S3 client adds about 25 MB to every controller process, and most never export.
-    const { ObjectStore } = await import('../backup/object-store.js');
+    const { ObjectStore } = await import('../../backup/object-store.js');
     if (term.aborted) return;
     const store = ObjectStore.fromConfig(location.bucket, this.options.config.backup.s3, this.options.s3Credentials);
     term.addEventListener('abort', () => store.close(), { once: true });

@@ -11,7 +11,7 @@
  *                  schedule's interval): a CronJob that is suspended, cannot
  *                  start its pods, or whose runs keep failing all end here.
  */
-import { metaTime } from '../model/meta-time.js';
+import { metaTime } from '../../model/meta-time.js';
 import { CronExpressionParser } from 'cron-parser';
 
 export interface JobLike {

@@ -5,10 +5,10 @@
  * reconcile costs one round trip, not one per object. A failed write is
  * recorded, never thrown, so the others still happen and are reported.
  */
-import { API_VERSION, KIND } from '../api/validate.js';
+import { API_VERSION, KIND } from '../../api/validate.js';
 import { findDrift, type DriftedField } from './drift.js';
-import type { CachedObject } from '../kube/informer.js';
-import { KubeApiError, resourcePath } from '../kube/client.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { KubeApiError, resourcePath } from '../../kube/client.js';
 import { ifAbsent, isNameTaken } from './create-if-absent.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
 import { objectName, type ReconcileContext } from './reconcile-context.js';

@@ -12,17 +12,17 @@
  * controller's own credentials (the AWS SDK's default chain), the ones the
  * restore init containers get from the configuration's Secret.
  */
-import { BackupSourceError, readBackupManifest } from '../backup/backup-source.js';
-import type { S3Credentials } from '../backup/object-store.js';
-import { isS3Source, parseBackupUrl } from '../backup/s3-location.js';
-import { SNAPSHOT_ANNOTATIONS, VOLUME_SNAPSHOTS } from '../backup/volume-snapshot.js';
-import { KubeApiError } from '../kube/client.js';
-import type { ValidResource } from '../api/validate.js';
-import type { CachedObject } from '../kube/informer.js';
-import { clusterIdentity } from '../model/cluster-identity.js';
-import type { GeneratorConfig } from '../model/generator-config.js';
-import type { ReconcileContext } from './reconcile-context.js';
-import { equalitySelector } from '../kube/label-selector.js';
+import { BackupSourceError, readBackupManifest } from '../../backup/backup-source.js';
+import type { S3Credentials } from '../../backup/object-store.js';
+import { isS3Source, parseBackupUrl } from '../../backup/s3-location.js';
+import { SNAPSHOT_ANNOTATIONS, VOLUME_SNAPSHOTS } from '../../backup/volume-snapshot.js';
+import { KubeApiError } from '../../kube/client.js';
+import type { ValidResource } from '../../api/validate.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { clusterIdentity } from '../../model/cluster-identity.js';
+import type { GeneratorConfig } from '../../model/generator-config.js';
+import type { ReconcileContext } from '../core/reconcile-context.js';
+import { equalitySelector } from '../../kube/label-selector.js';
 
 /** Why a restore cannot start from `from`, or undefined when it can. */
 export type RestoreSourceCheck = (from: string, engine: string) => Promise<string | undefined>;
@@ -37,7 +37,7 @@ export function s3RestoreSourceCheck(s3: GeneratorConfig['backup']['s3'], creden
       return (e as Error).message;
     }
     // Loaded on the first restore, not at start: the S3 client adds about 25 MB to every controller process.
-    const { ObjectStore } = await import('../backup/object-store.js');
+    const { ObjectStore } = await import('../../backup/object-store.js');
     const store = ObjectStore.fromConfig(source.bucket, s3, credentials);
     try {
       await readBackupManifest(store, source, engine);

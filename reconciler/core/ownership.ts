@@ -7,7 +7,7 @@
  * `kv-peers`), and taking it over would let anyone allowed to create a
  * DistributedKV rewrite and later delete objects they could not touch.
  */
-import type { CachedObject } from '../kube/informer.js';
+import type { CachedObject } from '../../kube/informer.js';
 
 export type Ownership =
   | { readonly ours: true }

@@ -5,9 +5,9 @@
  * they hold; `managedFields` says who wrote them last. Fields we never set
  * (server defaults, other managers' additions) are not drift.
  */
-import type { KubeObject } from '../model/kube-object.js';
-import { dottedPath, type PathSegment } from '../model/field-path.js';
-import { quantityValue } from '../model/quantity.js';
+import type { KubeObject } from '../../model/kube-object.js';
+import { dottedPath, type PathSegment } from '../../model/field-path.js';
+import { quantityValue } from '../../model/quantity.js';
 
 export interface DriftedField {
   /** Dotted path, list items by name where they have one: `spec.template.spec.containers[kv].image`. */

@@ -4,17 +4,17 @@
  * error means "retry with backoff"; a TerminalError means "do not retry
  * until the object changes".
  */
-import type { GeneratorConfig } from '../api/config.js';
-import type { ClusterMemory } from './cluster-memory.js';
-import type { EventRecorder } from './events.js';
-import type { Informer } from '../kube/informer.js';
-import type { KubeClient } from '../kube/client.js';
-import type { Logger } from '../kube/log.js';
-import type { ControllerMetrics } from './metrics.js';
-import type { MemberAddresses } from './membership-step.js';
-import type { RestoreSourceCheck } from './restore-source.js';
-import type { FleetRole } from './fleet-role.js';
-import type { WriteEchoes } from './write-echoes.js';
+import type { GeneratorConfig } from '../../api/config.js';
+import type { ClusterMemory } from '../memory/cluster-memory.js';
+import type { EventRecorder } from '../process/events.js';
+import type { Informer } from '../../kube/informer.js';
+import type { KubeClient } from '../../kube/client.js';
+import type { Logger } from '../../kube/log.js';
+import type { ControllerMetrics } from '../process/metrics.js';
+import type { MemberAddresses } from '../day2/membership-step.js';
+import type { RestoreSourceCheck } from '../day2/restore-source.js';
+import type { FleetRole } from '../fleet/fleet-role.js';
+import type { WriteEchoes } from '../memory/write-echoes.js';
 
 export interface ReconcileResult {
   /** Look again after this long even if nothing changes (0: at once, after this reconcile). */

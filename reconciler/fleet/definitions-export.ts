@@ -15,12 +15,12 @@
  * built).
  */
 import { CronExpressionParser } from 'cron-parser';
-import type { ObjectStore } from '../backup/object-store.js';
-import { backupsToDelete } from '../backup/retention.js';
-import { backupStamp, MANIFEST_FILE } from '../backup/s3-location.js';
-import { exportFileName, exportText, type LiveDistributedKV } from '../cli/exported-definition.js';
-import type { Clock } from '../kube/clock.js';
-import type { Logger } from '../kube/log.js';
+import type { ObjectStore } from '../../backup/object-store.js';
+import { backupsToDelete } from '../../backup/retention.js';
+import { backupStamp, MANIFEST_FILE } from '../../backup/s3-location.js';
+import { exportFileName, exportText, type LiveDistributedKV } from '../../cli/exported-definition.js';
+import type { Clock } from '../../kube/clock.js';
+import type { Logger } from '../../kube/log.js';
 
 export interface DefinitionsExport {
   /** Every cluster: as the controller's cache has them, or (a sharded replica, whose cache holds a share) as listed. */

@@ -4,16 +4,16 @@
  * it changed. Status describes the live objects, never what the controller
  * hoped to write.
  */
-import { metaTime } from '../model/meta-time.js';
-import { observeBackups, type BackupInput, type BackupObservation, type JobLike } from './backup-status.js';
-import type { KubeObject } from '../model/kube-object.js';
-import type { DistributedKVStatus, GeneratedObject } from '../imports/distributedkv.js';
-import { API_VERSION, KIND } from '../api/validate.js';
+import { metaTime } from '../../model/meta-time.js';
+import { observeBackups, type BackupInput, type BackupObservation, type JobLike } from '../day2/backup-status.js';
+import type { KubeObject } from '../../model/kube-object.js';
+import type { DistributedKVStatus, GeneratedObject } from '../../imports/distributedkv.js';
+import { API_VERSION, KIND } from '../../api/validate.js';
 import type { WriteOutcome } from './execute-writes.js';
-import type { CachedObject } from '../kube/informer.js';
-import { KubeApiError, resourcePath } from '../kube/client.js';
-import type { MembershipStepResult } from './membership-step.js';
-import type { StorageStep } from '../engines/storage-growth.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { KubeApiError, resourcePath } from '../../kube/client.js';
+import type { MembershipStepResult } from '../day2/membership-step.js';
+import type { StorageStep } from '../../engines/storage-growth.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
 import { objectName, TerminalError, type ReconcileContext } from './reconcile-context.js';
 import { desiredStatus, statusChanged, statusPatch, type DegradedReason, type ObservedState } from './status.js';

@@ -4,11 +4,11 @@
  * writer keeps changing, and what to prune. No requests, no clock: the same
  * input plans the same writes, and unit tests say so.
  */
-import type { KubeObject } from '../model/kube-object.js';
-import type { ObjectMemory } from './cluster-memory.js';
+import type { KubeObject } from '../../model/kube-object.js';
+import type { ObjectMemory } from '../memory/cluster-memory.js';
 import { findDrift, type DriftedField } from './drift.js';
-import type { CachedObject } from '../kube/informer.js';
-import type { ApplyReason } from './metrics.js';
+import type { CachedObject } from '../../kube/informer.js';
+import type { ApplyReason } from '../process/metrics.js';
 import { ownershipOf } from './ownership.js';
 import { objectName } from './reconcile-context.js';
 
