@@ -108,7 +108,7 @@ try {
     process.stderr.write(`${e.problems.length} problem(s) found${['synth', 'install', 'import'].includes(process.argv[2]) ? '; nothing was written' : ''}\n`);
     process.exitCode = 1;
   } else if (e instanceof Error && e.name === 'UsageError') {
-    // A flag value `dkv controller` cannot take (reconciler/controller-flags.ts, loaded only with the controller).
+    // A flag value `dkv controller` cannot take (reconciler/process/controller-flags.ts, loaded only with the controller).
     process.stderr.write(`dkv: ${e.message}\n(dkv controller --help lists every flag)\n`);
     process.exitCode = 2;
   } else if (e instanceof TypeError && (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {

@@ -397,7 +397,7 @@ async function runBulkFloors(planePids: Record<string, number>): Promise<BulkFlo
  * when it was not created with it (as the controller: only without the
  * finalizer policy), and the Normal Event that names what was created. The
  * controller reads nothing before a first write: it creates each object only
- * if absent (reconciler/create-if-absent.ts), the same apply with a
+ * if absent (reconciler/core/create-if-absent.ts), the same apply with a
  * precondition, which the floor's plain apply stands for.
  */
 async function runNecessaryFloor(planePids: Record<string, number>, sameRequests = false): Promise<NecessaryFloor> {

@@ -339,7 +339,7 @@ export class Controller {
   }
 
   /**
-   * Fleet mode (reconciler/fleet-lock.ts): whether this controller writes
+   * Fleet mode (reconciler/fleet/fleet-lock.ts): whether this controller writes
    * what is global. Becoming active starts the definitions' export (while
    * leading); becoming standby ends it at once and fences this cluster's
    * backups before anything else: every backup CronJob suspended and every

@@ -3,7 +3,7 @@
  * clusters (a primary and a standby region, fed by one GitOps repository),
  * and what is global (backups into S3, the definitions' export) must have
  * one writer. The controller of each cluster knows its part from the fleet
- * lock (reconciler/fleet-lock.ts): `active`, it writes; `standby`, it
+ * lock (fleet-lock.ts): `active`, it writes; `standby`, it
  * reconciles its own cluster as ever but writes nothing global (backup
  * CronJobs suspended, no export, no final backup) and says so in every
  * cluster's `Standby` condition.

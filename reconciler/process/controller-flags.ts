@@ -56,7 +56,7 @@ export interface ControllerFlags {
   /** Undefined: the configuration's port on every interface. Null: not served. */
   readonly webhook: { readonly host: string; readonly port?: number } | null;
   readonly migrateStorage: boolean;
-  /** Every replica reconciles a share of the clusters (reconciler/main.ts, kube/shard-membership.ts). */
+  /** Every replica reconciles a share of the clusters (reconciler/process/main.ts, kube/shard-membership.ts). */
   readonly shards: boolean;
   /** Fleet mode: the coordination API server's kubeconfig and this cluster's name. */
   readonly fleet?: { readonly kubeconfig: string; readonly member: string };
