@@ -16,7 +16,7 @@ import { BackupSourceError, readBackupManifest } from '../../backup/backup-sourc
 import type { S3Credentials } from '../../backup/object-store.js';
 import { isS3Source, parseBackupUrl } from '../../backup/s3-location.js';
 import { SNAPSHOT_ANNOTATIONS, VOLUME_SNAPSHOTS } from '../../backup/volume-snapshot.js';
-import { KubeApiError } from '../../kube/client.js';
+import { KubeApiError, resourcePath } from '../../kube/client.js';
 import type { ValidResource } from '../../api/validate.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { clusterIdentity } from '../../model/cluster-identity.js';
@@ -62,7 +62,7 @@ export async function restoreSourceProblem(ctx: ReconcileContext, owned: readonl
   if (!from || owned.some((o) => o.kind === 'StatefulSet')) return undefined;
   const identity = clusterIdentity(resource.metadata.name, ctx.config);
   const selector = equalitySelector(identity.serverLabels);
-  const claims = await ctx.client.request<{ items: unknown[] }>('GET', `/api/v1/namespaces/${resource.metadata.namespace}/persistentvolumeclaims?labelSelector=${encodeURIComponent(selector)}&limit=1`);
+  const claims = await ctx.client.request<{ items: unknown[] }>('GET', resourcePath('v1', 'PersistentVolumeClaim', resource.metadata.namespace), { query: { labelSelector: selector, limit: 1 } });
   if (claims.items.length > 0) return undefined;
   const problem = isS3Source(from) ? await ctx.restoreSourceCheck(from, ctx.config.engine) : await volumeSnapshotProblem(ctx, resource.metadata.namespace!, from);
   return problem && `spec.restore.from: ${problem}; nothing was created`;

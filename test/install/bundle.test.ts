@@ -192,7 +192,7 @@ describe('the controller\'s permissions', () => {
     { resource: '/pods', verbs: ['list'], file: 'reconciler/day2/member-pods.ts', call: "('GET', resourcePath('v1', 'Pod', namespace)" },
     { resource: '/pods', verbs: ['delete'], file: 'reconciler/day2/membership-step.ts', call: "request('DELETE', resourcePath('v1', 'Pod', namespace, action.pod.name)" },
     { resource: '/persistentvolumeclaims', verbs: ['get'], file: 'reconciler/day2/storage-step.ts', call: '/persistentvolumeclaims/${claimName(i)}`' },
-    { resource: '/persistentvolumeclaims', verbs: ['list'], file: 'reconciler/day2/restore-source.ts', call: '/persistentvolumeclaims?labelSelector=' },
+    { resource: '/persistentvolumeclaims', verbs: ['list'], file: 'reconciler/day2/restore-source.ts', call: "resourcePath('v1', 'PersistentVolumeClaim', " },
     { resource: '/persistentvolumeclaims', verbs: ['patch'], file: 'reconciler/day2/storage-step.ts', call: "request('PATCH', `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/" },
     { resource: 'storage.k8s.io/storageclasses', verbs: ['get'], file: 'reconciler/day2/storage-step.ts', call: '`/apis/storage.k8s.io/v1/storageclasses/${encodeURIComponent(name)}`' },
     { resource: 'storage.k8s.io/storageclasses', verbs: ['list'], file: 'reconciler/day2/storage-step.ts', call: "('GET', '/apis/storage.k8s.io/v1/storageclasses')" },
