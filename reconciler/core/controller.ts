@@ -20,15 +20,15 @@ import { KubeApiError, resourcePath, type KubeClient } from '../../kube/client.j
 import type { Logger } from '../../kube/log.js';
 import { ControllerMetrics } from '../process/metrics.js';
 import { claimedNames } from './name-claims.js';
-import type { MemberAddresses } from '../day2/membership-step.js';
+import type { MemberAddresses } from '../day2/member-addresses.js';
 import { controllingOwner } from './ownership.js';
 import { WorkQueue, type BackoffPolicy } from '../../kube/queue.js';
 import { reconcileDistributedKV, TerminalError, type ReconcileContext } from './reconcile.js';
-import { s3RestoreSourceCheck, type RestoreSourceCheck } from '../day2/restore-source.js';
+import { s3RestoreSourceCheck, type RestoreSourceCheck } from '../day2/restore-source-check.js';
 import { scheduleDefinitionsExports } from '../fleet/definitions-export.js';
 import type { S3Credentials } from '../../backup/object-store.js';
 import { parseS3Path, type S3Location } from '../../backup/s3-location.js';
-import type { LiveDistributedKV } from '../../cli/exported-definition.js';
+import type { LiveDistributedKV } from '../../api/exported-definition.js';
 import type { FleetRole } from '../fleet/fleet-role.js';
 import { endCondition, type JobLike } from '../day2/backup-status.js';
 import { equalitySelector } from '../../kube/label-selector.js';

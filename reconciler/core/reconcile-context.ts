@@ -11,8 +11,8 @@ import type { Informer } from '../../kube/informer.js';
 import type { KubeClient } from '../../kube/client.js';
 import type { Logger } from '../../kube/log.js';
 import type { ControllerMetrics } from '../process/metrics.js';
-import type { MemberAddresses } from '../day2/membership-step.js';
-import type { RestoreSourceCheck } from '../day2/restore-source.js';
+import type { MemberAddresses } from '../day2/member-addresses.js';
+import type { RestoreSourceCheck } from '../day2/restore-source-check.js';
 import type { FleetRole } from '../fleet/fleet-role.js';
 import type { WriteEchoes } from '../memory/write-echoes.js';
 

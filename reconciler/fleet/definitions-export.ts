@@ -18,7 +18,7 @@ import { CronExpressionParser } from 'cron-parser';
 import type { ObjectStore } from '../../backup/object-store.js';
 import { backupsToDelete } from '../../backup/retention.js';
 import { backupStamp, MANIFEST_FILE } from '../../backup/s3-location.js';
-import { exportFileName, exportText, type LiveDistributedKV } from '../../cli/exported-definition.js';
+import { exportFileName, exportText, type LiveDistributedKV } from '../../api/exported-definition.js';
 import type { Clock } from '../../kube/clock.js';
 import type { Logger } from '../../kube/log.js';
 

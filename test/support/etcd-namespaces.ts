@@ -11,7 +11,7 @@ import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
 import { KubeApiError, KubeClient, resourcePath } from '../../kube/client.js';
 import { createLogger } from '../../kube/log.js';
 import { Controller, type ControllerOptions } from '../../reconciler/core/controller.js';
-import type { MemberAddresses } from '../../reconciler/day2/membership-step.js';
+import type { MemberAddresses } from '../../reconciler/day2/member-addresses.js';
 import { locateBinaries } from '../cluster/control-plane.js';
 import { createNamespace } from '../cluster/kube.js';
 import { byRole, synth } from '../generator/support.js';

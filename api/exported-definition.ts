@@ -6,8 +6,8 @@
  * travels along as a comment: worth reading after a disaster, but never
  * something to apply (the controller recomputes it).
  */
-import { API_VERSION, KIND } from '../api/validate.js';
-import { yamlDocument } from './yaml-writer.js';
+import { API_VERSION, KIND } from './validate.js';
+import { yamlDocument } from '../model/yaml-writer.js';
 
 /**
  * kubectl's copy of the whole object as last applied: a second, stale spec
