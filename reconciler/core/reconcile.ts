@@ -15,27 +15,34 @@ import { formatProblem, InvalidConfigError } from '../../api/problem.js';
 import { dottedPath } from '../../model/field-path.js';
 import { API_VERSION, KIND, validateDistributedKV, type ValidResource } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
+import { engineFor } from '../../engines/index.js';
+import { clusterIdentity } from '../../model/cluster-identity.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import type { DistributedKVStatus, GeneratedObject } from '../../imports/distributedkv.js';
 import { executeWrites, removeLegacyFinalizer } from './execute-writes.js';
 import { finalBackupOnDeletion, keepFinalBackupFinalizer } from '../day2/final-backup.js';
-import { imageChangeRefusal } from '../day2/image-change.js';
+import { imageChangeDecision } from '../day2/image-change.js';
 import { refusedStatefulSetChanges } from './immutable-changes.js';
 import type { CachedObject } from '../../kube/informer.js';
-import { claimedNames, precedes } from './name-claims.js';
+import { claimedNames, nameClashDecision, type ClaimIndex } from './name-claims.js';
 import { controllingOwner, ownershipOf } from './ownership.js';
-import { membershipStep } from '../day2/membership-step.js';
+import { memberPods, membershipStep } from '../day2/membership-step.js';
 import { planWrites } from './plan-writes.js';
 import { readObject } from './read-object.js';
 import { storageStep } from '../day2/storage-step.js';
 import { withBucketLabel } from './bucket-label.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
-import { recordBackupMetrics, refuse, refuseForNow, reportOutcome } from './report.js';
-import { restoreSourceProblem } from '../day2/restore-source.js';
+import { recordBackupMetrics, refuse, refuseWith, reportOutcome } from './report.js';
+import { restoreSourceDecision, restoreSourceReader } from '../day2/restore-source.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 
 const cacheKind = (o: { apiVersion: string; kind: string }): string => `${o.apiVersion}/${o.kind}`;
+
+/** The object, when this cluster controls it (its controlling owner reference carries the cluster's uid). */
+function ours(cr: CachedObject, o: CachedObject | undefined): CachedObject | undefined {
+  return o && controllingOwner(o)?.uid === cr.metadata.uid ? o : undefined;
+}
 
 /** The cached objects this cluster controls (owner reference with its uid), from the owner index. */
 function ownedObjects(ctx: ReconcileContext, cr: CachedObject): CachedObject[] {
@@ -70,13 +77,23 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   if (!validation.valid) {
     return refuse(ctx, cr, key, owned, 'InvalidSpec', validation.problems.map((p) => `${dottedPath(p.segments)}: ${p.message}`).join('; '));
   }
-  const clash = nameClash(ctx, cr);
-  if (clash) return refuse(ctx, cr, key, owned, 'NameClash', clash);
-  const resource: ValidResource = { ...validation.resource, metadata: { ...validation.resource.metadata, namespace: cr.metadata.namespace } };
-  const imageRefused = await imageChangeRefusal(ctx, cr, resource);
-  if (imageRefused) return refuse(ctx, cr, key, owned, 'ImageChangeRefused', imageRefused);
-  const restoreProblem = await restoreSourceProblem(ctx, owned, resource);
-  if (restoreProblem) return refuseForNow(ctx, cr, key, owned, 'RestoreSourceInvalid', restoreProblem);
+  const clash = nameClashDecision(cr, claimedNames(cr, config), claimIndex(ctx));
+  if (clash.kind === 'refuse') return refuseWith(ctx, cr, key, owned, clash);
+  const namespace = cr.metadata.namespace!;
+  const resource: ValidResource = { ...validation.resource, metadata: { ...validation.resource.metadata, namespace } };
+  const identity = clusterIdentity(resource.metadata.name, config);
+  const imageChange = await imageChangeDecision({
+    problem: engineFor(config.engine).imageChangeProblem,
+    statefulSet: ours(cr, ctx.owned.get('apps/v1/StatefulSet')?.get(`${namespace}/${identity.statefulSetName}`)),
+    image: resource.spec.image,
+    memberImages: async () => (await memberPods(ctx.client, namespace, identity)).map((p) => p.image),
+  });
+  if (imageChange.kind === 'refuse') return refuseWith(ctx, cr, key, owned, imageChange);
+  const restoreSource = await restoreSourceDecision(
+    { from: resource.spec.restore?.from, namespace, engine: config.engine, hasStatefulSet: owned.some((o) => o.kind === 'StatefulSet') },
+    restoreSourceReader(ctx.client, namespace, identity.serverLabels, ctx.restoreSourceCheck, config.engine),
+  );
+  if (restoreSource.kind === 'refuse') return refuseWith(ctx, cr, key, owned, restoreSource);
   // While it has backups, a deletion waits for one final backup.
   // A standby's final backup is the active Kubernetes cluster's to take.
   const fleet = ctx.fleet?.();
@@ -169,30 +186,17 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   return waits.length > 0 ? { requeueAfterMs: Math.min(...waits) } : {};
 }
 
-/**
- * The other cluster that claims one of this cluster's object names and
- * keeps it (the one whose object it is now, else the older), from the
- * cluster cache's name index.
- */
-function nameClash(ctx: ReconcileContext, cr: CachedObject): string | undefined {
-  for (const claim of claimedNames(cr, ctx.config)) {
-    const holder = claimHolder(ctx, claim);
-    const rival = ctx.clusters.byIndex(claim).find((other) => other.metadata.uid !== cr.metadata.uid && !other.metadata.deletionTimestamp
-      && (holder === other.metadata.uid || (holder !== cr.metadata.uid && precedes(other, cr))));
-    if (rival) {
-      const object = claim.slice(claim.indexOf('/') + 1);
-      return `${object} is also generated by DistributedKV ${rival.metadata.name}, which keeps it: rename this cluster (or change the name templates)`;
-    }
-  }
-  return undefined;
-}
-
-/** The uid of the cluster that controls the claimed object (`namespace/Kind/name`) now, if the cache has it. */
-function claimHolder(ctx: ReconcileContext, claim: string): string | undefined {
-  const [namespace, kind, ...name] = claim.split('/');
-  const informer = [...ctx.owned.entries()].find(([k]) => k.endsWith(`/${kind}`))?.[1];
-  const object = informer?.get(`${namespace}/${name.join('/')}`);
-  return object ? controllingOwner(object)?.uid : undefined;
+/** The name-clash check's view of the caches: claimants from the cluster cache's name index, holders from the owned caches. */
+function claimIndex(ctx: ReconcileContext): ClaimIndex {
+  return {
+    claimants: (claim) => ctx.clusters.byIndex(claim),
+    holder: (claim) => {
+      const [namespace, kind, ...name] = claim.split('/');
+      const informer = [...ctx.owned.entries()].find(([k]) => k.endsWith(`/${kind}`))?.[1];
+      const object = informer?.get(`${namespace}/${name.join('/')}`);
+      return object ? controllingOwner(object)?.uid : undefined;
+    },
+  };
 }
 
 /**

@@ -16,6 +16,7 @@ import type { MembershipStepResult } from '../day2/membership-step.js';
 import type { StorageStep } from '../../engines/storage-growth.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
 import { objectName, TerminalError, type ReconcileContext } from './reconcile-context.js';
+import type { Refusal } from './step-decision.js';
 import { desiredStatus, statusChanged, statusPatch, type DegradedReason, type ObservedState } from './status.js';
 
 export interface ReconcileReport {
@@ -134,6 +135,13 @@ export async function refuse(ctx: ReconcileContext, cr: CachedObject, key: strin
 export async function refuseForNow(ctx: ReconcileContext, cr: CachedObject, key: string, owned: readonly CachedObject[], reason: DegradedReason, message: string): Promise<never> {
   await reportRefusal(ctx, cr, key, owned, reason, message);
   throw new Error(`${reason}: ${message}`);
+}
+
+/** Acts on a check's or a step's refusal: refuse, or refuseForNow when it may go away on its own. */
+export function refuseWith(ctx: ReconcileContext, cr: CachedObject, key: string, owned: readonly CachedObject[], refusal: Refusal): Promise<never> {
+  return refusal.retry === 'backoff'
+    ? refuseForNow(ctx, cr, key, owned, refusal.reason, refusal.message)
+    : refuse(ctx, cr, key, owned, refusal.reason, refusal.message);
 }
 
 async function reportRefusal(ctx: ReconcileContext, cr: CachedObject, key: string, owned: readonly CachedObject[], reason: DegradedReason, message: string): Promise<void> {

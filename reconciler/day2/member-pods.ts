@@ -4,15 +4,14 @@
  * matches whose name is `<statefulSet>-<ordinal>`. The membership and upgrade
  * steps and the storage step read them here, each keeping what it needs.
  */
-import { resourcePath } from '../../kube/client.js';
+import { resourcePath, type KubeClient } from '../../kube/client.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { equalitySelector } from '../../kube/label-selector.js';
-import type { ReconcileContext } from '../core/reconcile-context.js';
 
 export async function readMemberPods(
-  ctx: ReconcileContext, namespace: string, selector: Readonly<Record<string, string>>, statefulSetName: string,
+  client: KubeClient, namespace: string, selector: Readonly<Record<string, string>>, statefulSetName: string,
 ): Promise<CachedObject[]> {
-  const list = await ctx.client.request<{ items: CachedObject[] }>('GET', resourcePath('v1', 'Pod', namespace), { query: { labelSelector: equalitySelector(selector) } });
+  const list = await client.request<{ items: CachedObject[] }>('GET', resourcePath('v1', 'Pod', namespace), { query: { labelSelector: equalitySelector(selector) } });
   const member = new RegExp(`^${statefulSetName}-\\d+$`);
   return list.items.filter((p) => member.test(p.metadata.name));
 }

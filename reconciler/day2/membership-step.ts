@@ -12,7 +12,7 @@ import { EtcdMembership } from '../../engines/etcd/membership.js';
 import { clientUrl, memberName, peerUrl } from '../../engines/etcd/peer-urls.js';
 import { decideScalingStep, type MembershipAction, type ScalingPhase } from '../../engines/etcd/scaling.js';
 import { decideUpgradeStep, type MemberPod, type UpgradeStep } from '../../engines/etcd/upgrade.js';
-import { resourcePath } from '../../kube/client.js';
+import { resourcePath, type KubeClient } from '../../kube/client.js';
 import type { Membership, MembershipStatus, MemberStatus } from '../../engines/membership.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { clusterIdentity, type ClusterIdentity } from '../../model/cluster-identity.js';
@@ -112,8 +112,8 @@ export function templateImage(statefulSet: CachedObject): string | undefined {
 }
 
 /** The pods of the StatefulSet, read from the API server (fresh), only while some may be outdated. */
-export async function memberPods(ctx: ReconcileContext, namespace: string, identity: ClusterIdentity): Promise<MemberPod[]> {
-  return (await readMemberPods(ctx, namespace, identity.selector, identity.statefulSetName))
+export async function memberPods(client: KubeClient, namespace: string, identity: ClusterIdentity): Promise<MemberPod[]> {
+  return (await readMemberPods(client, namespace, identity.selector, identity.statefulSetName))
     .map((p) => ({
       name: p.metadata.name,
       uid: p.metadata.uid!,
@@ -145,7 +145,7 @@ async function upgradeStep(
   }
   const step = decideUpgradeStep({
     targetImage: resource.spec.image, replicas, statefulSetCurrent, updateRevision: sts.status?.updateRevision,
-    pods: await memberPods(ctx, namespace, identity), membership: status,
+    pods: await memberPods(ctx.client, namespace, identity), membership: status,
   });
   const { action, requeueAfterMs, ...upgrade } = step;
   const next: MembershipStepResult = { ...result, upgrade, requeueAfterMs: Math.min(result.requeueAfterMs ?? Infinity, requeueAfterMs ?? Infinity) };

@@ -45,7 +45,7 @@ async function getOrUndefined<T>(ctx: ReconcileContext, path: string): Promise<T
 async function podsNotAdopted(ctx: ReconcileContext, live: CachedObject, replicas: number): Promise<string[]> {
   const matchLabels = (live.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels ?? {};
   const members = new Set(Array.from({ length: replicas }, (_, i) => `${live.metadata.name}-${i}`));
-  return (await readMemberPods(ctx, live.metadata.namespace!, matchLabels, live.metadata.name))
+  return (await readMemberPods(ctx.client, live.metadata.namespace!, matchLabels, live.metadata.name))
     .filter((p) => members.has(p.metadata.name) && !p.metadata.deletionTimestamp && controllingOwner(p)?.uid !== live.metadata.uid)
     .map((p) => p.metadata.name)
     .sort();

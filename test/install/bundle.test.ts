@@ -196,7 +196,7 @@ describe('the controller\'s permissions', () => {
     { resource: '/persistentvolumeclaims', verbs: ['patch'], file: 'reconciler/day2/storage-step.ts', call: "request('PATCH', `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/" },
     { resource: 'storage.k8s.io/storageclasses', verbs: ['get'], file: 'reconciler/day2/storage-step.ts', call: '`/apis/storage.k8s.io/v1/storageclasses/${encodeURIComponent(name)}`' },
     { resource: 'storage.k8s.io/storageclasses', verbs: ['list'], file: 'reconciler/day2/storage-step.ts', call: "('GET', '/apis/storage.k8s.io/v1/storageclasses')" },
-    { resource: 'snapshot.storage.k8s.io/volumesnapshots', verbs: ['get'], file: 'reconciler/day2/restore-source.ts', call: "request('GET', `${VOLUME_SNAPSHOTS}/namespaces/" },
+    { resource: 'snapshot.storage.k8s.io/volumesnapshots', verbs: ['get'], file: 'reconciler/day2/restore-source.ts', call: "('GET', `${VOLUME_SNAPSHOTS}/namespaces/" },
     { resource: '/events', verbs: ['create'], file: 'reconciler/process/events.ts', call: "request('POST', resourcePath('v1', 'Event', namespace)" },
     { resource: 'example.com/distributedkvs', verbs: ['update'], file: 'conversion/storage-migration.ts', call: "request('PUT', path" },
     { resource: 'apiextensions.k8s.io/customresourcedefinitions', verbs: ['get'], file: 'conversion/certificate-rotation.ts', call: "request('GET', CRD_PATH)" },
