@@ -173,3 +173,21 @@ async function deleteObjects(ctx: ReconcileContext, key: string, objects: readon
   }));
   return deleted.sort();
 }
+
+/**
+ * Adds one finalizer (server-side apply of the one list entry: finalizers
+ * are a set, so nobody else's is touched).
+ */
+export async function addFinalizer(ctx: ReconcileContext, cr: CachedObject, finalizer: string): Promise<void> {
+  const body = { apiVersion: API_VERSION, kind: KIND, metadata: { name: cr.metadata.name, namespace: cr.metadata.namespace, uid: cr.metadata.uid, finalizers: [finalizer] } };
+  await ctx.writeEchoes.track(KIND, body, () => ctx.client.apply<CachedObject>(body, { fieldManager: ctx.config.controller.fieldManager }));
+}
+
+/** Creates a Job of a fixed name; one already there is not an error (an earlier reconcile created it, and the cache has not shown it yet). */
+export async function createJob(ctx: ReconcileContext, namespace: string, job: Record<string, unknown>): Promise<void> {
+  try {
+    await ctx.client.request('POST', resourcePath('batch/v1', 'Job', namespace), { body: job });
+  } catch (e) {
+    if (!(e instanceof KubeApiError && e.status === 409)) throw e;
+  }
+}

@@ -19,8 +19,8 @@ import { engineFor } from '../../engines/index.js';
 import { clusterIdentity } from '../../model/cluster-identity.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import type { DistributedKVStatus, GeneratedObject } from '../../imports/distributedkv.js';
-import { executeWrites, removeLegacyFinalizer } from './execute-writes.js';
-import { finalBackupOnDeletion, keepFinalBackupFinalizer } from '../day2/final-backup.js';
+import { addFinalizer, createJob, executeWrites, removeFinalizer, removeLegacyFinalizer } from './execute-writes.js';
+import { decideFinalBackup, finalizerChange, type FinalBackupDecision } from '../day2/final-backup.js';
 import { imageChangeDecision } from '../day2/image-change.js';
 import { refusedStatefulSetChanges } from './immutable-changes.js';
 import type { CachedObject } from '../../kube/informer.js';
@@ -32,7 +32,7 @@ import { readObject } from './read-object.js';
 import { storageStep } from '../day2/storage-step.js';
 import { withBucketLabel } from './bucket-label.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
-import { recordBackupMetrics, refuse, refuseWith, reportOutcome } from './report.js';
+import { recordBackupMetrics, refuse, refuseWith, reportFinalBackup, reportOutcome } from './report.js';
 import { restoreSourceDecision, restoreSourceReader } from '../day2/restore-source.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
@@ -62,7 +62,11 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     // (`--cascade=orphan` keeps them). An earlier version's finalizer is dropped, and a final backup may hold it.
     if ((cr.metadata.finalizers ?? []).includes(ctx.config.controller.finalizer)) await removeLegacyFinalizer(ctx, cr);
     // A cluster with backups waits for its final backup (final-backup.ts), never forever.
-    if ((cr.metadata.finalizers ?? []).includes(ctx.config.backup.final.finalizer)) return finalBackupOnDeletion(ctx, cr);
+    if ((cr.metadata.finalizers ?? []).includes(ctx.config.backup.final.finalizer)) {
+      const cronJob = (ctx.owned.get('batch/v1/CronJob')?.byIndex(cr.metadata.uid!) ?? []).find((o) => o.metadata.namespace === cr.metadata.namespace);
+      const job = (name: string) => ctx.owned.get('batch/v1/Job')?.get(`${cr.metadata.namespace}/${name}`);
+      return actOnFinalBackup(ctx, cr, decideFinalBackup({ cluster: cr, final: ctx.config.backup.final, cronJob, job, now: ctx.now() }));
+    }
     return {};
   }
 
@@ -97,7 +101,9 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   // While it has backups, a deletion waits for one final backup.
   // A standby's final backup is the active Kubernetes cluster's to take.
   const fleet = ctx.fleet?.();
-  if (!detectOnly) await keepFinalBackupFinalizer(ctx, cr, Boolean(resource.spec.backup) && fleet?.role !== 'standby');
+  const finalizer = detectOnly ? undefined : finalizerChange(cr, config.backup.final.finalizer, Boolean(resource.spec.backup) && fleet?.role !== 'standby');
+  if (finalizer === 'add') await addFinalizer(ctx, cr, config.backup.final.finalizer);
+  if (finalizer === 'remove') await removeFinalizer(ctx, cr, config.backup.final.finalizer);
   // Day-2: one membership step (engines with a membership), whose objects this reconcile writes.
   const membership = await membershipStep(ctx, cr, resource, detectOnly);
   let desired: KubeObject[];
@@ -184,6 +190,20 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     reported.backupStaleAtMs === undefined ? undefined : Math.max(1000, reported.backupStaleAtMs - ctx.now() + 1000),
   ].filter((w): w is number => w !== undefined);
   return waits.length > 0 ? { requeueAfterMs: Math.min(...waits) } : {};
+}
+
+/** Makes a final backup's step (final-backup.ts decides it): its Job, or its report and the end of the wait. */
+async function actOnFinalBackup(ctx: ReconcileContext, cr: CachedObject, decision: FinalBackupDecision): Promise<ReconcileResult> {
+  if (decision.kind === 'letGo') {
+    await reportFinalBackup(ctx, cr, decision);
+    await removeFinalizer(ctx, cr, ctx.config.backup.final.finalizer);
+    return {};
+  }
+  if (decision.kind === 'startJob') {
+    await createJob(ctx, decision.namespace, decision.job);
+    await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata }, 'Normal', 'FinalBackupStarted', decision.message);
+  }
+  return { requeueAfterMs: decision.requeueAfterMs };
 }
 
 /** The name-clash check's view of the caches: claimants from the cluster cache's name index, holders from the owned caches. */

@@ -7,11 +7,12 @@
 import { metaTime } from '../../model/meta-time.js';
 import { observeBackups, type BackupInput, type BackupObservation, type JobLike } from '../day2/backup-status.js';
 import type { KubeObject } from '../../model/kube-object.js';
-import type { DistributedKVStatus, GeneratedObject } from '../../imports/distributedkv.js';
+import type { Condition, DistributedKVStatus, GeneratedObject } from '../../imports/distributedkv.js';
 import { API_VERSION, KIND } from '../../api/validate.js';
 import type { WriteOutcome } from './execute-writes.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { KubeApiError, resourcePath } from '../../kube/client.js';
+import type { FinalBackupDecision } from '../day2/final-backup.js';
 import type { MembershipStepResult } from '../day2/membership-step.js';
 import type { StorageStep } from '../../engines/storage-growth.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
@@ -159,6 +160,35 @@ async function reportRefusal(ctx: ReconcileContext, cr: CachedObject, key: strin
     generatedObjects: owned.length > 0 ? generatedObjects : previous?.generatedObjects ?? [],
     degraded: { reason, message },
   });
+}
+
+/**
+ * Reports how a deleting cluster's final backup ended (final-backup.ts), once: until the deletion
+ * reaches the cache, a reconcile may see the finalizer it already removed. A failure is also a
+ * FinalBackup condition, for whoever reads the object in its last moments.
+ */
+export async function reportFinalBackup(ctx: ReconcileContext, cr: CachedObject, outcome: Extract<FinalBackupDecision, { kind: 'letGo' }>): Promise<void> {
+  const key = `${cr.metadata.namespace}/${cr.metadata.name}`;
+  const { type, reason, message } = outcome;
+  if (!ctx.memory.isNews(key, reason, message)) return;
+  if (type === 'Warning') await markFinalBackupFailed(ctx, cr, reason, message);
+  await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata }, type, reason, message);
+  ctx.log.info('final backup', { key, reason, message });
+}
+
+async function markFinalBackupFailed(ctx: ReconcileContext, cr: CachedObject, reason: string, message: string): Promise<void> {
+  const previous = (cr.status as DistributedKVStatus | undefined)?.conditions ?? [];
+  const condition: Condition = {
+    type: 'FinalBackup', status: 'False', reason, message,
+    observedGeneration: cr.metadata.generation ?? 0, lastTransitionTime: metaTime(ctx.now()),
+  };
+  try {
+    await ctx.client.request('PATCH', `${resourcePath(API_VERSION, KIND, cr.metadata.namespace, cr.metadata.name)}/status`, {
+      body: { status: { conditions: [...previous.filter((c) => c.type !== 'FinalBackup'), condition] } }, contentType: 'application/merge-patch+json',
+    });
+  } catch (e) {
+    if (!(e instanceof KubeApiError && e.status === 404)) throw e;
+  }
 }
 
 async function writeStatus(ctx: ReconcileContext, cr: CachedObject, observed: ObservedState): Promise<void> {

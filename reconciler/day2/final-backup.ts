@@ -15,14 +15,11 @@
  *
  * Each step is one idempotent write per reconcile: the Job has a fixed
  * name, so a crash between creating it and seeing it finish resumes.
+ * This file decides each step; the core (reconcile.ts) makes its write and
+ * reports it.
  */
-import { metaTime } from '../../model/meta-time.js';
-import { API_VERSION, KIND } from '../../api/validate.js';
-import type { Condition, DistributedKVStatus } from '../../imports/distributedkv.js';
-import { KubeApiError, resourcePath } from '../../kube/client.js';
+import type { GeneratorConfig } from '../../api/config.js';
 import type { CachedObject } from '../../kube/informer.js';
-import { removeFinalizer } from '../core/execute-writes.js';
-import type { ReconcileContext, ReconcileResult } from '../core/reconcile-context.js';
 
 const LOOK_AGAIN_MS = 5_000;
 
@@ -34,89 +31,72 @@ export function finalJobName(cronJobName: string): string {
 }
 
 /**
- * Adds our finalizer while the cluster has backups (server-side apply of the
- * one list entry: finalizers are a set, so nobody else's is touched), and
- * removes it when backups are turned off. No request when it is as wanted.
+ * Whether our finalizer is to be added (while the cluster has backups) or
+ * removed (when backups are turned off); undefined when it is as wanted.
  */
-export async function keepFinalBackupFinalizer(ctx: ReconcileContext, cr: CachedObject, wanted: boolean): Promise<void> {
-  const finalizer = ctx.config.backup.final.finalizer;
+export function finalizerChange(cr: CachedObject, finalizer: string, wanted: boolean): 'add' | 'remove' | undefined {
   const present = (cr.metadata.finalizers ?? []).includes(finalizer);
-  if (wanted === present) return;
-  if (!wanted) {
-    await removeFinalizer(ctx, cr, finalizer);
-    return;
-  }
-  const body = { apiVersion: API_VERSION, kind: KIND, metadata: { name: cr.metadata.name, namespace: cr.metadata.namespace, uid: cr.metadata.uid, finalizers: [finalizer] } };
-  await ctx.writeEchoes.track(KIND, body, () => ctx.client.apply<CachedObject>(body, { fieldManager: ctx.config.controller.fieldManager }));
+  return wanted === present ? undefined : wanted ? 'add' : 'remove';
 }
 
-/** One step of a deleting cluster's final backup (its finalizer is present). */
-export async function finalBackupOnDeletion(ctx: ReconcileContext, cr: CachedObject): Promise<ReconcileResult> {
-  const { final } = ctx.config.backup;
-  const involved = { apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata };
-  const key = `${cr.metadata.namespace}/${cr.metadata.name}`;
-  const letGo = async (type: 'Normal' | 'Warning', reason: string, message: string): Promise<ReconcileResult> => {
-    // Said once: until the deletion reaches the cache, a reconcile may see the finalizer it already removed.
-    if (ctx.memory.isNews(key, reason, message)) {
-      if (type === 'Warning') await markFailed(ctx, cr, reason, message);
-      await ctx.events.record(involved, type, reason, message);
-      ctx.log.info('final backup', { key, reason, message });
-    }
-    await removeFinalizer(ctx, cr, final.finalizer);
-    return {};
-  };
+/** What a deleting cluster's final backup needs now. */
+export type FinalBackupDecision =
+  /** The deletion goes on (our finalizer is removed), with an Event; a Warning also marks the FinalBackup condition. */
+  | { readonly kind: 'letGo'; readonly type: 'Normal' | 'Warning'; readonly reason: 'FinalBackupSkipped' | 'FinalBackupTaken' | 'FinalBackupFailed'; readonly message: string }
+  /** Create the Job (a Job of that name already there is fine: an earlier reconcile made it), say so in an Event, look again. */
+  | { readonly kind: 'startJob'; readonly job: Record<string, unknown>; readonly namespace: string; readonly message: string; readonly requeueAfterMs: number }
+  /** The Job runs: look again. */
+  | { readonly kind: 'wait'; readonly requeueAfterMs: number };
+
+export interface FinalBackupInput {
+  /** The deleting cluster (its finalizer is present). */
+  readonly cluster: CachedObject;
+  readonly final: GeneratorConfig['backup']['final'];
+  /** The cluster's backup CronJob, from the cache. */
+  readonly cronJob?: CachedObject;
+  /** A Job of the cluster's namespace by name, from the cache. */
+  readonly job: (name: string) => CachedObject | undefined;
+  /** Milliseconds since the epoch. */
+  readonly now: number;
+}
+
+/** One step of a deleting cluster's final backup. */
+export function decideFinalBackup(input: FinalBackupInput): FinalBackupDecision {
+  const { cluster: cr, final, cronJob, now } = input;
+  const letGo = (type: 'Normal' | 'Warning', reason: 'FinalBackupSkipped' | 'FinalBackupTaken' | 'FinalBackupFailed', message: string): FinalBackupDecision => ({ kind: 'letGo', type, reason, message });
   if (cr.metadata.annotations?.[final.skipAnnotation] === 'true') {
     return letGo('Normal', 'FinalBackupSkipped', `deleted without a final backup (${final.skipAnnotation}: "true")`);
   }
-  const cronJob = [...(ctx.owned.get('batch/v1/CronJob')?.byIndex(cr.metadata.uid!) ?? [])].find((o) => o.metadata.namespace === cr.metadata.namespace);
   if (!cronJob) return letGo('Warning', 'FinalBackupFailed', 'no backup CronJob to take the final backup with; the deletion goes on without one');
 
   const jobName = finalJobName(cronJob.metadata.name);
   const namespace = cr.metadata.namespace!;
-  const job = ctx.owned.get('batch/v1/Job')?.get(`${namespace}/${jobName}`);
+  const job = input.job(jobName);
   const done = (job?.status as JobStatus | undefined)?.conditions?.find((c) => c.status === 'True' && (c.type === 'Complete' || c.type === 'Failed'));
   if (done?.type === 'Complete') return letGo('Normal', 'FinalBackupTaken', `final backup Job ${jobName} completed at ${(job!.status as JobStatus).completionTime ?? 'now'}`);
   if (done?.type === 'Failed') return letGo('Warning', 'FinalBackupFailed', `final backup Job ${jobName} failed${done.message ? `: ${done.message}` : ''}; the deletion goes on without it`);
 
   const deadline = Date.parse(cr.metadata.deletionTimestamp!) + final.timeoutSeconds * 1000;
-  if (ctx.now() >= deadline) {
+  if (now >= deadline) {
     return letGo('Warning', 'FinalBackupFailed', `no final backup within ${final.timeoutSeconds} s of the deletion${job ? ` (Job ${jobName} still running)` : ''}; the deletion goes on without it`);
   }
-  if (!job) {
-    const template = (cronJob.spec as { jobTemplate: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec: unknown } }).jobTemplate;
-    try {
-      await ctx.client.request('POST', resourcePath('batch/v1', 'Job', namespace), {
-        body: {
-          apiVersion: 'batch/v1', kind: 'Job',
-          metadata: {
-            name: jobName, namespace, labels: template.metadata?.labels, annotations: { ...template.metadata?.annotations, 'cronjob.kubernetes.io/instantiate': 'manual' },
-            // Owned by the CronJob, as its scheduled Jobs are: status and metrics read it like any other run, and it goes with the
-            // cluster. No blockOwnerDeletion: setting it needs update on cronjobs/finalizers where OwnerReferencesPermissionEnforcement runs.
-            ownerReferences: [{ apiVersion: 'batch/v1', kind: 'CronJob', name: cronJob.metadata.name, uid: cronJob.metadata.uid, controller: true }],
-          },
-          spec: template.spec,
-        },
-      });
-    } catch (e) {
-      if (!(e instanceof KubeApiError && e.status === 409)) throw e; // created by an earlier reconcile the cache has not seen yet
-    }
-    await ctx.events.record(involved, 'Normal', 'FinalBackupStarted', `deleting: final backup Job ${jobName} started; the deletion waits for it up to ${final.timeoutSeconds} s`);
-  }
-  return { requeueAfterMs: Math.max(1000, Math.min(LOOK_AGAIN_MS, deadline - ctx.now())) };
-}
-
-/** A FinalBackup condition, for whoever reads the object in its last moments (and for the Event's sake, a record in status). */
-async function markFailed(ctx: ReconcileContext, cr: CachedObject, reason: string, message: string): Promise<void> {
-  const previous = (cr.status as DistributedKVStatus | undefined)?.conditions ?? [];
-  const condition: Condition = {
-    type: 'FinalBackup', status: 'False', reason, message,
-    observedGeneration: cr.metadata.generation ?? 0, lastTransitionTime: metaTime(ctx.now()),
+  const requeueAfterMs = Math.max(1000, Math.min(LOOK_AGAIN_MS, deadline - now));
+  if (job) return { kind: 'wait', requeueAfterMs };
+  const template = (cronJob.spec as { jobTemplate: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec: unknown } }).jobTemplate;
+  return {
+    kind: 'startJob',
+    namespace,
+    job: {
+      apiVersion: 'batch/v1', kind: 'Job',
+      metadata: {
+        name: jobName, namespace, labels: template.metadata?.labels, annotations: { ...template.metadata?.annotations, 'cronjob.kubernetes.io/instantiate': 'manual' },
+        // Owned by the CronJob, as its scheduled Jobs are: status and metrics read it like any other run, and it goes with the
+        // cluster. No blockOwnerDeletion: setting it needs update on cronjobs/finalizers where OwnerReferencesPermissionEnforcement runs.
+        ownerReferences: [{ apiVersion: 'batch/v1', kind: 'CronJob', name: cronJob.metadata.name, uid: cronJob.metadata.uid, controller: true }],
+      },
+      spec: template.spec,
+    },
+    message: `deleting: final backup Job ${jobName} started; the deletion waits for it up to ${final.timeoutSeconds} s`,
+    requeueAfterMs,
   };
-  try {
-    await ctx.client.request('PATCH', `${resourcePath(API_VERSION, KIND, cr.metadata.namespace, cr.metadata.name)}/status`, {
-      body: { status: { conditions: [...previous.filter((c) => c.type !== 'FinalBackup'), condition] } }, contentType: 'application/merge-patch+json',
-    });
-  } catch (e) {
-    if (!(e instanceof KubeApiError && e.status === 404)) throw e;
-  }
 }

@@ -187,7 +187,7 @@ describe('the controller\'s permissions', () => {
     { resource: 'example.com/distributedkvs', verbs: ['patch'], file: 'reconciler/core/execute-writes.ts', call: "request('PATCH', resourcePath(API_VERSION, KIND, namespace, name)" },
     { resource: 'example.com/distributedkvs/status', verbs: ['patch'], file: 'reconciler/core/report.ts', call: "request('PATCH', `${path}/status`" },
     { resource: 'example.com/distributedkvs/finalizers', verbs: ['update'], file: 'reconciler/core/execute-writes.ts', call: 'blockOwnerDeletion: true' },
-    { resource: 'batch/jobs', verbs: ['create'], file: 'reconciler/day2/final-backup.ts', call: "request('POST', resourcePath('batch/v1', 'Job', namespace)" },
+    { resource: 'batch/jobs', verbs: ['create'], file: 'reconciler/core/execute-writes.ts', call: "request('POST', resourcePath('batch/v1', 'Job', namespace)" },
     { resource: 'batch/jobs', verbs: ['delete'], file: 'reconciler/core/controller.ts', call: "request('DELETE', resourcePath('batch/v1', 'Job', j.metadata.namespace, j.metadata.name)" },
     { resource: '/pods', verbs: ['list'], file: 'reconciler/day2/member-pods.ts', call: "('GET', resourcePath('v1', 'Pod', namespace)" },
     { resource: '/pods', verbs: ['delete'], file: 'reconciler/day2/membership-step.ts', call: "request('DELETE', resourcePath('v1', 'Pod', namespace, action.pod.name)" },
