@@ -11,6 +11,7 @@ import type { CachedObject } from '../../kube/informer.js';
 import { KubeApiError, resourcePath } from '../../kube/client.js';
 import { ifAbsent, isNameTaken } from './create-if-absent.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
+import type { StorageWrite } from '../day2/storage-step.js';
 import { objectName, type ReconcileContext } from './reconcile-context.js';
 
 export interface WriteOutcome {
@@ -189,5 +190,24 @@ export async function createJob(ctx: ReconcileContext, namespace: string, job: R
     await ctx.client.request('POST', resourcePath('batch/v1', 'Job', namespace), { body: job });
   } catch (e) {
     if (!(e instanceof KubeApiError && e.status === 409)) throw e;
+  }
+}
+
+/** Makes the storage step's one write (day2/storage-step.ts decides it). */
+export async function makeStorageWrite(ctx: ReconcileContext, write: StorageWrite): Promise<void> {
+  const { namespace } = write;
+  if (write.kind === 'resizeClaim') {
+    await ctx.client.request('PATCH', `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/${write.claim}`, {
+      body: { spec: { resources: { requests: { storage: write.size } } } }, contentType: 'application/merge-patch+json',
+    });
+    return;
+  }
+  // The pods stay (orphaned) and the new StatefulSet adopts them; the uid precondition deletes only the one judged.
+  try {
+    await ctx.client.request('DELETE', resourcePath('apps/v1', 'StatefulSet', namespace, write.name), {
+      body: { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Orphan', preconditions: { uid: write.uid } },
+    });
+  } catch (e) {
+    if (!(e instanceof KubeApiError && (e.status === 404 || e.status === 409))) throw e;
   }
 }

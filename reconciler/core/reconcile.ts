@@ -19,7 +19,7 @@ import { engineFor } from '../../engines/index.js';
 import { clusterIdentity } from '../../model/cluster-identity.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import type { DistributedKVStatus, GeneratedObject } from '../../imports/distributedkv.js';
-import { addFinalizer, createJob, executeWrites, removeFinalizer, removeLegacyFinalizer } from './execute-writes.js';
+import { addFinalizer, createJob, executeWrites, makeStorageWrite, removeFinalizer, removeLegacyFinalizer } from './execute-writes.js';
 import { decideFinalBackup, finalizerChange, type FinalBackupDecision } from '../day2/final-backup.js';
 import { imageChangeDecision } from '../day2/image-change.js';
 import { refusedStatefulSetChanges } from './immutable-changes.js';
@@ -29,7 +29,7 @@ import { controllingOwner, ownershipOf } from './ownership.js';
 import { memberPods, membershipStep } from '../day2/membership-step.js';
 import { planWrites } from './plan-writes.js';
 import { readObject } from './read-object.js';
-import { storageStep } from '../day2/storage-step.js';
+import { storageReader, storageStep } from '../day2/storage-step.js';
 import { withBucketLabel } from './bucket-label.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 import { recordBackupMetrics, refuse, refuseWith, reportFinalBackup, reportOutcome } from './report.js';
@@ -145,7 +145,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
 
   // Day-2: volumes grow claim by claim; the StatefulSet keeps its volume template until it is replaced.
   const desiredStatefulSet = desired.find((o) => o.kind === 'StatefulSet')!;
-  const storage = await storageStep(ctx, cr, desiredStatefulSet, live.get(objectName(desiredStatefulSet)), detectOnly);
+  const storage = await storageStep(storageReader(ctx.client), cr, desiredStatefulSet, live.get(objectName(desiredStatefulSet)), detectOnly, hashAnnotation);
+  if (storage.write) await makeStorageWrite(ctx, storage.write);
   if (storage.step.kind === 'refused') return refuse(ctx, cr, key, owned, 'StorageChangeRefused', storage.step.message);
   desired = desired.map((o) => (o === desiredStatefulSet ? storage.statefulSet : o));
   if (storage.changed) {
