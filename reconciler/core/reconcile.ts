@@ -3,8 +3,10 @@
  * keep apart: read (the cluster, its desired objects from the one synthesis
  * function, the live objects from the cache, or from the API server on a
  * miss), refuse what cannot be acted on, plan (plan-writes.ts, pure), execute
- * (execute-writes.ts), report (report.ts). Day-2 steps plug in before the
- * plan: membership-step.ts decides what the engine renders this time.
+ * (execute-writes.ts), report (report.ts). Day-2 steps (../day2/) plug in
+ * before the plan: membership-step.ts decides what the engine renders this
+ * time. The checks and steps decide (step-decision.ts) and this file acts on
+ * what they decided: it refuses, reports and makes their writes.
  *
  * Contract (controller-runtime's, see reconcile-context.ts): reconcile is
  * handed a key, never an event. It reads the current state, acts, and returns
