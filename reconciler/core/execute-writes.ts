@@ -12,6 +12,7 @@ import { KubeApiError, resourcePath } from '../../kube/client.js';
 import { ifAbsent, isNameTaken } from './create-if-absent.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
 import type { StorageWrite } from '../day2/storage-step.js';
+import { describeMembershipAction, type MemberWrite } from '../day2/membership-step.js';
 import { objectName, type ReconcileContext } from './reconcile-context.js';
 
 export interface WriteOutcome {
@@ -210,4 +211,30 @@ export async function makeStorageWrite(ctx: ReconcileContext, write: StorageWrit
   } catch (e) {
     if (!(e instanceof KubeApiError && (e.status === 404 || e.status === 409))) throw e;
   }
+}
+
+/** Makes the membership step's one change (day2/membership-step.ts decides it); throws when the members or the API server refuse it. */
+export async function makeMemberWrite(ctx: ReconcileContext, key: string, write: MemberWrite): Promise<void> {
+  if (write.kind === 'membership') {
+    const { action, via } = write;
+    switch (action.type) {
+      case 'addLearner': await via.addLearner(write.peerUrl); break;
+      case 'promote': await via.promote(action.id); break;
+      case 'moveLeader': await via.moveLeader(action.toId); break;
+      case 'remove': await via.remove(action.id); break;
+    }
+    ctx.log.info('membership changed', { key, change: describeMembershipAction(action) });
+    return;
+  }
+  if (write.kind === 'moveLeader') {
+    await write.via.moveLeader(write.toId);
+    ctx.log.info('membership changed', { key, change: `moved leadership from ${write.fromPod} to ${write.toPod}` });
+    return;
+  }
+  // Preconditions: the pod that was judged, not a successor of the same name.
+  const { namespace, pod } = write;
+  await ctx.client.request('DELETE', resourcePath('v1', 'Pod', namespace, pod.name), {
+    body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: pod.uid, resourceVersion: pod.resourceVersion } },
+  });
+  ctx.log.info('member restarted for an upgrade', { key, pod: pod.name, reason: write.reason, image: write.image });
 }

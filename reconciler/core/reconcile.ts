@@ -21,14 +21,14 @@ import { engineFor } from '../../engines/index.js';
 import { clusterIdentity } from '../../model/cluster-identity.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import type { DistributedKVStatus, GeneratedObject } from '../../imports/distributedkv.js';
-import { addFinalizer, createJob, executeWrites, makeStorageWrite, removeFinalizer, removeLegacyFinalizer } from './execute-writes.js';
+import { addFinalizer, createJob, executeWrites, makeMemberWrite, makeStorageWrite, removeFinalizer, removeLegacyFinalizer } from './execute-writes.js';
 import { decideFinalBackup, finalizerChange, type FinalBackupDecision } from '../day2/final-backup.js';
 import { imageChangeDecision } from '../day2/image-change.js';
 import { refusedStatefulSetChanges } from './immutable-changes.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { claimedNames, nameClashDecision, type ClaimIndex } from './name-claims.js';
 import { controllingOwner, ownershipOf } from './ownership.js';
-import { memberPods, membershipStep } from '../day2/membership-step.js';
+import { memberPods, membershipNotYet, membershipReader, membershipStep, type MembershipDecision, type MembershipStepResult } from '../day2/membership-step.js';
 import { planWrites } from './plan-writes.js';
 import { readObject } from './read-object.js';
 import { storageReader, storageStep } from '../day2/storage-step.js';
@@ -107,7 +107,14 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   if (finalizer === 'add') await addFinalizer(ctx, cr, config.backup.final.finalizer);
   if (finalizer === 'remove') await removeFinalizer(ctx, cr, config.backup.final.finalizer);
   // Day-2: one membership step (engines with a membership), whose objects this reconcile writes.
-  const membership = await membershipStep(ctx, cr, resource, detectOnly);
+  const own = {
+    statefulSet: ours(cr, ctx.owned.get('apps/v1/StatefulSet')?.get(`${namespace}/${identity.statefulSetName}`)),
+    configMap: ours(cr, ctx.owned.get('v1/ConfigMap')?.get(`${namespace}/${identity.memberConfigName}`)),
+  };
+  const membershipDecision = await membershipStep(
+    membershipReader(ctx.client, config, own, { addresses: ctx.memberAddresses, timeoutMs: ctx.memberTimeoutMs, term: ctx.term }), cr, resource, detectOnly,
+  );
+  const membership = membershipDecision && await actOnMembership(ctx, key, membershipDecision);
   let desired: KubeObject[];
   try {
     desired = synthesizeCluster(resource, config, membership?.plan, { backupsSuspended: fleet ? fleet.role === 'standby' : undefined });
@@ -193,6 +200,21 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     reported.backupStaleAtMs === undefined ? undefined : Math.max(1000, reported.backupStaleAtMs - ctx.now() + 1000),
   ].filter((w): w is number => w !== undefined);
   return waits.length > 0 ? { requeueAfterMs: Math.min(...waits) } : {};
+}
+
+/** Makes the membership step's change; when the members (or the API server) refuse it, reports that it is not made yet. */
+async function actOnMembership(ctx: ReconcileContext, key: string, decision: MembershipDecision): Promise<MembershipStepResult> {
+  const { write } = decision;
+  if (!write) return decision.result;
+  try {
+    await makeMemberWrite(ctx, key, write);
+    return decision.result;
+  } catch (e) {
+    const error = (e as Error).message;
+    if (write.kind === 'membership') ctx.log.warn('membership change refused or failed', { key, action: write.action.type, error });
+    else ctx.log.warn('upgrade step refused or failed', { key, action: write.kind === 'moveLeader' ? 'moveLeader' : 'deletePod', error });
+    return membershipNotYet(decision, error);
+  }
 }
 
 /** Makes a final backup's step (final-backup.ts decides it): its Job, or its report and the end of the wait. */

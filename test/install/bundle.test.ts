@@ -190,7 +190,7 @@ describe('the controller\'s permissions', () => {
     { resource: 'batch/jobs', verbs: ['create'], file: 'reconciler/core/execute-writes.ts', call: "request('POST', resourcePath('batch/v1', 'Job', namespace)" },
     { resource: 'batch/jobs', verbs: ['delete'], file: 'reconciler/core/controller.ts', call: "request('DELETE', resourcePath('batch/v1', 'Job', j.metadata.namespace, j.metadata.name)" },
     { resource: '/pods', verbs: ['list'], file: 'reconciler/day2/member-pods.ts', call: "('GET', resourcePath('v1', 'Pod', namespace)" },
-    { resource: '/pods', verbs: ['delete'], file: 'reconciler/day2/membership-step.ts', call: "request('DELETE', resourcePath('v1', 'Pod', namespace, action.pod.name)" },
+    { resource: '/pods', verbs: ['delete'], file: 'reconciler/core/execute-writes.ts', call: "request('DELETE', resourcePath('v1', 'Pod', namespace, pod.name)" },
     { resource: '/persistentvolumeclaims', verbs: ['get'], file: 'reconciler/day2/storage-step.ts', call: "getOrUndefined<ClaimObject>(client, `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/" },
     { resource: '/persistentvolumeclaims', verbs: ['list'], file: 'reconciler/day2/restore-source.ts', call: "resourcePath('v1', 'PersistentVolumeClaim', " },
     { resource: '/persistentvolumeclaims', verbs: ['patch'], file: 'reconciler/core/execute-writes.ts', call: "request('PATCH', `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/" },
