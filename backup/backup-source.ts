@@ -6,6 +6,7 @@
  * before it creates anything, and by `dkv restore`, which checks again
  * before a member starts on the data.
  */
+import type { BackupDownload } from '../engines/etcd/restore.js';
 import type { BackupFile, BackupManifest } from './manifest.js';
 import type { ObjectStore } from './object-store.js';
 import { MANIFEST_FILE, SNAPSHOT_FILE, type BackupFolder } from './s3-location.js';
@@ -54,4 +55,20 @@ export async function downloadVerifiedSnapshot(store: ObjectStore, source: Backu
       + `the manifest says ${expected.bytes} bytes sha256 ${expected.sha256}`);
   }
   return expected;
+}
+
+/** The backup as an engine's restore takes it (engines/etcd/restore.ts): its manifest read and checked first, then its data against it. */
+export function backupDownload(store: ObjectStore, source: BackupFolder, engine: string): BackupDownload {
+  let manifest: BackupManifest | undefined;
+  return {
+    from: url(source),
+    async manifest() {
+      manifest = await readBackupManifest(store, source, engine);
+      return { takenAt: manifest.startedAt };
+    },
+    async download(file, signal) {
+      if (!manifest) throw new Error(`the manifest of ${url(source)} is read before its data`);
+      return downloadVerifiedSnapshot(store, source, manifest, file, signal);
+    },
+  };
 }

@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { API_VERSION, KIND } from '../api/validate.js';
 import { KubeClient, resourcePath } from '../kube/client.js';
-import { exportFileName, exportText, type LiveDistributedKV } from './exported-definition.js';
+import { exportFileName, exportText, type LiveDistributedKV } from '../api/exported-definition.js';
 import { writeFileAtomically } from './write-output.js';
 
 export const EXPORT_USAGE = `usage: dkv export --out <dir> [--namespace <ns>] [--kubeconfig <file>]

@@ -9,7 +9,7 @@ import { loadCheckedConfig } from '../constructs/config-check.js';
 import { InputError, type Problem } from '../api/problem.js';
 import { API_VERSION, KIND } from '../api/validate.js';
 import { KubeApiError, KubeClient, resourcePath } from '../kube/client.js';
-import { exportedDefinition, type ExportedDistributedKV, type LiveDistributedKV } from './exported-definition.js';
+import { exportedDefinition, type ExportedDistributedKV, type LiveDistributedKV } from '../api/exported-definition.js';
 import { readSpecs, type SpecDocument } from './read-specs.js';
 
 /** The field manager of every write, so `managedFields` shows who restored the spec. */

@@ -84,7 +84,7 @@ async function run(argv: string[]): Promise<number> {
       return migrateCommand(rest);
     }
     case 'controller': {
-      const { runController } = await import('../reconciler/main.js');
+      const { runController } = await import('../reconciler/process/main.js');
       return runController(rest);
     }
     case undefined:
@@ -117,7 +117,7 @@ try {
     process.stderr.write(`${e.message}\n${problemsFound(1)}`);
     process.exitCode = 1;
   } else if (e instanceof Error && e.name === 'UsageError') {
-    // A flag value `dkv controller` cannot take (reconciler/controller-flags.ts, loaded only with the controller).
+    // A flag value `dkv controller` cannot take (reconciler/process/controller-flags.ts, loaded only with the controller).
     process.stderr.write(`dkv: ${e.message}\n(dkv controller --help lists every flag)\n`);
     process.exitCode = 2;
   } else if (e instanceof TypeError && (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {

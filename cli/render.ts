@@ -3,7 +3,7 @@ import { CRD_NAME, customResourceDefinition } from '../api/crd.js';
 import { synthesizeCluster } from '../constructs/synthesize.js';
 import type { SpecDocument } from './read-specs.js';
 import { manifestHeader } from './manifest-header.js';
-import { yamlDocument } from './yaml-writer.js';
+import { yamlDocument } from '../model/yaml-writer.js';
 
 /** Suffix of every file `dkv synth` writes; also what it may prune from an output directory (see prune.ts). */
 export const MANIFEST_SUFFIX = '.k8s.yaml';

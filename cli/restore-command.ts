@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { loadConfig } from '../api/config.js';
-import { BackupSourceError } from '../backup/backup-source.js';
+import { backupDownload, BackupSourceError } from '../backup/backup-source.js';
 import { ObjectStore } from '../backup/object-store.js';
 import { isS3Source, parseBackupUrl, S3PathError, type BackupFolder } from '../backup/s3-location.js';
 import { restoreEtcdMember, RestoreError, type RestoreSource } from '../engines/etcd/restore.js';
@@ -67,7 +67,7 @@ export async function restoreCommand(args: string[], env: NodeJS.ProcessEnv = pr
 
   const log = createLogger(env.DKV_LOG_LEVEL ?? 'info', pino.destination(2), 'dkv-restore');
   const store = folder && ObjectStore.fromConfig(folder.bucket, config.backup.s3);
-  const source: RestoreSource = folder && store ? { kind: 's3', folder, store } : { kind: 'volumeSnapshot', name: from };
+  const source: RestoreSource = folder && store ? { kind: 's3', backup: backupDownload(store, folder, 'etcd') } : { kind: 'volumeSnapshot', name: from };
   const deadline = AbortSignal.timeout(deadlineSeconds * 1000);
   try {
     const outcome = await restoreEtcdMember({

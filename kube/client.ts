@@ -9,6 +9,7 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   'v1/Event': { plural: 'events', namespaced: true },
   'v1/ConfigMap': { plural: 'configmaps', namespaced: true },
   'v1/Pod': { plural: 'pods', namespaced: true },
+  'v1/PersistentVolumeClaim': { plural: 'persistentvolumeclaims', namespaced: true },
   'v1/ServiceAccount': { plural: 'serviceaccounts', namespaced: true },
   'rbac.authorization.k8s.io/v1/ClusterRole': { plural: 'clusterroles', namespaced: false },
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': { plural: 'clusterrolebindings', namespaced: false },

@@ -24,7 +24,7 @@
  * before its Lease could expire for the others. Leases of replicas dead
  * for two lease durations, or released, are deleted.
  *
- * `dkv controller --shards auto` (reconciler/main.ts) assigns buckets of
+ * `dkv controller --shards auto` (reconciler/process/main.ts) assigns buckets of
  * clusters (shard-buckets.ts) with it.
  */
 import type { Clock, TimerHandle } from './clock.js';

@@ -67,7 +67,7 @@ export interface GeneratorConfig {
     readonly caValidityDays: number;
     readonly certificateValidityDays: number;
   };
-  /** Fleet mode: the Lease on the coordination API server whose holder writes what is global (reconciler/fleet-lock.ts). */
+  /** Fleet mode: the Lease on the coordination API server whose holder writes what is global (reconciler/fleet/fleet-lock.ts). */
   readonly fleet: {
     readonly leaseName: string;
     readonly leaseNamespace: string;

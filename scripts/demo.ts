@@ -32,7 +32,7 @@ import { KIND, validateDistributedKV, type ValidResource } from '../api/validate
 import { synthesizeCluster } from '../constructs/synthesize.js';
 import { KubeClient, resourcePath } from '../kube/client.js';
 import { createLogger } from '../kube/log.js';
-import { Controller, generatedSelector } from '../reconciler/controller.js';
+import { Controller, generatedSelector } from '../reconciler/core/controller.js';
 import { locateBinaries, startControlPlane } from '../test/cluster/control-plane.js';
 import { serviceAccountToken, withToken } from '../test/support/connections.js';
 import { EtcdKubelet } from '../test/support/etcd-kubelet.js';

@@ -57,7 +57,7 @@ import { Informer } from '../../kube/informer.js';
 import { KubeClient, resourcePath } from '../../kube/client.js';
 import { realClock } from '../../kube/clock.js';
 import { silentLogger } from '../../kube/log.js';
-import { EventRecorder } from '../../reconciler/events.js';
+import { EventRecorder } from '../../reconciler/process/events.js';
 import { MUTATING_VERBS, admissionSeconds, requestCounts, splitKey } from '../../test/cluster/apiserver-metrics.js';
 import { startControlPlane, type ControlPlane } from '../../test/cluster/control-plane.js';
 import { establishCrd } from '../../test/support/crds.js';
@@ -398,7 +398,7 @@ async function runBulkFloors(planePids: Record<string, number>): Promise<BulkFlo
  * when it was not created with it (as the controller: only without the
  * finalizer policy), and the Normal Event that names what was created. The
  * controller reads nothing before a first write: it creates each object only
- * if absent (reconciler/create-if-absent.ts), the same apply with a
+ * if absent (reconciler/core/create-if-absent.ts), the same apply with a
  * precondition, which the floor's plain apply stands for.
  */
 async function runNecessaryFloor(planePids: Record<string, number>, sameRequests = false): Promise<NecessaryFloor> {

@@ -26,7 +26,7 @@ import { migrateStorageVersion } from '../../conversion/storage-migration.js';
 import { KubeClient } from '../../kube/client.js';
 import { realClock } from '../../kube/clock.js';
 import { silentLogger } from '../../kube/log.js';
-import { ControllerMetrics } from '../../reconciler/metrics.js';
+import { ControllerMetrics } from '../../reconciler/process/metrics.js';
 import { freePort, startControlPlane } from '../../test/cluster/control-plane.js';
 import { establishCrd } from '../../test/support/crds.js';
 import { runtimeAndMachine } from '../machine.js';

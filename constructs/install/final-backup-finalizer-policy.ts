@@ -31,7 +31,7 @@ export interface FinalBackupFinalizerPolicyProps {
  * On creation only: the controller still adds the finalizer when backups are
  * turned on later, removes it when they are turned off, and adds it where
  * this policy is not installed or not in force; it writes only when the
- * finalizer it wants is missing (reconciler/final-backup.ts). So the policy
+ * finalizer it wants is missing (reconciler/day2/final-backup.ts). So the policy
  * is an optimisation the controller never depends on, and `failurePolicy:
  * Ignore` lets a create through if the policy cannot run.
  *

@@ -7,7 +7,7 @@
  *     place (the pod restarted, or the volume holds data already);
  *   - a member that joins a running cluster (`existing`, added after the
  *     restore) starts empty and copies from the others, as any new member;
- *   - otherwise the backup's manifest is read and checked (backup-source.ts),
+ *   - otherwise the backup's manifest is read and checked (backup/backup-source.ts),
  *     its snapshot streamed onto the member's volume and checked against the
  *     manifest's sha256, and `etcdutl snapshot restore` (which checks etcd's
  *     own hash inside the snapshot) writes the data directory.
@@ -27,14 +27,26 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { downloadVerifiedSnapshot, readBackupManifest } from '../../backup/backup-source.js';
-import type { ObjectStore } from '../../backup/object-store.js';
-import type { BackupFolder } from '../../backup/s3-location.js';
 import type { Logger } from '../../kube/log.js';
+
+/**
+ * One backup in S3, as the engine needs it: where it is, its manifest read
+ * and checked, and its data downloaded and checked against the manifest.
+ * backup/backup-source.ts does both (`dkv restore` hands it in), so the
+ * engine knows nothing of where backups live or how they are laid out.
+ */
+export interface BackupDownload {
+  /** `s3://bucket/folder/`, for messages. */
+  readonly from: string;
+  /** Reads and checks the backup's manifest; throws when the backup cannot be restored. */
+  manifest(): Promise<{ readonly takenAt?: string }>;
+  /** Downloads the data into `file`; throws unless its size and sha256 are the manifest's. */
+  download(file: string, signal?: AbortSignal): Promise<{ readonly bytes: number; readonly sha256: string }>;
+}
 
 /** Where the data comes from: a backup in S3, or the VolumeSnapshot the member's volume was created from. */
 export type RestoreSource =
-  | { readonly kind: 's3'; readonly folder: BackupFolder; readonly store: ObjectStore }
+  | { readonly kind: 's3'; readonly backup: BackupDownload }
   | { readonly kind: 'volumeSnapshot'; readonly name: string };
 
 export interface EtcdMemberRestore {
@@ -67,13 +79,13 @@ async function restoreFromS3(restore: EtcdMemberRestore, source: Extract<Restore
   if (existsSync(dataDir)) return { kind: 'skipped', reason: `${dataDir} exists: ${name} keeps its data (a restore is never in place)` };
   if (restore.initialClusterState !== 'new') return joinsEmpty(restore);
   const work = freshWorkDirectory(dataDir);
-  const manifest = await readBackupManifest(source.store, source.folder, 'etcd');
+  const { takenAt } = await source.backup.manifest();
   const snapshot = join(work, 'snapshot.db');
-  const from = `s3://${source.folder.bucket}/${source.folder.folder}`;
-  log.info('downloading the backup', { from, takenAt: manifest.startedAt });
-  const file = await downloadVerifiedSnapshot(source.store, source.folder, manifest, snapshot, restore.signal);
+  const { from } = source.backup;
+  log.info('downloading the backup', { from, takenAt });
+  const file = await source.backup.download(snapshot, restore.signal);
   await restoreInto(restore, snapshot, work, []);
-  return { kind: 'restored', bytes: file.bytes, sha256: file.sha256, takenAt: manifest.startedAt, from };
+  return { kind: 'restored', bytes: file.bytes, sha256: file.sha256, takenAt, from };
 }
 
 async function restoreFromVolume(restore: EtcdMemberRestore, snapshotName: string): Promise<RestoreOutcome> {

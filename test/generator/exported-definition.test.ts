@@ -5,7 +5,7 @@
  */
 import { parseAllDocuments } from 'yaml';
 import { API_VERSION, KIND } from '../../api/validate.js';
-import { exportedDefinition, exportFileName, exportText, LAST_APPLIED_ANNOTATION, type LiveDistributedKV } from '../../cli/exported-definition.js';
+import { exportedDefinition, exportFileName, exportText, LAST_APPLIED_ANNOTATION, type LiveDistributedKV } from '../../api/exported-definition.js';
 import { differingPaths } from '../../cli/import-command.js';
 import { readSpecText } from '../../cli/read-specs.js';
 import { CLI_TIMEOUT_MS, DEFAULT_CONFIG, dkv, readTree, removeTemporaryDirectories, temporaryDirectory } from './support.js';

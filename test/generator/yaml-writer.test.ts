@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { DEFAULT_CONFIG_FILE } from '../../api/config.js';
-import { yamlDocument } from '../../cli/yaml-writer.js';
+import { yamlDocument } from '../../model/yaml-writer.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { DEFAULT_CONFIG, SIZES, kvDocument } from './support.js';
 import { validateDistributedKV } from '../../api/validate.js';

@@ -17,8 +17,8 @@ import { BACKUP_RUNNER_RULES } from '../../constructs/install/backup-runner-clus
 import { resourcePath } from '../../kube/client.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import { API_VERSION, KIND } from '../../api/validate.js';
-import { OBSERVED_KINDS, OWNED_KINDS } from '../../reconciler/controller.js';
-import { parseControllerFlags } from '../../reconciler/controller-flags.js';
+import { OBSERVED_KINDS, OWNED_KINDS } from '../../reconciler/core/controller.js';
+import { parseControllerFlags } from '../../reconciler/process/controller-flags.js';
 import { CLI_TIMEOUT_MS, DEFAULT_CONFIG, ROOT, dkv, readTree, removeTemporaryDirectories, temporaryDirectory } from '../generator/support.js';
 
 afterAll(removeTemporaryDirectories);
@@ -184,20 +184,20 @@ describe('the controller\'s permissions', () => {
    * `list` does not (the listed objects carry their status).
    */
   const USES: ReadonlyArray<{ resource: string; verbs: string[]; file: string; call: string }> = [
-    { resource: 'example.com/distributedkvs', verbs: ['patch'], file: 'reconciler/execute-writes.ts', call: "request('PATCH', resourcePath(API_VERSION, KIND, namespace, name)" },
-    { resource: 'example.com/distributedkvs/status', verbs: ['patch'], file: 'reconciler/report.ts', call: "request('PATCH', `${path}/status`" },
-    { resource: 'example.com/distributedkvs/finalizers', verbs: ['update'], file: 'reconciler/execute-writes.ts', call: 'blockOwnerDeletion: true' },
-    { resource: 'batch/jobs', verbs: ['create'], file: 'reconciler/final-backup.ts', call: "request('POST', resourcePath('batch/v1', 'Job', namespace)" },
-    { resource: 'batch/jobs', verbs: ['delete'], file: 'reconciler/controller.ts', call: "request('DELETE', resourcePath('batch/v1', 'Job', j.metadata.namespace, j.metadata.name)" },
-    { resource: '/pods', verbs: ['list'], file: 'reconciler/member-pods.ts', call: "('GET', resourcePath('v1', 'Pod', namespace)" },
-    { resource: '/pods', verbs: ['delete'], file: 'reconciler/membership-step.ts', call: "request('DELETE', resourcePath('v1', 'Pod', namespace, action.pod.name)" },
-    { resource: '/persistentvolumeclaims', verbs: ['get'], file: 'reconciler/storage-step.ts', call: '/persistentvolumeclaims/${claimName(i)}`' },
-    { resource: '/persistentvolumeclaims', verbs: ['list'], file: 'reconciler/restore-source.ts', call: '/persistentvolumeclaims?labelSelector=' },
-    { resource: '/persistentvolumeclaims', verbs: ['patch'], file: 'reconciler/storage-step.ts', call: "request('PATCH', `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/" },
-    { resource: 'storage.k8s.io/storageclasses', verbs: ['get'], file: 'reconciler/storage-step.ts', call: '`/apis/storage.k8s.io/v1/storageclasses/${encodeURIComponent(name)}`' },
-    { resource: 'storage.k8s.io/storageclasses', verbs: ['list'], file: 'reconciler/storage-step.ts', call: "('GET', '/apis/storage.k8s.io/v1/storageclasses')" },
-    { resource: 'snapshot.storage.k8s.io/volumesnapshots', verbs: ['get'], file: 'reconciler/restore-source.ts', call: "request('GET', `${VOLUME_SNAPSHOTS}/namespaces/" },
-    { resource: '/events', verbs: ['create'], file: 'reconciler/events.ts', call: "request('POST', resourcePath('v1', 'Event', namespace)" },
+    { resource: 'example.com/distributedkvs', verbs: ['patch'], file: 'reconciler/core/execute-writes.ts', call: "request('PATCH', resourcePath(API_VERSION, KIND, namespace, name)" },
+    { resource: 'example.com/distributedkvs/status', verbs: ['patch'], file: 'reconciler/core/report.ts', call: "request('PATCH', `${path}/status`" },
+    { resource: 'example.com/distributedkvs/finalizers', verbs: ['update'], file: 'reconciler/core/execute-writes.ts', call: 'blockOwnerDeletion: true' },
+    { resource: 'batch/jobs', verbs: ['create'], file: 'reconciler/core/execute-writes.ts', call: "request('POST', resourcePath('batch/v1', 'Job', namespace)" },
+    { resource: 'batch/jobs', verbs: ['delete'], file: 'reconciler/core/controller.ts', call: "request('DELETE', resourcePath('batch/v1', 'Job', j.metadata.namespace, j.metadata.name)" },
+    { resource: '/pods', verbs: ['list'], file: 'reconciler/day2/member-pods.ts', call: "('GET', resourcePath('v1', 'Pod', namespace)" },
+    { resource: '/pods', verbs: ['delete'], file: 'reconciler/core/execute-writes.ts', call: "request('DELETE', resourcePath('v1', 'Pod', namespace, pod.name)" },
+    { resource: '/persistentvolumeclaims', verbs: ['get'], file: 'reconciler/day2/storage-step.ts', call: "getOrUndefined<ClaimObject>(client, `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/" },
+    { resource: '/persistentvolumeclaims', verbs: ['list'], file: 'reconciler/day2/restore-source.ts', call: "resourcePath('v1', 'PersistentVolumeClaim', " },
+    { resource: '/persistentvolumeclaims', verbs: ['patch'], file: 'reconciler/core/execute-writes.ts', call: "request('PATCH', `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/" },
+    { resource: 'storage.k8s.io/storageclasses', verbs: ['get'], file: 'reconciler/day2/storage-step.ts', call: '`/apis/storage.k8s.io/v1/storageclasses/${encodeURIComponent(name)}`' },
+    { resource: 'storage.k8s.io/storageclasses', verbs: ['list'], file: 'reconciler/day2/storage-step.ts', call: "('GET', '/apis/storage.k8s.io/v1/storageclasses')" },
+    { resource: 'snapshot.storage.k8s.io/volumesnapshots', verbs: ['get'], file: 'reconciler/day2/restore-source.ts', call: "('GET', `${VOLUME_SNAPSHOTS}/namespaces/" },
+    { resource: '/events', verbs: ['create'], file: 'reconciler/process/events.ts', call: "request('POST', resourcePath('v1', 'Event', namespace)" },
     { resource: 'example.com/distributedkvs', verbs: ['update'], file: 'conversion/storage-migration.ts', call: "request('PUT', path" },
     { resource: 'apiextensions.k8s.io/customresourcedefinitions', verbs: ['get'], file: 'conversion/certificate-rotation.ts', call: "request('GET', CRD_PATH)" },
     { resource: 'apiextensions.k8s.io/customresourcedefinitions', verbs: ['patch'], file: 'conversion/certificate-rotation.ts', call: "request('PATCH', CRD_PATH" },

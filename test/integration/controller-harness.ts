@@ -5,7 +5,7 @@
 import { createLogger } from '../../kube/log.js';
 import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
 import { API_VERSION, KIND } from '../../api/validate.js';
-import { Controller, type ControllerOptions } from '../../reconciler/controller.js';
+import { Controller, type ControllerOptions } from '../../reconciler/core/controller.js';
 import { KubeClient, resourcePath } from '../../kube/client.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import { MUTATING_VERBS, requestCounts, splitKey } from '../cluster/apiserver-metrics.js';

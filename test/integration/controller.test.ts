@@ -13,7 +13,7 @@
  */
 import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
-import { generatedSelector } from '../../reconciler/controller.js';
+import { generatedSelector } from '../../reconciler/core/controller.js';
 import { resourcePath, type KubeClient } from '../../kube/client.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient, untilGone } from '../cluster/kube.js';
 import type { GeneratorConfig } from '../../api/config.js';

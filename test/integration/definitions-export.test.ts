@@ -10,7 +10,7 @@ import { parse } from 'yaml';
 import { validateDistributedKV } from '../../api/validate.js';
 import type { KubeClient } from '../../kube/client.js';
 import { createLogger } from '../../kube/log.js';
-import { Controller } from '../../reconciler/controller.js';
+import { Controller } from '../../reconciler/core/controller.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, testClient } from '../cluster/kube.js';
 import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
 import { config as harnessConfig, createCluster } from './controller-harness.js';

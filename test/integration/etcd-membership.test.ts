@@ -23,7 +23,7 @@ import { EtcdMembership } from '../../engines/etcd/membership.js';
 import { hasQuorum } from '../../engines/membership.js';
 import { KubeClient, resourcePath } from '../../kube/client.js';
 import { createLogger } from '../../kube/log.js';
-import { Controller } from '../../reconciler/controller.js';
+import { Controller } from '../../reconciler/core/controller.js';
 import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
 import { byRole, synth } from '../generator/support.js';

@@ -22,7 +22,7 @@ import { parse, stringify } from 'yaml';
 import { customResourceDefinition } from '../../api/crd.js';
 import { loadDefaultConfig } from '../../api/config.js';
 import { packageRoot } from '../../api/package-root.js';
-import { fleetLockTimings } from '../../reconciler/main.js';
+import { fleetLockTimings } from '../../reconciler/process/main.js';
 import { KubeClient, resourcePath } from '../../kube/client.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { createNamespace, describeWithCluster, eventually, testClient } from '../cluster/kube.js';

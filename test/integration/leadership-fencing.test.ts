@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { silentLogger } from '../../kube/log.js';
 import { packageRoot } from '../../api/package-root.js';
-import { Controller } from '../../reconciler/controller.js';
+import { Controller } from '../../reconciler/core/controller.js';
 import { KubeClient, resourcePath, type RequestOptionsExtra } from '../../kube/client.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, testClient } from '../cluster/kube.js';
 import { config, converged, createCluster } from './controller-harness.js';

@@ -19,7 +19,7 @@ import { createLogger } from '../../kube/log.js';
 import { CertificateRotation } from '../../conversion/certificate-rotation.js';
 import { CRD_NAME } from '../../api/crd.js';
 import type { KubeObject } from '../../model/kube-object.js';
-import { parseControllerFlags } from '../../reconciler/controller-flags.js';
+import { parseControllerFlags } from '../../reconciler/process/controller-flags.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, testClient, untilGone } from '../cluster/kube.js';
 import { serviceAccountToken, withToken } from '../support/connections.js';
 import { clusterPath, converged, createCluster, startController } from './controller-harness.js';

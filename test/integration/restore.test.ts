@@ -147,7 +147,7 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
     expect(noBackup.message).toBe(`spec.restore.from: no backup at ${missing}: it has no manifest.json (a backup is whole only once its manifest is written); nothing was created`);
     const foreign = await degraded(namespace, 'foreign');
     expect(foreign.message).toMatch(/^spec\.restore\.from: the backup at s3:\/\/.*other\/shop\/kv\/20260101T000000\.000Z\/ was taken by the "generic" engine; this cluster runs "etcd", which cannot restore it/);
-    // The Warning Event follows the status write (reconciler/report.ts), so it may land a moment after the condition.
+    // The Warning Event follows the status write (reconciler/core/report.ts), so it may land a moment after the condition.
     const warned = await eventually('a RestoreSourceInvalid Event for both clusters', async () => {
       const events = (await client.request('GET', `/api/v1/namespaces/${namespace}/events`)).items.filter((e: any) => e.reason === 'RestoreSourceInvalid');
       const names = events.map((e: any) => e.involvedObject.name).sort();

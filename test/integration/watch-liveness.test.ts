@@ -9,8 +9,8 @@
  * The idle bound is 1.5 s here instead of a little over the watch timeout.
  */
 import { silentLogger } from '../../kube/log.js';
-import { Controller } from '../../reconciler/controller.js';
-import { startHealthServer } from '../../reconciler/health-server.js';
+import { Controller } from '../../reconciler/core/controller.js';
+import { startHealthServer } from '../../reconciler/process/health-server.js';
 import type { KubeClient } from '../../kube/client.js';
 import { startLoopbackProxy, type LoopbackProxy } from '../cluster/loopback-proxy.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, testClient } from '../cluster/kube.js';

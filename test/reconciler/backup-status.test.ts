@@ -2,7 +2,7 @@
  * What the backups of a cluster did, from its CronJob and the Jobs it ran
  * (pure; the pitfalls are in ../shared/notes/day2-operations.md §3).
  */
-import { observeBackups, type JobLike } from '../../reconciler/backup-status.js';
+import { observeBackups, type JobLike } from '../../reconciler/day2/backup-status.js';
 
 const at = (iso: string) => Date.parse(iso);
 const cronJob = (over: { created?: string; lastSuccessfulTime?: string } = {}) => ({

@@ -9,9 +9,9 @@ import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { bucketOf } from '../../kube/shard-buckets.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { desiredHash } from '../../model/desired-hash.js';
-import { withBucketLabel } from '../../reconciler/bucket-label.js';
-import { ClusterMemory } from '../../reconciler/cluster-memory.js';
-import { planWrites } from '../../reconciler/plan-writes.js';
+import { withBucketLabel } from '../../reconciler/core/bucket-label.js';
+import { ClusterMemory } from '../../reconciler/memory/cluster-memory.js';
+import { planWrites } from '../../reconciler/core/plan-writes.js';
 
 const config = loadDefaultConfig();
 const UID = '3f2504e0-4f89-11d3-9a0c-0305e82c3301';

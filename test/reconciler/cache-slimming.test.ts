@@ -3,8 +3,8 @@
  * managers that changed a field after an owned object is slimmed.
  */
 import type { CachedObject } from '../../kube/informer.js';
-import { slimCluster, slimOwnedObject } from '../../reconciler/cache-slimming.js';
-import { findDrift } from '../../reconciler/drift.js';
+import { slimCluster, slimOwnedObject } from '../../reconciler/memory/cache-slimming.js';
+import { findDrift } from '../../reconciler/core/drift.js';
 import type { KubeObject } from '../../model/kube-object.js';
 
 const desired: KubeObject = { apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'kv', namespace: 'ns' }, spec: { replicas: 3 } };

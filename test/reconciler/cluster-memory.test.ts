@@ -3,7 +3,7 @@
  * with its object and its cluster, so it never outgrows the fleet, and a
  * problem that persists is news only once.
  */
-import { ClusterMemory } from '../../reconciler/cluster-memory.js';
+import { ClusterMemory } from '../../reconciler/memory/cluster-memory.js';
 
 describe('the controller\'s memory of clusters', () => {
   it('drops an object\'s entries when the cluster no longer generates it, and everything when the cluster is gone', () => {

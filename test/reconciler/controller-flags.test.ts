@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { packageRoot } from '../../api/package-root.js';
-import { parseControllerFlags } from '../../reconciler/controller-flags.js';
+import { parseControllerFlags } from '../../reconciler/process/controller-flags.js';
 
 describe('dkv controller flags', () => {
   it('takes the documented defaults', () => {

@@ -6,7 +6,7 @@
  * definitions-export.test.ts): this is about when, not what.
  */
 import type { ObjectStore } from '../../backup/object-store.js';
-import { nextExportAt, scheduleDefinitionsExports, type ExportResult } from '../../reconciler/definitions-export.js';
+import { nextExportAt, scheduleDefinitionsExports, type ExportResult } from '../../reconciler/fleet/definitions-export.js';
 import { silentLogger } from '../../kube/log.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 

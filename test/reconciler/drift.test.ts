@@ -2,7 +2,7 @@
  * Drift is a live object no longer holding a value the controller set;
  * fields it never set, and values the API server merely rewrote, are not.
  */
-import { findDrift } from '../../reconciler/drift.js';
+import { findDrift } from '../../reconciler/core/drift.js';
 import type { KubeObject } from '../../model/kube-object.js';
 
 const desired: KubeObject = {

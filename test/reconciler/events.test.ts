@@ -6,7 +6,7 @@
  */
 import type { KubeClient } from '../../kube/client.js';
 import { silentLogger } from '../../kube/log.js';
-import { EventRecorder } from '../../reconciler/events.js';
+import { EventRecorder } from '../../reconciler/process/events.js';
 
 const NOW_MS = Date.parse('2026-11-26T12:00:00.000Z');
 const KV = { apiVersion: 'example.com/v1alpha1', kind: 'DistributedKV', metadata: { name: 'orders', namespace: 'shop', uid: 'u-1' } };

@@ -3,7 +3,7 @@
  * controls: a field corrected 3 times within the window is held, each new
  * fight holds it twice as long (up to the cap), and records age out.
  */
-import { FieldFights } from '../../reconciler/field-fights.js';
+import { FieldFights } from '../../reconciler/core/field-fights.js';
 
 const MINUTE = 60_000;
 const policy = { threshold: 3, windowMs: 10 * MINUTE, holdMs: 5 * MINUTE, maxHoldMs: 12 * MINUTE };

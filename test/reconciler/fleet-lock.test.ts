@@ -6,8 +6,8 @@
  * and on stop fences before it frees the lock, or leaves the lock to expire
  * when the fencing could not be written.
  */
-import { FleetLock } from '../../reconciler/fleet-lock.js';
-import { memberOf, standbyCondition, type FleetRole } from '../../reconciler/fleet-role.js';
+import { FleetLock } from '../../reconciler/fleet/fleet-lock.js';
+import { memberOf, standbyCondition, type FleetRole } from '../../reconciler/fleet/fleet-role.js';
 import { silentLogger } from '../../kube/log.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { FakeLeaseApi } from '../support/fake-lease-api.js';

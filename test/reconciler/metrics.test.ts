@@ -2,7 +2,7 @@
  * dkv_drift_total's `manager` label takes whatever name a writer chose, so
  * its cardinality is bounded: past the limit, new names count as `other`.
  */
-import { ControllerMetrics } from '../../reconciler/metrics.js';
+import { ControllerMetrics } from '../../reconciler/process/metrics.js';
 
 describe('the drift metric', () => {
   it('keeps the first N field managers as label values and counts the rest as other', async () => {

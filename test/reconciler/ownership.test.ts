@@ -3,7 +3,7 @@
  * reference, or, with no controller at all, this cluster's exact desired
  * hash (objects applied from its own `dkv synth` output), make it ours.
  */
-import { ownershipOf } from '../../reconciler/ownership.js';
+import { ownershipOf } from '../../reconciler/core/ownership.js';
 
 const HASH = 'dkv.example.com/desired-hash';
 const UID = 'uid-of-this-cluster';

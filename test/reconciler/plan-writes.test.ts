@@ -7,9 +7,9 @@ import { loadDefaultConfig } from '../../api/config.js';
 import { validateDistributedKV } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import type { KubeObject } from '../../model/kube-object.js';
-import { ClusterMemory } from '../../reconciler/cluster-memory.js';
+import { ClusterMemory } from '../../reconciler/memory/cluster-memory.js';
 import type { CachedObject } from '../../kube/informer.js';
-import { planWrites, type WritePlanInput } from '../../reconciler/plan-writes.js';
+import { planWrites, type WritePlanInput } from '../../reconciler/core/plan-writes.js';
 
 const config = loadDefaultConfig();
 const HASH = config.hashAnnotation;

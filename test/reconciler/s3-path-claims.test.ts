@@ -5,7 +5,7 @@
  * index keys here.
  */
 import type { CachedObject } from '../../kube/informer.js';
-import { liveBackupFolder, s3PathClaims, s3PathClash, s3PathRivals } from '../../reconciler/s3-path-claims.js';
+import { liveBackupFolder, s3PathClaims, s3PathClash, s3PathRivals } from '../../reconciler/core/s3-path-claims.js';
 
 const cluster = (name: string, s3Path: string | undefined, createdAt = '2026-11-01T00:00:00Z', namespace = 'shop'): CachedObject => ({
   metadata: { name, namespace, uid: `uid-${namespace}-${name}`, creationTimestamp: createdAt },

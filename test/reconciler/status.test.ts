@@ -3,7 +3,7 @@
  * server there are no pods yet, so the observed StatefulSet and CronJob
  * statuses are given here as a kube-controller-manager would write them.)
  */
-import { desiredStatus, statusChanged, statusPatch, type ObservedState } from '../../reconciler/status.js';
+import { desiredStatus, statusChanged, statusPatch, type ObservedState } from '../../reconciler/core/status.js';
 
 const NOW = new Date('2026-11-22T10:00:00.123Z');
 const LATER = new Date('2026-11-22T11:00:00Z');

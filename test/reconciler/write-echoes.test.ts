@@ -4,7 +4,7 @@
  * whether it arrives after the write's response or before it; every other
  * event queues its cluster, and a failed write holds nothing back.
  */
-import { WriteEchoes } from '../../reconciler/write-echoes.js';
+import { WriteEchoes } from '../../reconciler/memory/write-echoes.js';
 
 const object = (resourceVersion: string, name = 'kv-1') => ({ metadata: { namespace: 'ns', name, resourceVersion } });
 

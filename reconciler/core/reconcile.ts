@@ -1,0 +1,260 @@
+/**
+ * The DistributedKV logic, in the phases CloudNativePG and controller-runtime
+ * keep apart: read (the cluster, its desired objects from the one synthesis
+ * function, the live objects from the cache, or from the API server on a
+ * miss), refuse what cannot be acted on, plan (plan-writes.ts, pure), execute
+ * (execute-writes.ts), report (report.ts). Day-2 steps (../day2/) plug in
+ * before the plan: membership-step.ts decides what the engine renders this
+ * time. The checks and steps decide (step-decision.ts) and this file acts on
+ * what they decided: it refuses, reports and makes their writes.
+ *
+ * Contract (controller-runtime's, see reconcile-context.ts): reconcile is
+ * handed a key, never an event. It reads the current state, acts, and returns
+ * a result or throws. It may run any time, be interrupted and run again: it
+ * never trusts its own earlier status to decide what to write.
+ */
+import { formatProblem, InvalidConfigError } from '../../api/problem.js';
+import { dottedPath } from '../../model/field-path.js';
+import { API_VERSION, KIND, validateDistributedKV, type ValidResource } from '../../api/validate.js';
+import { synthesizeCluster } from '../../constructs/synthesize.js';
+import { engineFor } from '../../engines/index.js';
+import { clusterIdentity } from '../../model/cluster-identity.js';
+import type { KubeObject } from '../../model/kube-object.js';
+import type { DistributedKVStatus, GeneratedObject } from '../../imports/distributedkv.js';
+import { addFinalizer, createJob, executeWrites, makeMemberWrite, makeStorageWrite, removeFinalizer, removeLegacyFinalizer } from './execute-writes.js';
+import { decideFinalBackup, finalizerChange, type FinalBackupDecision } from '../day2/final-backup.js';
+import { imageChangeDecision } from '../day2/image-change.js';
+import { refusedStatefulSetChanges } from './immutable-changes.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { claimedNames, nameClashDecision, type ClaimIndex } from './name-claims.js';
+import { controllingOwner, ownershipOf } from './ownership.js';
+import { memberPods, membershipNotYet, membershipReader, membershipStep, type MembershipDecision, type MembershipStepResult } from '../day2/membership-step.js';
+import { planWrites } from './plan-writes.js';
+import { readObject } from './read-object.js';
+import { storageReader, storageStep } from '../day2/storage-step.js';
+import { withBucketLabel } from './bucket-label.js';
+import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
+import { recordBackupMetrics, refuse, refuseWith, reportFinalBackup, reportOutcome } from './report.js';
+import { restoreSourceDecision, restoreSourceReader } from '../day2/restore-source.js';
+import { liveBackupFolder, s3PathClash } from './s3-path-claims.js';
+
+export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
+
+const cacheKind = (o: { apiVersion: string; kind: string }): string => `${o.apiVersion}/${o.kind}`;
+
+/** The object, when this cluster controls it (its controlling owner reference carries the cluster's uid). */
+function ours(cr: CachedObject, o: CachedObject | undefined): CachedObject | undefined {
+  return o && controllingOwner(o)?.uid === cr.metadata.uid ? o : undefined;
+}
+
+/** The cached objects this cluster controls (owner reference with its uid), from the owner index. */
+function ownedObjects(ctx: ReconcileContext, cr: CachedObject): CachedObject[] {
+  return [...ctx.owned.values()].flatMap((informer) => informer.byIndex(cr.metadata.uid!)).filter((o) => o.metadata.namespace === cr.metadata.namespace);
+}
+
+export async function reconcileDistributedKV(key: string, ctx: ReconcileContext): Promise<ReconcileResult> {
+  const cr = ctx.clusters.get(key);
+  if (!cr) {
+    ctx.memory.forget(key); // gone: its objects go with it (owner references)
+    const [namespace, name] = key.split('/');
+    recordBackupMetrics(ctx, namespace, name, undefined);
+    return {};
+  }
+  if (cr.metadata.deletionTimestamp) {
+    // Its objects are the garbage collector's, which honours the propagation policy
+    // (`--cascade=orphan` keeps them). An earlier version's finalizer is dropped, and a final backup may hold it.
+    if ((cr.metadata.finalizers ?? []).includes(ctx.config.controller.finalizer)) await removeLegacyFinalizer(ctx, cr);
+    // A cluster with backups waits for its final backup (final-backup.ts), never forever.
+    if ((cr.metadata.finalizers ?? []).includes(ctx.config.backup.final.finalizer)) {
+      const cronJob = (ctx.owned.get('batch/v1/CronJob')?.byIndex(cr.metadata.uid!) ?? []).find((o) => o.metadata.namespace === cr.metadata.namespace);
+      const job = (name: string) => ctx.owned.get('batch/v1/Job')?.get(`${cr.metadata.namespace}/${name}`);
+      return actOnFinalBackup(ctx, cr, decideFinalBackup({ cluster: cr, final: ctx.config.backup.final, cronJob, job, now: ctx.now() }));
+    }
+    return {};
+  }
+
+  const { config } = ctx;
+  const hashAnnotation = config.hashAnnotation;
+  const detectOnly = cr.metadata.annotations?.[config.controller.detectOnlyAnnotation] === 'true';
+  const owned = ownedObjects(ctx, cr);
+
+  // Read, and refuse what cannot be acted on: nothing is written to the cluster's objects then.
+  const { status: _status, ...document } = cr;
+  const validation = validateDistributedKV(document, config);
+  if (!validation.valid) {
+    return refuse(ctx, cr, key, owned, 'InvalidSpec', validation.problems.map((p) => `${dottedPath(p.segments)}: ${p.message}`).join('; '));
+  }
+  const clash = nameClashDecision(cr, claimedNames(cr, config), claimIndex(ctx));
+  if (clash.kind === 'refuse') return refuseWith(ctx, cr, key, owned, clash);
+  const sharedFolder = s3PathClash(ctx.clusters, cr, (c) => liveBackupFolder(ctx.owned.get('batch/v1/CronJob'), c));
+  if (sharedFolder) return refuse(ctx, cr, key, owned, 'S3PathClash', sharedFolder);
+  const namespace = cr.metadata.namespace!;
+  const resource: ValidResource = { ...validation.resource, metadata: { ...validation.resource.metadata, namespace } };
+  const identity = clusterIdentity(resource.metadata.name, config);
+  const imageChange = await imageChangeDecision({
+    problem: engineFor(config.engine).imageChangeProblem,
+    statefulSet: ours(cr, ctx.owned.get('apps/v1/StatefulSet')?.get(`${namespace}/${identity.statefulSetName}`)),
+    image: resource.spec.image,
+    memberImages: async () => (await memberPods(ctx.client, namespace, identity)).map((p) => p.image),
+  });
+  if (imageChange.kind === 'refuse') return refuseWith(ctx, cr, key, owned, imageChange);
+  const restoreSource = await restoreSourceDecision(
+    { from: resource.spec.restore?.from, namespace, engine: config.engine, hasStatefulSet: owned.some((o) => o.kind === 'StatefulSet') },
+    restoreSourceReader(ctx.client, namespace, identity.serverLabels, ctx.restoreSourceCheck, config.engine),
+  );
+  if (restoreSource.kind === 'refuse') return refuseWith(ctx, cr, key, owned, restoreSource);
+  // While it has backups, a deletion waits for one final backup.
+  // A standby's final backup is the active Kubernetes cluster's to take.
+  const fleet = ctx.fleet?.();
+  const finalizer = detectOnly ? undefined : finalizerChange(cr, config.backup.final.finalizer, Boolean(resource.spec.backup) && fleet?.role !== 'standby');
+  if (finalizer === 'add') await addFinalizer(ctx, cr, config.backup.final.finalizer);
+  if (finalizer === 'remove') await removeFinalizer(ctx, cr, config.backup.final.finalizer);
+  // Day-2: one membership step (engines with a membership), whose objects this reconcile writes.
+  const own = {
+    statefulSet: ours(cr, ctx.owned.get('apps/v1/StatefulSet')?.get(`${namespace}/${identity.statefulSetName}`)),
+    configMap: ours(cr, ctx.owned.get('v1/ConfigMap')?.get(`${namespace}/${identity.memberConfigName}`)),
+  };
+  const membershipDecision = await membershipStep(
+    membershipReader(ctx.client, config, own, { addresses: ctx.memberAddresses, timeoutMs: ctx.memberTimeoutMs, term: ctx.term }), cr, resource, detectOnly,
+  );
+  const membership = membershipDecision && await actOnMembership(ctx, key, membershipDecision);
+  let desired: KubeObject[];
+  try {
+    desired = synthesizeCluster(resource, config, membership?.plan, { backupsSuspended: fleet ? fleet.role === 'standby' : undefined });
+  } catch (e) {
+    if (!(e instanceof InvalidConfigError)) throw e;
+    return refuse(ctx, cr, key, owned, 'InvalidConfig', e.problems.map(formatProblem).join('; '));
+  }
+  const now = ctx.now();
+  ctx.memory.retain(key, new Set(desired.map(objectName)), now);
+
+  // The live objects: from the cache. On a miss (the cache holds only objects with our labels, a shard's
+  // only its buckets'), a new cluster's object is created if absent, and the API server says whether it
+  // was (create-if-absent.ts): nothing is read first. Read are the names that may well be taken: one a
+  // create found taken, one this process wrote whose write the cache has not shown yet (a quick second
+  // reconcile), one the cluster's status lists (deleted, or hidden from the cache by new labels: the
+  // checks below must see it before anything is written); and every miss of a detect-only cluster.
+  const previouslyGenerated = new Set(((cr.status as DistributedKVStatus | undefined)?.generatedObjects ?? []).map((g: GeneratedObject) => `${g.kind}/${g.name}`));
+  const live = new Map<string, CachedObject | undefined>();
+  await Promise.all(desired.map(async (object) => {
+    const name = objectName(object);
+    const cached = ctx.owned.get(cacheKind(object))?.get(`${object.metadata.namespace}/${object.metadata.name}`);
+    const memory = cached ? undefined : ctx.memory.object(key, name);
+    const read = memory !== undefined && (detectOnly || memory.nameTaken === true || memory.appliedHash !== undefined || previouslyGenerated.has(name));
+    const found = read ? await readObject(ctx.client, object) : undefined;
+    if (read && !found) memory!.nameTaken = false;
+    live.set(name, cached ?? found);
+  }));
+
+  // The shard bucket goes on what this cluster creates or controls, not on objects another tool
+  // applied from `dkv synth` output (those are left unwritten while identical), nor in detect-only mode.
+  if (!detectOnly) {
+    desired = desired.map((o) => {
+      const current = live.get(objectName(o));
+      return !current || controllingOwner(current)?.uid === cr.metadata.uid ? withBucketLabel(o, cr.metadata.uid!, config) : o;
+    });
+  }
+
+  // Day-2: volumes grow claim by claim; the StatefulSet keeps its volume template until it is replaced.
+  const desiredStatefulSet = desired.find((o) => o.kind === 'StatefulSet')!;
+  const storage = await storageStep(storageReader(ctx.client), cr, desiredStatefulSet, live.get(objectName(desiredStatefulSet)), detectOnly, hashAnnotation);
+  if (storage.write) await makeStorageWrite(ctx, storage.write);
+  if (storage.step.kind === 'refused') return refuse(ctx, cr, key, owned, 'StorageChangeRefused', storage.step.message);
+  desired = desired.map((o) => (o === desiredStatefulSet ? storage.statefulSet : o));
+  if (storage.changed) {
+    await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata as never }, 'Normal', 'StorageResizing', storage.changed);
+    ctx.log.info('storage growth', { key, change: storage.changed });
+  }
+  // The StatefulSet was just deleted (its pods left running): the next reconcile creates it with the new template.
+  if (storage.step.kind === 'replaceStatefulSet') return { requeueAfterMs: storage.requeueAfterMs };
+
+  const plan = planWrites({
+    desired, live, owned, now, detectOnly,
+    clusterUid: cr.metadata.uid!,
+    hashAnnotation,
+    fieldManager: config.controller.fieldManager,
+    previouslyGenerated,
+    memoryOf: (name) => ctx.memory.object(key, name),
+  });
+
+  const statefulSet = desired.find((o) => o.kind === 'StatefulSet')!;
+  if (!plan.conflicts.some((c) => c.object === objectName(statefulSet))) {
+    const liveStatefulSet = live.get(objectName(statefulSet));
+    const ownedStatefulSets = owned.filter((o) => o.kind === 'StatefulSet');
+    if (!liveStatefulSet) ownedStatefulSets.push(...await formerStatefulSets(ctx, cr, statefulSet));
+    const changing = liveStatefulSet?.metadata.annotations?.[hashAnnotation] !== statefulSet.metadata.annotations?.[hashAnnotation];
+    const refused = refusedStatefulSetChanges(statefulSet, changing ? liveStatefulSet : undefined, ownedStatefulSets, config.controller.fieldManager);
+    if (refused.length > 0) return refuse(ctx, cr, key, owned, 'ConfigChangeRefused', refused.join('; '));
+  }
+
+  const outcome = await executeWrites(ctx, cr, key, plan, detectOnly);
+  const reported = await reportOutcome(ctx, { cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step });
+
+  if (outcome.failures.length > 0) throw new Error(`${outcome.failures.length} write(s) failed: ${outcome.failures.join('; ')}`);
+  const holds = [...plan.held, ...outcome.fights].map((f) => f.until);
+  const waits = [
+    plan.conflicts.length > 0 ? ctx.objectConflictRecheckMs : undefined,
+    holds.length > 0 ? Math.max(1000, Math.min(...holds) - ctx.now()) : undefined,
+    membership?.requeueAfterMs,
+    storage.requeueAfterMs,
+    // A create found its name taken: the next reconcile reads that object and decides whose it is, at once.
+    outcome.taken.length > 0 ? 0 : undefined,
+    // BackupStale turns True with nothing else changing: the cluster is looked at again then.
+    reported.backupStaleAtMs === undefined ? undefined : Math.max(1000, reported.backupStaleAtMs - ctx.now() + 1000),
+  ].filter((w): w is number => w !== undefined);
+  return waits.length > 0 ? { requeueAfterMs: Math.min(...waits) } : {};
+}
+
+/** Makes the membership step's change; when the members (or the API server) refuse it, reports that it is not made yet. */
+async function actOnMembership(ctx: ReconcileContext, key: string, decision: MembershipDecision): Promise<MembershipStepResult> {
+  const { write } = decision;
+  if (!write) return decision.result;
+  try {
+    await makeMemberWrite(ctx, key, write);
+    return decision.result;
+  } catch (e) {
+    const error = (e as Error).message;
+    if (write.kind === 'membership') ctx.log.warn('membership change refused or failed', { key, action: write.action.type, error });
+    else ctx.log.warn('upgrade step refused or failed', { key, action: write.kind === 'moveLeader' ? 'moveLeader' : 'deletePod', error });
+    return membershipNotYet(decision, error);
+  }
+}
+
+/** Makes a final backup's step (final-backup.ts decides it): its Job, or its report and the end of the wait. */
+async function actOnFinalBackup(ctx: ReconcileContext, cr: CachedObject, decision: FinalBackupDecision): Promise<ReconcileResult> {
+  if (decision.kind === 'letGo') {
+    await reportFinalBackup(ctx, cr, decision);
+    await removeFinalizer(ctx, cr, ctx.config.backup.final.finalizer);
+    return {};
+  }
+  if (decision.kind === 'startJob') {
+    await createJob(ctx, decision.namespace, decision.job);
+    await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata }, 'Normal', 'FinalBackupStarted', decision.message);
+  }
+  return { requeueAfterMs: decision.requeueAfterMs };
+}
+
+/** The name-clash check's view of the caches: claimants from the cluster cache's name index, holders from the owned caches. */
+function claimIndex(ctx: ReconcileContext): ClaimIndex {
+  return {
+    claimants: (claim) => ctx.clusters.byIndex(claim),
+    holder: (claim) => {
+      const [namespace, kind, ...name] = claim.split('/');
+      const informer = [...ctx.owned.entries()].find(([k]) => k.endsWith(`/${kind}`))?.[1];
+      const object = informer?.get(`${namespace}/${name.join('/')}`);
+      return object ? controllingOwner(object)?.uid : undefined;
+    },
+  };
+}
+
+/**
+ * StatefulSets this cluster generated under another name that the cache
+ * cannot show (a configuration that changed the labels as well as the name
+ * template): status says where to look, the live object decides. Asked only
+ * when the desired StatefulSet does not exist, so never in steady state.
+ */
+async function formerStatefulSets(ctx: ReconcileContext, cr: CachedObject, desired: KubeObject): Promise<CachedObject[]> {
+  const listed = ((cr.status as DistributedKVStatus | undefined)?.generatedObjects ?? []).filter((g) => g.kind === 'StatefulSet' && g.name !== desired.metadata.name);
+  const found = await Promise.all(listed.map((g) => readObject(ctx.client, { ...desired, metadata: { ...desired.metadata, name: g.name } })));
+  return found.filter((o): o is CachedObject => o !== undefined && ownershipOf(o, cr.metadata.uid!, undefined, ctx.config.hashAnnotation).ours);
+}

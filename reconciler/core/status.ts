@@ -1,0 +1,160 @@
+/**
+ * The DistributedKV's status: what the controller observed, never what it
+ * hopes. Conditions follow metav1.Condition: a condition's
+ * lastTransitionTime changes only when its status does, so an unchanged
+ * cluster produces an unchanged status and no write.
+ */
+import { metaTime } from '../../model/meta-time.js';
+import type { Condition, DistributedKVStatus, GeneratedObject } from '../../imports/distributedkv.js';
+import { quorum } from '../../model/quorum.js';
+import { canonicalJson } from '../../model/desired-hash.js';
+import type { ScalingPhase } from '../../engines/etcd/scaling.js';
+import { hasQuorum, type MemberStatus } from '../../engines/membership.js';
+import type { BackupObservation } from '../day2/backup-status.js';
+import { standbyCondition, type FleetRole } from '../fleet/fleet-role.js';
+
+export interface ObservedState {
+  readonly generation: number;
+  readonly size?: number;
+  /** The live StatefulSet, if any. */
+  readonly statefulSet?: { metadata: { generation?: number }; spec?: { replicas?: number }; status?: { readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number } };
+  /** What the backup CronJob's runs did, if the cluster has backups (backup-status.ts) and its backups run here. */
+  readonly backup?: BackupObservation;
+  /** Fleet mode: whether this cluster's controller writes what is global (fleet-role.ts). */
+  readonly fleet?: FleetRole;
+  readonly generatedObjects: readonly GeneratedObject[];
+  /** Why the cluster is degraded, if it is. */
+  readonly degraded?: { readonly reason: DegradedReason; readonly message: string };
+  /** A volume growth under way, or blocked. */
+  readonly storage?: { readonly kind: string; readonly message: string };
+  /** For engines with a membership: where the membership step stands, and the members as they answered. */
+  readonly membership?: {
+    readonly phase: ScalingPhase;
+    readonly message: string;
+    readonly members?: readonly MemberStatus[];
+    readonly upgrade?: { readonly upgrading: boolean; readonly message: string; readonly currentVersion: string; readonly targetVersion: string; readonly updatedMembers: number };
+  };
+}
+
+/**
+ * Why a cluster is Degraded, most urgent first: a spec or configuration the
+ * controller cannot act on, an object it must not take, writes that failed,
+ * a field another writer keeps changing, drift it only reports.
+ */
+export type DegradedReason = 'InvalidSpec' | 'InvalidConfig' | 'NameClash' | 'S3PathClash' | 'ConfigChangeRefused' | 'StorageChangeRefused' | 'ImageChangeRefused' | 'RestoreSourceInvalid' | 'ObjectConflict' | 'ApplyFailed' | 'FieldConflict' | 'DriftDetected';
+
+type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
+
+function condition(input: ConditionInput, previous: readonly Condition[] | undefined, generation: number, now: string): Condition {
+  const before = previous?.find((c) => c.type === input.type);
+  return {
+    ...input,
+    observedGeneration: generation,
+    lastTransitionTime: before && before.status === input.status ? before.lastTransitionTime : now,
+  };
+}
+
+export function desiredStatus(observed: ObservedState, previous: DistributedKVStatus | undefined, now = new Date()): DistributedKVStatus {
+  const timestamp = metaTime(now);
+  const ready = observed.statefulSet?.status?.readyReplicas ?? 0;
+  // Without a usable spec (invalid, or refused), the running StatefulSet still tells the truth about the members.
+  const size = observed.size ?? observed.statefulSet?.spec?.replicas;
+  const notCreatedReason = observed.size === undefined ? observed.degraded?.reason ?? 'InvalidSpec' : 'NotCreated';
+  const conditions: ConditionInput[] = [];
+
+  const members = observed.membership?.members;
+  const voters = members?.filter((m) => !m.learner);
+  if (observed.membership?.phase === 'QuorumLost') {
+    conditions.push({ type: 'Available', status: 'False', reason: 'QuorumLost', message: observed.membership.message });
+  } else if (voters && voters.length > 0) {
+    // The members' own word: healthy and knowing a leader, which a ready pod alone does not prove.
+    const healthy = voters.filter((m) => m.healthy).length;
+    conditions.push(hasQuorum({ voters: voters.length, healthyVoters: healthy })
+      ? { type: 'Available', status: 'True', reason: 'QuorumAvailable', message: `${healthy} of ${voters.length} voting members healthy; a majority (${quorum(voters.length)}) accepts writes` }
+      : { type: 'Available', status: 'False', reason: 'QuorumUnavailable', message: `${healthy} of ${voters.length} voting members healthy; ${quorum(voters.length)} are needed for a majority` });
+  } else if (size === undefined || !observed.statefulSet) {
+    conditions.push({ type: 'Available', status: 'False', reason: notCreatedReason, message: observed.size === undefined ? 'the spec cannot be acted on and no StatefulSet runs; see the Degraded condition' : 'the StatefulSet does not exist yet' });
+  } else {
+    const needed = quorum(size);
+    conditions.push(ready >= needed
+      ? { type: 'Available', status: 'True', reason: 'QuorumAvailable', message: `${ready} of ${size} members ready; a majority (${needed}) accepts writes` }
+      : { type: 'Available', status: 'False', reason: 'QuorumUnavailable', message: `${ready} of ${size} members ready; ${needed} are needed for a majority` });
+  }
+
+  const sts = observed.statefulSet;
+  if (size !== undefined && sts) {
+    const rolledOut = (sts.status?.observedGeneration ?? 0) >= (sts.metadata.generation ?? 0) && (sts.status?.updatedReplicas ?? 0) >= size && ready >= size;
+    conditions.push(rolledOut
+      ? { type: 'Progressing', status: 'False', reason: 'Reconciled', message: `all ${size} members run the desired revision and are ready` }
+      : { type: 'Progressing', status: 'True', reason: 'RollingOut', message: `${sts.status?.updatedReplicas ?? 0} of ${size} members updated, ${ready} ready` });
+  } else {
+    conditions.push({ type: 'Progressing', status: 'False', reason: notCreatedReason, message: 'nothing to roll out' });
+  }
+
+  if (observed.membership) {
+    const { phase, message, upgrade } = observed.membership;
+    conditions.push(phase === 'Stable'
+      ? { type: 'Scaling', status: 'False', reason: 'Stable', message }
+      : { type: 'Scaling', status: 'True', reason: phase, message });
+    if (upgrade) {
+      conditions.push(upgrade.upgrading
+        ? { type: 'Upgrading', status: 'True', reason: 'RollingMembers', message: upgrade.message }
+        : { type: 'Upgrading', status: 'False', reason: 'UpToDate', message: upgrade.message });
+    }
+  }
+
+  if (observed.storage) {
+    conditions.push(observed.storage.kind === 'blocked'
+      ? { type: 'StorageResizeBlocked', status: 'True', reason: 'ExpansionNotAllowed', message: observed.storage.message }
+      : { type: 'StorageResizing', status: 'True', reason: 'GrowingClaims', message: observed.storage.message });
+  }
+
+  if (observed.backup) {
+    const { failing, stale } = observed.backup;
+    conditions.push({ type: 'BackupFailing', status: failing.status ? 'True' : 'False', reason: failing.reason, message: failing.message });
+    conditions.push({ type: 'BackupStale', status: stale.status ? 'True' : 'False', reason: stale.reason, message: stale.message });
+  }
+
+  if (observed.fleet) conditions.push(standbyCondition(observed.fleet));
+
+  conditions.push(observed.degraded
+    ? { type: 'Degraded', status: 'True', reason: observed.degraded.reason, message: observed.degraded.message }
+    : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'every generated object matches the spec' });
+
+  const status: DistributedKVStatus = {
+    observedGeneration: observed.generation,
+    readyReplicas: ready,
+    conditions: conditions.map((c) => condition(c, previous?.conditions, observed.generation, timestamp)),
+    generatedObjects: [...observed.generatedObjects],
+  };
+  const upgrade = observed.membership?.upgrade;
+  if (upgrade) {
+    status.currentVersion = upgrade.currentVersion;
+    status.targetVersion = upgrade.targetVersion;
+    status.updatedMembers = upgrade.updatedMembers;
+  }
+  if (members) {
+    status.members = members.map((m) => ({ name: m.name || m.id, role: m.learner ? 'learner' : m.leader ? 'leader' : 'follower', healthy: m.healthy }));
+  }
+  if (observed.backup?.lastBackupTime) status.lastBackupTime = observed.backup.lastBackupTime;
+  if (observed.backup?.lastBackupFailureTime) status.lastBackupFailureTime = observed.backup.lastBackupFailureTime;
+  return status;
+}
+
+/** Whether writing `next` would change anything. */
+export function statusChanged(previous: DistributedKVStatus | undefined, next: DistributedKVStatus): boolean {
+  return canonicalJson(previous ?? {}) !== canonicalJson(next);
+}
+
+/**
+ * The JSON merge patch that turns `previous` into `next`: every field of
+ * `next`, and null for every top-level field only `previous` has (a merge
+ * patch deletes only what it sets to null: without them, a field such as
+ * lastBackupTime that should disappear never does, and every reconcile
+ * writes the same patch again).
+ */
+export function statusPatch(previous: DistributedKVStatus | undefined, next: DistributedKVStatus): { status: Record<string, unknown> } {
+  const status: Record<string, unknown> = { ...next };
+  for (const key of Object.keys(previous ?? {})) if (!(key in next)) status[key] = null;
+  return { status };
+}

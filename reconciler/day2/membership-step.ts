@@ -1,0 +1,207 @@
+/**
+ * The Day-2 membership step of a reconcile, for engines with a membership
+ * (etcd): read the live StatefulSet and member ConfigMap from the cache and
+ * the membership from the members, let the engine decide one step
+ * (engines/etcd/scaling.ts, pure) or, once membership is stable, one step
+ * of a rolling upgrade (engines/etcd/upgrade.ts, pure), and hand back what
+ * to render and the one change to make, which the core makes
+ * (core/execute-writes.ts). Runs before the writes are planned, so the
+ * objects written in this reconcile are the step's.
+ */
+import type { ValidResource } from '../../api/validate.js';
+import { engineFor, type MembershipPlan } from '../../engines/index.js';
+import { EtcdMembership } from '../../engines/etcd/membership.js';
+import { clientUrl, memberName, peerUrl } from '../../engines/etcd/peer-urls.js';
+import { decideScalingStep, type MembershipAction, type ScalingPhase } from '../../engines/etcd/scaling.js';
+import { decideUpgradeStep, type MemberPod, type UpgradeStep } from '../../engines/etcd/upgrade.js';
+import type { KubeClient } from '../../kube/client.js';
+import type { Membership, MembershipStatus, MemberStatus } from '../../engines/membership.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { clusterIdentity, type ClusterIdentity } from '../../model/cluster-identity.js';
+import type { GeneratorConfig } from '../../model/generator-config.js';
+import { sizeWarning } from '../../model/quorum.js';
+import { readMemberPods } from './member-pods.js';
+import type { MemberAddresses } from './member-addresses.js';
+
+export interface MembershipStepResult {
+  readonly plan: MembershipPlan;
+  readonly phase: ScalingPhase;
+  readonly message: string;
+  /** The members as last read, when they answered. */
+  readonly members?: readonly MemberStatus[];
+  /** The change made in this step, in words (for an Event). */
+  readonly changed?: string;
+  /** Sizes that work but deserve a warning (an Event, once). */
+  readonly warning?: string;
+  /** A member restarted in this step for an upgrade, in words (for an Event). */
+  readonly restarted?: string;
+  /** Where a rolling upgrade stands, once membership is stable. */
+  readonly upgrade?: Omit<UpgradeStep, 'action' | 'requeueAfterMs'>;
+  readonly requeueAfterMs?: number;
+}
+
+/** A membership change, in words (for an Event and the log). */
+export function describeMembershipAction(action: MembershipAction): string {
+  switch (action.type) {
+    case 'addLearner': return `added ${action.pod} to the membership as a learner`;
+    case 'promote': return `promoted ${action.pod} to a voting member`;
+    case 'moveLeader': return `moved leadership from ${action.fromPod} to ${action.toPod}`;
+    case 'remove': return `removed ${action.pod} from the membership`;
+  }
+}
+
+/** The membership the live member ConfigMap records: how many members it lists, and their state. */
+function recordedPlan(configMap: CachedObject | undefined): MembershipPlan | undefined {
+  const data = configMap?.data as Record<string, string> | undefined;
+  if (!data?.ETCD_INITIAL_CLUSTER) return undefined;
+  return { replicas: data.ETCD_INITIAL_CLUSTER.split(',').length, state: data.ETCD_INITIAL_CLUSTER_STATE === 'existing' ? 'existing' : 'new' };
+}
+
+/** The one change a membership step asks for, made by the core (core/execute-writes.ts). */
+export type MemberWrite =
+  /** A membership change (add a learner at `peerUrl`, promote, move the leader, remove), through the client the members were read with. */
+  | { readonly kind: 'membership'; readonly action: MembershipAction; readonly peerUrl: string; readonly via: Membership }
+  /** Leadership moves off a member before the upgrade restarts it. */
+  | { readonly kind: 'moveLeader'; readonly toId: string; readonly fromPod: string; readonly toPod: string; readonly via: Membership }
+  /** A member restarts onto the new pod template: the pod that was judged is deleted (uid and resourceVersion preconditions). */
+  | { readonly kind: 'restartMember'; readonly namespace: string; readonly pod: MemberPod; readonly reason: string; readonly image: string };
+
+/** What the membership step decided: what to render and report, and the change to make for it. */
+export interface MembershipDecision {
+  /** What this reconcile renders and reports once the write is made (or when there is none). */
+  readonly result: MembershipStepResult;
+  readonly write?: MemberWrite;
+  /** What it renders and reports instead when the write fails (its message gains why: membershipNotYet). */
+  readonly ifWriteFails?: MembershipStepResult;
+}
+
+/** What the step reads: the cluster's own objects from the cache, the members, and (fresh) the member pods. */
+export interface MembershipReader {
+  readonly config: GeneratorConfig;
+  /** The cluster's own StatefulSet and member ConfigMap (controlled by it), from the cache. */
+  readonly statefulSet?: CachedObject;
+  readonly configMap?: CachedObject;
+  readonly addresses?: MemberAddresses;
+  /** A client of the members that may exist (`pods`), each reached at `endpoint`. */
+  members(pods: () => readonly string[], endpoint: (pod: string) => string): Membership;
+  /** The StatefulSet's pods, read fresh. */
+  memberPods(namespace: string, identity: ClusterIdentity): Promise<MemberPod[]>;
+}
+
+/**
+ * The result to report when the step's write failed: etcd refuses a change it
+ * judges unsafe now (a learner not caught up, a leader that has not heard
+ * from enough members), so it is looked at again soon.
+ */
+export function membershipNotYet(decision: MembershipDecision, error: string): MembershipStepResult {
+  const failed = decision.ifWriteFails ?? decision.result;
+  if (decision.write?.kind === 'membership') return { ...failed, message: `${failed.message}: not yet (${error})` };
+  return { ...failed, upgrade: failed.upgrade && { ...failed.upgrade, message: `${failed.upgrade.message}: not yet (${error})` } };
+}
+
+/**
+ * Undefined for engines without a membership: they render `size` members.
+ * In detect-only mode the membership is read and reported, never changed.
+ */
+export async function membershipStep(read: MembershipReader, cr: CachedObject, resource: ValidResource, detectOnly: boolean): Promise<MembershipDecision | undefined> {
+  const { config, statefulSet, configMap } = read;
+  if (!engineFor(config.engine).memberConfig) return undefined;
+  const namespace = cr.metadata.namespace!;
+  const identity = clusterIdentity(resource.metadata.name, config);
+  const replicas = statefulSet ? (statefulSet.spec?.replicas as number | undefined) ?? 1 : undefined;
+
+  const addresses: MemberAddresses = read.addresses ?? { client: (ns, p, id) => clientUrl(id, p, ns, config), peer: (_ns, p, id) => peerUrl(id, p, config) };
+  const endpoint = (pod: string) => addresses.client(namespace, pod, identity);
+  const pods = () => Array.from({ length: Math.max(replicas ?? 0, 1) }, (_, i) => memberName(identity, i));
+  const membership = read.members(pods, endpoint);
+  const status = replicas === undefined ? { unreachable: 'not created' } : await membership.status().catch((e: Error) => ({ unreachable: e.message }));
+  const stsStatus = statefulSet?.status as { observedGeneration?: number; replicas?: number } | undefined;
+  const podsSettled = statefulSet !== undefined && (stsStatus?.observedGeneration ?? 0) >= (statefulSet.metadata.generation ?? 0) && stsStatus?.replicas === replicas;
+  const step = decideScalingStep({ size: resource.spec.size, replicas, recorded: recordedPlan(configMap), membership: status, pod: (i) => memberName(identity, i), podsSettled });
+  const members = 'members' in status ? status.members : undefined;
+  const warning = sizeWarning(resource.spec.size, members?.filter((m) => !m.learner).length);
+  if (!step.action || detectOnly) {
+    const plan = detectOnly ? recordedPlan(configMap) ?? step.planIfActionFails : step.plan;
+    const result: MembershipStepResult = { plan, phase: step.phase, message: step.message, members, warning, requeueAfterMs: step.requeueAfterMs };
+    // One change at a time: members are restarted for an upgrade only while the membership is stable.
+    if (step.phase !== 'Stable' || !statefulSet || !('members' in status)) return { result };
+    return upgradeStep(read, cr, resource, identity, statefulSet, status, membership, detectOnly, result);
+  }
+  const peer = step.action.type === 'addLearner' ? addresses.peer(namespace, step.action.pod, identity) : '';
+  return {
+    result: { plan: step.plan, phase: step.phase, message: step.message, members, changed: describeMembershipAction(step.action), warning, requeueAfterMs: step.requeueAfterMs },
+    write: { kind: 'membership', action: step.action, peerUrl: peer, via: membership },
+    ifWriteFails: { plan: step.planIfActionFails, phase: step.phase, message: step.message, members, warning, requeueAfterMs: step.requeueAfterMs },
+  };
+}
+
+/** The image the live StatefulSet's pod template runs (its member container's). */
+export function templateImage(statefulSet: CachedObject): string | undefined {
+  return (statefulSet.spec as { template?: { spec?: { containers?: { image?: string }[] } } } | undefined)?.template?.spec?.containers?.[0]?.image;
+}
+
+/** The pods of the StatefulSet, read from the API server (fresh), only while some may be outdated. */
+export async function memberPods(client: KubeClient, namespace: string, identity: ClusterIdentity): Promise<MemberPod[]> {
+  return (await readMemberPods(client, namespace, identity.selector, identity.statefulSetName))
+    .map((p) => ({
+      name: p.metadata.name,
+      uid: p.metadata.uid!,
+      resourceVersion: p.metadata.resourceVersion!,
+      revision: p.metadata.labels?.['controller-revision-hash'] ?? '',
+      image: p.spec?.containers?.[0]?.image ?? '',
+      deleting: Boolean(p.metadata.deletionTimestamp),
+    }));
+}
+
+async function upgradeStep(
+  read: MembershipReader, cr: CachedObject, resource: ValidResource, identity: ClusterIdentity, statefulSet: CachedObject,
+  status: MembershipStatus, membership: Membership, detectOnly: boolean, result: MembershipStepResult,
+): Promise<MembershipDecision> {
+  const namespace = cr.metadata.namespace!;
+  const sts = statefulSet as CachedObject & { spec?: { replicas?: number }; status?: { observedGeneration?: number; updateRevision?: string; currentRevision?: string; updatedReplicas?: number } };
+  const replicas = sts.spec?.replicas ?? 1;
+  // The live template may still be the old one: this reconcile applies the new one after this step.
+  const liveImage = templateImage(sts);
+  if (liveImage !== resource.spec.image) {
+    const upgrade = { upgrading: true, message: `applying the new pod template (${resource.spec.image})`, currentVersion: liveImage ?? resource.spec.image, targetVersion: resource.spec.image, updatedMembers: 0 };
+    return { result: { ...result, upgrade, requeueAfterMs: Math.min(result.requeueAfterMs ?? 2_000, 2_000) } };
+  }
+  const statefulSetCurrent = (sts.status?.observedGeneration ?? 0) >= (sts.metadata.generation ?? 0);
+  const settled = statefulSetCurrent && sts.status?.updateRevision === sts.status?.currentRevision && (sts.status?.updatedReplicas ?? 0) >= replicas;
+  if (settled) {
+    const upgrade = { upgrading: false, message: `all ${replicas} members run ${resource.spec.image}`, currentVersion: resource.spec.image, targetVersion: resource.spec.image, updatedMembers: replicas };
+    return { result: { ...result, upgrade } };
+  }
+  const step = decideUpgradeStep({
+    targetImage: resource.spec.image, replicas, statefulSetCurrent, updateRevision: sts.status?.updateRevision,
+    pods: await read.memberPods(namespace, identity), membership: status,
+  });
+  const { action, requeueAfterMs, ...upgrade } = step;
+  const next: MembershipStepResult = { ...result, upgrade, requeueAfterMs: Math.min(result.requeueAfterMs ?? Infinity, requeueAfterMs ?? Infinity) };
+  if (next.requeueAfterMs === Infinity) delete (next as { requeueAfterMs?: number }).requeueAfterMs;
+  if (!action || detectOnly) return { result: next };
+  if (action.type === 'moveLeader') {
+    return {
+      result: { ...next, changed: `moved leadership from ${action.fromPod} to ${action.toPod} before restarting it` },
+      write: { kind: 'moveLeader', toId: action.toId, fromPod: action.fromPod, toPod: action.toPod, via: membership },
+      ifWriteFails: next,
+    };
+  }
+  return {
+    result: { ...next, restarted: `restarted ${action.pod.name} (${action.reason}) to run ${resource.spec.image}` },
+    write: { kind: 'restartMember', namespace, pod: action.pod, reason: action.reason, image: resource.spec.image },
+    ifWriteFails: next,
+  };
+}
+
+/** The reader against the cache, the members (etcd's client API, fenced by the leadership term) and the API server. */
+export function membershipReader(
+  client: KubeClient, config: GeneratorConfig, own: { readonly statefulSet?: CachedObject; readonly configMap?: CachedObject },
+  options: { readonly addresses?: MemberAddresses; readonly timeoutMs?: number; readonly term?: AbortSignal } = {},
+): MembershipReader {
+  return {
+    config, ...own, addresses: options.addresses,
+    members: (pods, endpoint) => new EtcdMembership(pods, endpoint, options.timeoutMs, options.term),
+    memberPods: (namespace, identity) => memberPods(client, namespace, identity),
+  };
+}

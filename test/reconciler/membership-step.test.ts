@@ -1,0 +1,86 @@
+/**
+ * The membership step (day2/membership-step.ts) reads the members and the
+ * cluster's own objects through a reader and says the one change to make;
+ * the core makes it (core/execute-writes.ts) and, when the members refuse,
+ * reports it as not made yet (membershipNotYet). Read here with members in
+ * memory: no API server, no etcd, and nothing the step could write through.
+ */
+import { loadConfig } from '../../api/config.js';
+import { validateDistributedKV, type ValidResource } from '../../api/validate.js';
+import type { MemberPod } from '../../engines/etcd/upgrade.js';
+import type { Membership, MembershipStatus, MemberStatus } from '../../engines/membership.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { membershipNotYet, membershipStep, type MembershipReader } from '../../reconciler/day2/membership-step.js';
+
+const config = loadConfig();
+const ETCD = 'registry.k8s.io/etcd:3.6.8-0';
+const cr = { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'kv', namespace: 'shop', uid: 'uid-kv' } } as unknown as CachedObject;
+
+function resource(size: number, image = ETCD): ValidResource {
+  const result = validateDistributedKV({ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'kv', namespace: 'shop' }, spec: { size, image } }, config);
+  if (!result.valid) throw new Error('invalid test spec');
+  return { ...result.resource, metadata: { ...result.resource.metadata, namespace: 'shop' } };
+}
+
+const member = (i: number, over: Partial<MemberStatus> = {}): MemberStatus =>
+  ({ id: `id${i}`, name: `kv-${i}`, peerUrls: [`http://kv-${i}:2380`], learner: false, healthy: true, leader: i === 0, version: '3.6.8', ...over });
+const statusOf = (members: MemberStatus[]): MembershipStatus =>
+  ({ members, voters: members.filter((m) => !m.learner).length, healthyVoters: members.filter((m) => !m.learner && m.healthy).length, leaderId: 'id0' });
+
+/** Members that answer `status` and refuse to be changed by the step itself. */
+function members(status: MembershipStatus): Membership {
+  const refuse = async (): Promise<never> => { throw new Error('the step changed the membership itself'); };
+  return { status: async () => status, addLearner: refuse, promote: refuse, remove: refuse, moveLeader: refuse };
+}
+
+function statefulSet(replicas: number, image = ETCD, status: Record<string, unknown> = {}): CachedObject {
+  return {
+    apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'kv', namespace: 'shop', generation: 1 },
+    spec: { replicas, template: { spec: { containers: [{ name: 'etcd', image }] } } },
+    status: { observedGeneration: 1, replicas, updatedReplicas: replicas, currentRevision: 'r1', updateRevision: 'r1', ...status },
+  } as unknown as CachedObject;
+}
+const configMap = (replicas: number) => ({ metadata: { name: 'kv-members' }, data: { ETCD_INITIAL_CLUSTER: Array.from({ length: replicas }, (_, i) => `kv-${i}=http://kv-${i}:2380`).join(','), ETCD_INITIAL_CLUSTER_STATE: 'existing' } }) as unknown as CachedObject;
+
+function reader(status: MembershipStatus, sts?: CachedObject, pods: MemberPod[] = []): MembershipReader {
+  return { config, statefulSet: sts, configMap: sts && configMap(sts.spec!.replicas as number), members: () => members(status), memberPods: async () => pods };
+}
+
+describe('the membership step', () => {
+  it('is not asked for an engine without a membership', async () => {
+    expect(await membershipStep({ ...reader(statusOf([])), config: { ...config, engine: 'generic' } }, cr, resource(3), false)).toBeUndefined();
+  });
+
+  it('asks for no change while the membership is the spec\'s and every member runs the image', async () => {
+    const decision = await membershipStep(reader(statusOf([member(0), member(1), member(2)]), statefulSet(3)), cr, resource(3), false);
+    expect(decision?.write).toBeUndefined();
+    expect(decision?.result).toMatchObject({ phase: 'Stable', plan: { replicas: 3, state: 'existing' } });
+  });
+
+  it('asks to promote a learner that runs, and says what renders if the members refuse', async () => {
+    const decision = (await membershipStep(reader(statusOf([member(0), member(1), member(2), member(3, { learner: true })]), statefulSet(4)), cr, resource(4), false))!;
+    expect(decision.write).toMatchObject({ kind: 'membership', action: { type: 'promote', id: 'id3', pod: 'kv-3' } });
+    expect(decision.result).toMatchObject({ phase: 'ScalingOut', changed: 'promoted kv-3 to a voting member' });
+    const notYet = membershipNotYet(decision, 'too many learners');
+    expect(notYet.changed).toBeUndefined();
+    expect(notYet.message).toBe('promoting kv-3 to a voting member: not yet (too many learners)');
+  });
+
+  it('asks for nothing in detect-only mode, and renders what the member ConfigMap records', async () => {
+    const decision = await membershipStep(reader(statusOf([member(0), member(1), member(2), member(3, { learner: true })]), statefulSet(4)), cr, resource(4), true);
+    expect(decision?.write).toBeUndefined();
+    expect(decision?.result.plan).toEqual({ replicas: 4, state: 'existing' });
+  });
+
+  it('asks to restart an outdated follower for an upgrade (that pod, by uid and resourceVersion), once the new template is applied', async () => {
+    const next = 'registry.k8s.io/etcd:3.6.9-0';
+    const pod = (i: number, image: string, revision: string): MemberPod => ({ name: `kv-${i}`, uid: `pod-uid-${i}`, resourceVersion: `${10 + i}`, revision, image, deleting: false });
+    const sts = statefulSet(3, next, { updateRevision: 'r2', currentRevision: 'r1', updatedReplicas: 0 });
+    const decision = (await membershipStep(reader(statusOf([member(0), member(1), member(2)]), sts, [pod(0, ETCD, 'r1'), pod(1, ETCD, 'r1'), pod(2, ETCD, 'r1')]), cr, resource(3, next), false))!;
+    expect(decision.write).toMatchObject({ kind: 'restartMember', namespace: 'shop', pod: { name: 'kv-2', uid: 'pod-uid-2', resourceVersion: '12' }, image: next });
+    expect(decision.result.restarted).toMatch(/^restarted kv-2 \(outdated\) to run registry\.k8s\.io\/etcd:3\.6\.9-0$/);
+    const notYet = membershipNotYet(decision, 'the pod changed');
+    expect(notYet.restarted).toBeUndefined();
+    expect(notYet.upgrade?.message).toMatch(/: not yet \(the pod changed\)$/);
+  });
+});
