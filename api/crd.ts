@@ -93,7 +93,7 @@ function versionEntry(version: ServedVersion, maxName: number): Record<string, u
  * name may be, and where the conversion webhook is). Every served version
  * is listed, newest (the storage version) first: kubectl and discovery
  * prefer it. Conversion between them is the controller's webhook
- * (reconciler/conversion-webhook.ts); its caBundle is left out here, for
+ * (conversion/webhook-server.ts); its caBundle is left out here, for
  * the controller (or cert-manager) writes it and a GitOps tool applying
  * this file must not take it back.
  */

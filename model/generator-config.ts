@@ -52,7 +52,7 @@ export interface GeneratorConfig {
   };
   /**
    * The conversion webhook between the API's served versions
-   * (reconciler/conversion-webhook.ts), and the certificate it serves.
+   * (conversion/webhook-server.ts), and the certificate it serves.
    */
   readonly conversion: {
     /** Where each controller replica serves HTTPS (/convert). */

@@ -16,7 +16,7 @@ export const CONTROLLER_USER = 65532;
  *   sizes by default on 64-bit (16 MB semi-spaces). 2 MB held the peak
  *   10 MB lower at 10,000 clusters but scavenged four times as often, and
  *   every reconcile in flight survived the scavenges: 18% more controller
- *   CPU (figures in the README).
+ *   CPU (figures in docs/performance.md).
  * - MALLOC_ARENA_MAX 2: glibc gives each thread that allocates (V8's compiler
  *   and GC workers, libuv's pool) an arena of its own, up to 8 per core, and
  *   memory freed in one arena is not reused by another; two arenas hold less.

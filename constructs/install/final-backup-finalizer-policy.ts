@@ -24,8 +24,8 @@ export interface FinalBackupFinalizerPolicyProps {
  * new cluster with backups (an apply to the custom resource, which the API
  * server checks against the CRD's schema and rules and sends as a watch
  * event to every controller: at 10,000 clusters the single leader took
- * 1.10x the necessary writes' time with this policy, 1.32x without, README
- * "Performance"), and no window in which such a cluster exists without the
+ * 1.10x the necessary writes' time with this policy, 1.32x without:
+ * docs/performance.md), and no window in which such a cluster exists without the
  * finalizer that holds its deletion for the final backup.
  *
  * On creation only: the controller still adds the finalizer when backups are

@@ -28,7 +28,7 @@ import { etcdImageChangeProblem } from './versions.js';
  *   before it exits; the grace period leaves room for that and a final sync.
  *
  * Plain HTTP between members: TLS for peer and client traffic is not yet
- * generated (see README).
+ * generated (docs/operating.md, "Not yet").
  */
 export const etcdEngine: Engine = {
   name: 'etcd',

@@ -72,7 +72,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   if (outcome.created.length > 0) events.push(record('Normal', 'Created', `created ${outcome.created.join(', ')}`));
   if (outcome.updated.length > 0) events.push(record('Normal', 'Updated', `updated to match the spec: ${outcome.updated.join(', ')}`));
   for (const message of outcome.corrected) events.push(record('Warning', 'DriftCorrected', message));
-  for (const field of outcome.fights) events.push(record('Warning', 'FieldConflict', `${describeHeld(field)}: it is no longer corrected on every change (see "Handing a field over" in the README)`));
+  for (const field of outcome.fights) events.push(record('Warning', 'FieldConflict', `${describeHeld(field)}: it is no longer corrected on every change (see "Handing a field over" in docs/operating.md)`));
   for (const message of outcome.notKept) events.push(record('Warning', 'FieldsNotKept', message));
   for (const name of outcome.pruned) events.push(record('Normal', 'Pruned', `${name} deleted: no longer part of the spec`));
   if (conflictMessage && isNews(ctx, cr, key, 'ObjectConflict', conflictMessage)) events.push(record('Warning', 'ObjectConflict', conflictMessage));
