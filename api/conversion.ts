@@ -22,7 +22,12 @@ export const PRESERVED_FIELDS_ANNOTATION = `${API_GROUP}/preserved-fields`;
 
 let fields: VersionedField[] | undefined;
 
-function allVersionedFields(): VersionedField[] {
+/**
+ * The schema's versioned fields, found once per process: the schema is read
+ * once and never changes, and walking it for every object (validation asks
+ * for every spec) cost more than checking the spec against it.
+ */
+export function schemaVersionedFields(): readonly VersionedField[] {
   fields ??= versionedFields(SCHEMA);
   return fields;
 }
@@ -71,14 +76,23 @@ function writePreserved(object: Json, preserved: Record<string, unknown>): void 
  * for an apiVersion this API does not serve.
  */
 export function convertDistributedKV<T extends Json>(object: T, toVersion: ServedVersion): T {
+  return convertOwnCopy(structuredClone(object), toVersion);
+}
+
+/**
+ * convertDistributedKV for a caller that already holds its own copy (validation
+ * defaults and converts the copy it made): the object is converted in place
+ * and returned, saving a second deep copy of every spec.
+ */
+export function convertOwnCopy<T extends Json>(object: T, toVersion: ServedVersion): T {
   const fromVersion = servedVersionOf(object.apiVersion);
   if (fromVersion === undefined) throw new Error(`cannot convert apiVersion ${JSON.stringify(object.apiVersion)}: not a served version of ${API_GROUP}`);
-  const out = structuredClone(object) as Json;
+  const out = object as Json;
   out.apiVersion = `${API_GROUP}/${toVersion}`;
   if (fromVersion === toVersion) return out as T;
   const preserved = readPreserved(out);
   let touched = false;
-  for (const field of allVersionedFields()) {
+  for (const field of schemaVersionedFields()) {
     const key = field.path.join('.');
     const name = field.path[field.path.length - 1];
     const parent = parentOf(out, field.path);

@@ -6,10 +6,10 @@ import { nameProblems } from '../model/cluster-identity.js';
 import type { GeneratorConfig } from './config.js';
 import { cronProblems } from './cron.js';
 import { etcdImageProblems } from '../engines/etcd/versions.js';
-import { convertDistributedKV } from './conversion.js';
+import { convertOwnCopy, schemaVersionedFields } from './conversion.js';
 import { SCHEMA } from './schema.js';
 import {
-  API_GROUP, missingFrom, SERVED_VERSIONS, SINCE, STORAGE_VERSION, schemaForVersion, servedVersionOf, versionedFields, type ServedVersion,
+  API_GROUP, missingFrom, SERVED_VERSIONS, SINCE, STORAGE_VERSION, schemaForVersion, servedVersionOf, type ServedVersion,
 } from './versions.js';
 import { CUSTOM_MESSAGE, fieldProblems, SYNONYMS, unknownFieldMessage, type FieldProblem } from './schema-errors.js';
 
@@ -51,7 +51,7 @@ function specValidator(version: ServedVersion): ValidateFunction<DistributedKVSp
 /** Fields present in `doc` that its version does not have: set in a newer version's file only. */
 function newerFieldsIn(doc: Record<string, any>, version: ServedVersion): FieldProblem[] {
   const problems: FieldProblem[] = [];
-  for (const field of versionedFields(SCHEMA)) {
+  for (const field of schemaVersionedFields()) {
     if (!missingFrom(field, version)) continue;
     let parent: any = doc;
     for (const segment of field.path.slice(0, -1)) parent = parent?.[segment];
@@ -63,6 +63,9 @@ function newerFieldsIn(doc: Record<string, any>, version: ServedVersion): FieldP
 }
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** The object's own fields (apiVersion, kind, metadata, spec, status), the candidates an unknown top-level field is compared with. */
+const TOP_LEVEL_FIELDS = Object.keys(SCHEMA.properties).map((name) => ({ name }));
 
 /**
  * Validates one DistributedKV document exactly as `dkv synth`, `dkv validate`
@@ -130,10 +133,10 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
       problems.push({ segments: ['spec', 'backup', 'backupImage'], message: `required with the ${config.engine} engine: the default runner, dkv backup, backs up etcd members only; name a backup runner of your own${got}` });
     }
   }
-  const topLevel = Object.keys(SCHEMA.properties).map((name) => ({ name }));
   for (const key of Object.keys(doc)) {
-    if (!Object.hasOwn(SCHEMA.properties, key)) problems.push({ segments: [key], message: unknownFieldMessage([], key, topLevel) });
+    if (!Object.hasOwn(SCHEMA.properties, key)) problems.push({ segments: [key], message: unknownFieldMessage([], key, TOP_LEVEL_FIELDS) });
   }
   if (problems.length > 0) return { valid: false, problems };
-  return { valid: true, resource: convertDistributedKV(doc, STORAGE_VERSION) as ValidResource };
+  // `doc` is this call's own copy (made above), so it is converted as it stands rather than copied again.
+  return { valid: true, resource: convertOwnCopy(doc, STORAGE_VERSION) as ValidResource };
 }

@@ -27,7 +27,8 @@ import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { fleetSpec } from '../../test/support/fleet-specs.js';
 import { runtimeAndMachine } from '../machine.js';
 
-const TARGETS = { inProcessMsPerSpec: 0.3, cliTotalSeconds: 1.5, defaultOverCli: 3 };
+/** Issue 30's targets: in-process back below d07a964's 0.374 ms/spec, and `dkv synth` ten times the default cdk8s path. */
+const TARGETS = { inProcessMsPerSpec: 0.35, defaultOverCli: 10 };
 const ROOT = packageRoot();
 
 const { values: args } = parseArgs({
@@ -178,7 +179,6 @@ function report(figures: readonly Figure[]): void {
   console.log(`\nratio default / CLI: ${ratio.toFixed(1)}x`);
   console.log('targets (informational; the bench never fails on timing):');
   console.log(`  in-process <= ${TARGETS.inProcessMsPerSpec} ms/spec: ${(own / COUNT).toFixed(3)} ms/spec, ${verdict(own / COUNT <= TARGETS.inProcessMsPerSpec)}`);
-  console.log(`  CLI total <= ${TARGETS.cliTotalSeconds} s: ${(cliFigure / 1000).toFixed(3)} s, ${verdict(cliFigure / 1000 <= TARGETS.cliTotalSeconds)}`);
   console.log(`  default / CLI >= ${TARGETS.defaultOverCli}x: ${ratio.toFixed(1)}x, ${verdict(ratio >= TARGETS.defaultOverCli)}`);
 }
 
