@@ -10,7 +10,7 @@ import { KubeClient, resourcePath } from '../../kube/client.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import { MUTATING_VERBS, requestCounts, splitKey } from '../cluster/apiserver-metrics.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
-import { createNamespace, eventually, installCrd } from '../cluster/kube.js';
+import { createNamespace, eventually, installCrd, isApiError } from '../cluster/kube.js';
 
 /**
  * The drift-correcting core's tests run the generic engine: under kwok no
@@ -63,6 +63,30 @@ export async function converged(client: KubeClient, namespace: string, name: str
     const ok = cr.status?.observedGeneration === cr.metadata.generation && cr.status?.generatedObjects?.length === objects && cr.status.generatedObjects.every((o: { uid?: string }) => o.uid);
     return ok ? cr : undefined;
   }, deadlineMs);
+}
+
+/** A cluster's Degraded condition, if it has one. */
+export function degradedCondition(cr: any): { status: string; reason: string; message: string } | undefined {
+  return cr?.status?.conditions?.find((c: any) => c.type === 'Degraded');
+}
+
+/** Waits until a cluster reports Degraded for `reason` about its current generation; returns it. */
+export async function degradedWith(client: KubeClient, namespace: string, name: string, reason: string): Promise<any> {
+  return eventually(`${name} to be Degraded/${reason}`, async () => {
+    const cr = await client.request('GET', clusterPath(namespace, name));
+    return degradedCondition(cr)?.reason === reason && cr.status.observedGeneration === cr.metadata.generation ? cr : undefined;
+  });
+}
+
+/** Whether the API server holds the object (a 404 is false, any other error is thrown). */
+export async function objectExists(client: KubeClient, apiVersion: string, kind: string, namespace: string, name: string): Promise<boolean> {
+  try {
+    await client.request('GET', resourcePath(apiVersion, kind, namespace, name));
+    return true;
+  } catch (e) {
+    if (isApiError(e, 404)) return false;
+    throw e;
+  }
 }
 
 /** Events recorded on one DistributedKV, oldest first. */

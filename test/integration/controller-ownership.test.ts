@@ -7,12 +7,12 @@
  */
 import type { GeneratorConfig } from '../../api/config.js';
 import { resourcePath, type KubeClient } from '../../kube/client.js';
-import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient } from '../cluster/kube.js';
-import { clusterPath, config, converged, createCluster, eventsFor, startController, type RunningController } from './controller-harness.js';
+import { createNamespace, describeWithCluster, eventually, installCrd, testClient } from '../cluster/kube.js';
+import { clusterPath, config, converged, createCluster, eventsFor, startController, type RunningController, degradedCondition, degradedWith as degradedWithReason, objectExists } from './controller-harness.js';
 
 const SPEC = { size: 3, image: 'kv:1' };
 const mergePatch = 'application/merge-patch+json';
-const degraded = (cr: any): { status: string; reason: string; message: string } | undefined => cr?.status?.conditions?.find((c: any) => c.type === 'Degraded');
+const degraded = degradedCondition;
 
 describeWithCluster('the controller takes nothing that is not its own', () => {
   let client: KubeClient;
@@ -29,19 +29,8 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
   afterAll(() => client?.close());
 
   const get = (apiVersion: string, kind: string, namespace: string, name: string): Promise<any> => client.request('GET', resourcePath(apiVersion, kind, namespace, name));
-  const exists = async (apiVersion: string, kind: string, namespace: string, name: string): Promise<boolean> => {
-    try {
-      await get(apiVersion, kind, namespace, name);
-      return true;
-    } catch (e) {
-      if (isApiError(e, 404)) return false;
-      throw e;
-    }
-  };
-  const degradedWith = (namespace: string, name: string, reason: string) => eventually(`${name} to be Degraded/${reason}`, async () => {
-    const cr = await client.request('GET', clusterPath(namespace, name));
-    return degraded(cr)?.reason === reason && cr.status.observedGeneration === cr.metadata.generation ? cr : undefined;
-  });
+  const exists = (apiVersion: string, kind: string, namespace: string, name: string): Promise<boolean> => objectExists(client, apiVersion, kind, namespace, name);
+  const degradedWith = (namespace: string, name: string, reason: string): Promise<any> => degradedWithReason(client, namespace, name, reason);
   const events = async (namespace: string, name: string, reason: string): Promise<any[]> => (await eventsFor(client, namespace, name)).filter((e) => e.reason === reason);
   const reconciles = async (r: RunningController): Promise<number> => (await r.controller.metrics.reconciles.get()).values.reduce((n, v) => n + v.value, 0);
   /** Runs `action`, then waits until the controller has reconciled `n` more times: a refusal that repeats is seen repeating. */

@@ -8,8 +8,8 @@
  * ahead once its rival moves away or is gone.
  */
 import { resourcePath, type KubeClient } from '../../kube/client.js';
-import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient, untilGone } from '../cluster/kube.js';
-import { clusterPath, config, converged, createCluster, eventsFor, startController, type RunningController } from './controller-harness.js';
+import { createNamespace, describeWithCluster, installCrd, testClient, untilGone } from '../cluster/kube.js';
+import { clusterPath, config, converged, createCluster, eventsFor, startController, type RunningController, degradedCondition, degradedWith as degradedWithReason, objectExists } from './controller-harness.js';
 
 /** The harness runs the generic engine, whose backups name their runner. */
 const spec = (s3Path: string) => ({ size: 3, image: 'kv:1', backup: { s3Path, schedule: '0 2 * * *', backupImage: 'kv-backup:1' } });
@@ -17,7 +17,7 @@ const spec = (s3Path: string) => ({ size: 3, image: 'kv:1', backup: { s3Path, sc
 const SKIP_FINAL = { [config.backup.final.skipAnnotation]: 'true' };
 const WITH_BACKUP = 5; // StatefulSet, two Services, PodDisruptionBudget, CronJob
 const mergePatch = 'application/merge-patch+json';
-const degraded = (cr: any): { status: string; reason: string; message: string } | undefined => cr?.status?.conditions?.find((c: any) => c.type === 'Degraded');
+const degraded = degradedCondition;
 
 describeWithCluster('the controller refuses a second cluster backing up into one s3Path', () => {
   let client: KubeClient;
@@ -34,19 +34,8 @@ describeWithCluster('the controller refuses a second cluster backing up into one
   afterAll(() => client?.close());
 
   const get = (apiVersion: string, kind: string, namespace: string, name: string): Promise<any> => client.request('GET', resourcePath(apiVersion, kind, namespace, name));
-  const exists = async (apiVersion: string, kind: string, namespace: string, name: string): Promise<boolean> => {
-    try {
-      await get(apiVersion, kind, namespace, name);
-      return true;
-    } catch (e) {
-      if (isApiError(e, 404)) return false;
-      throw e;
-    }
-  };
-  const degradedWith = (namespace: string, name: string, reason: string) => eventually(`${name} to be Degraded/${reason}`, async () => {
-    const cr = await client.request('GET', clusterPath(namespace, name));
-    return degraded(cr)?.reason === reason && cr.status.observedGeneration === cr.metadata.generation ? cr : undefined;
-  });
+  const exists = (apiVersion: string, kind: string, namespace: string, name: string): Promise<boolean> => objectExists(client, apiVersion, kind, namespace, name);
+  const degradedWith = (namespace: string, name: string, reason: string): Promise<any> => degradedWithReason(client, namespace, name, reason);
   const s3PathOfCronJob = async (namespace: string, name: string): Promise<string> =>
     (await get('batch/v1', 'CronJob', namespace, `${name}-backup`)).spec.jobTemplate.spec.template.spec.containers[0].env.find((e: any) => e.name === 'DKV_S3_PATH').value;
   const errors = async (): Promise<number> => (await running!.controller.metrics.reconciles.get()).values.find((v) => v.labels.result === 'error')?.value ?? 0;
