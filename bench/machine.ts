@@ -1,6 +1,6 @@
 /**
  * What a benchmark's figures were measured on, printed beside them: a figure
- * means little without the runtime and the machine (the README's performance
+ * means little without the runtime and the machine (docs/performance.md's
  * figures carry both, with the date and the command).
  */
 import { arch, cpus, platform } from 'node:os';

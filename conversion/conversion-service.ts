@@ -46,7 +46,9 @@ interface Retry {
  */
 async function withBackoff<T>(clock: Clock, retry: Retry, stopped: () => boolean, log: Logger, what: string, attempt: () => Promise<T>): Promise<T | undefined> {
   let toldMissingNamespace = false;
-  for (let failures = 0; !stopped(); failures++) {
+  // Only ordinary failures grow the backoff: once a missing namespace appears, the next error is retried after seconds.
+  let failures = 0;
+  while (!stopped()) {
     try {
       return await attempt();
     } catch (e) {
@@ -57,7 +59,7 @@ async function withBackoff<T>(clock: Clock, retry: Retry, stopped: () => boolean
         else log.error(e.message, { namespace: e.namespace, retryInMs: delayMs });
         toldMissingNamespace = true;
       } else {
-        delayMs = Math.min(retry.maxMs, retry.baseMs * 2 ** failures);
+        delayMs = Math.min(retry.maxMs, retry.baseMs * 2 ** failures++);
         log.warn(`${what} failed: retrying`, { error: (e as Error).message, retryInMs: delayMs });
       }
       await new Promise<void>((resolve) => clock.after(delayMs, resolve).unref());

@@ -1,6 +1,7 @@
 // The Node.js this project builds, tests and benchmarks on, put where every npm script
 // finds `node` first: node_modules/.bin/node. Run by `prepare` (so by `npm ci` and
-// `npm install` in this repository, never when the package is installed as a dependency),
+// `npm install` in this repository; not when a packed tarball of it is installed, which
+// ships no `prepare`, though npm runs it when a git checkout is installed as a dependency),
 // before anything is compiled, on whatever Node.js npm itself runs on (Node 20 on a fresh
 // machine): plain JavaScript, nothing imported but Node's own modules.
 //

@@ -198,7 +198,7 @@ export async function createJob(ctx: ReconcileContext, namespace: string, job: R
 export async function makeStorageWrite(ctx: ReconcileContext, write: StorageWrite): Promise<void> {
   const { namespace } = write;
   if (write.kind === 'resizeClaim') {
-    await ctx.client.request('PATCH', `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/${write.claim}`, {
+    await ctx.client.request('PATCH', resourcePath('v1', 'PersistentVolumeClaim', namespace, write.claim), {
       body: { spec: { resources: { requests: { storage: write.size } } } }, contentType: 'application/merge-patch+json',
     });
     return;

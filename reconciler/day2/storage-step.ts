@@ -8,7 +8,7 @@
  * change in place).
  */
 import { decideStorageStep, type Claim, type StorageInput, type StorageStep } from '../../engines/storage-growth.js';
-import { KubeApiError, type KubeClient } from '../../kube/client.js';
+import { KubeApiError, resourcePath, type KubeClient } from '../../kube/client.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { withDesiredHash } from '../../model/desired-hash.js';
 import type { KubeObject } from '../../model/kube-object.js';
@@ -62,7 +62,7 @@ async function getOrUndefined<T>(client: KubeClient, path: string): Promise<T | 
 /** The reader against the API server. */
 export function storageReader(client: KubeClient): StorageReader {
   return {
-    claim: (namespace, name) => getOrUndefined<ClaimObject>(client, `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/${name}`),
+    claim: (namespace, name) => getOrUndefined<ClaimObject>(client, resourcePath('v1', 'PersistentVolumeClaim', namespace, name)),
     async storageClass(name) {
       type StorageClass = { metadata: { name: string; annotations?: Record<string, string> }; allowVolumeExpansion?: boolean };
       const found = name
