@@ -63,10 +63,13 @@ describeWithCluster('kubectl apply of DistributedKVs as soon as their CRD is Est
 
   /** Deletes the CRD and its DistributedKVs (the policy's finalizer dropped: no controller runs here), until the policy plugin has forgotten the kind. */
   async function removeCrd(): Promise<void> {
-    for (const cr of (await client.request('GET', '/apis/example.com/v1beta1/distributedkvs')).items as { metadata: { name: string; namespace: string } }[]) {
-      await client.request('PATCH', `/apis/example.com/v1beta1/namespaces/${cr.metadata.namespace}/distributedkvs/${cr.metadata.name}`, {
+    // Each request is retried: right after the CRD was created again, the API server answers
+    // "storage is (re)initializing" (429) until its cache of the new kind is ready.
+    const { items } = await eventually('the DistributedKVs to list', () => client.request<{ items: unknown[] }>('GET', '/apis/example.com/v1beta1/distributedkvs'), 30_000, 200);
+    for (const cr of items as { metadata: { name: string; namespace: string } }[]) {
+      await eventually(`the finalizers of ${cr.metadata.namespace}/${cr.metadata.name} to go`, () => client.request('PATCH', `/apis/example.com/v1beta1/namespaces/${cr.metadata.namespace}/distributedkvs/${cr.metadata.name}`, {
         body: { metadata: { finalizers: null } }, contentType: 'application/merge-patch+json',
-      });
+      }), 30_000, 200);
     }
     kubectl('delete', 'crd', CRD_NAME, '--timeout=60s');
     await eventually('the kind to leave /openapi/v3', async () => {

@@ -15,7 +15,10 @@
  *     then every create is `ServiceUnavailable ... Resource kind
  *     example.com/v1beta1, Kind=DistributedKV not found. There can be a
  *     delay between when CustomResourceDefinitions are created and when they
- *     are available`. What `npm run demo` once met on its first run.
+ *     are available`. What `npm run demo` once met on its first run;
+ *   - the kind's storage starts with its watch cache, and until that is
+ *     ready a request is refused `storage is (re)initializing` (429): met
+ *     where a CRD is created again soon after it was deleted.
  *
  * Neither is observable as a condition. What is: a server-side dry run of
  * the very objects about to be applied (`kubectl apply --dry-run=server`),
@@ -34,6 +37,7 @@ const NOT_YET_SERVED = [
   /Resource kind [^\n]+? not found\. There can be a delay between when CustomResourceDefinitions are created and when they are available/,
   /resource mapping not found for name: .* ensure CRDs are installed first/,
   /no matches for kind /,
+  /storage is \(re\)initializing/,
 ];
 
 function output(e: unknown): string {
