@@ -99,11 +99,14 @@ export class DistributedKVCluster extends Construct {
 
     for (const child of this.node.findAll()) {
       if (!(child instanceof ApiObject)) continue;
-      for (const op of config.patches[child.kind as keyof GeneratorConfig['patches']] ?? []) child.addJsonPatch(toCdk8sPatch(op));
-      // The last step of each object's rendering, whichever chart renders it: the L1 objects are made in the
-      // constructs above, so the hash is added to their own rendering rather than by a subclass.
+      const patches = (config.patches[child.kind as keyof GeneratorConfig['patches']] ?? []).map(toCdk8sPatch);
+      // The last steps of each object's rendering, whichever chart renders it: the L1 objects are made in the
+      // constructs above, so these are added to their own rendering rather than by a subclass. The configured
+      // patches apply to the object as Kubernetes reads it, after the L1 class has converted its props: patches
+      // added to the L1 object itself (addJsonPatch) apply before that conversion, which drops any field the
+      // L1 schema lacks and renders a quantity given as a plain string empty.
       const render = child.toJson.bind(child);
-      child.toJson = () => withDesiredHash(render() as KubeObject, config.hashAnnotation);
+      child.toJson = () => withDesiredHash((patches.length > 0 ? JsonPatch.apply(render(), ...patches) : render()) as KubeObject, config.hashAnnotation);
     }
   }
 }

@@ -84,6 +84,26 @@ patches:
     expect(statefulSet.metadata.annotations?.[config.hashAnnotation]).toBe(desiredHash(statefulSet, config.hashAnnotation));
   });
 
+  it('patches the object as Kubernetes reads it: wire field names, plain-string quantities and fields newer than the constructs\' Kubernetes types', () => {
+    const config = loadCheckedConfig(
+      configFile(`
+patches:
+  StatefulSet:
+    - { op: add, path: /spec/template/spec/containers/0/resources, value: { limits: { cpu: "1", memory: 2Gi } } }
+  Service:
+    - { op: add, path: /spec/sessionAffinityConfig, value: { clientIP: { timeoutSeconds: 30 } } }
+    - { op: add, path: /spec/trafficDistribution, value: PreferClose }
+`),
+    );
+    const { statefulSet, client, headless } = byRole(synth({}, config));
+    expect(statefulSet.spec.template.spec.containers[0].resources).toEqual({ limits: { cpu: '1', memory: '2Gi' } });
+    for (const service of [client, headless]) {
+      expect(service.spec.sessionAffinityConfig).toEqual({ clientIP: { timeoutSeconds: 30 } });
+      expect(service.spec.trafficDistribution).toBe('PreferClose');
+      expect(service.metadata.annotations?.[config.hashAnnotation]).toBe(desiredHash(service, config.hashAnnotation));
+    }
+  });
+
   it('moves the server ports everywhere they are used', () => {
     const config = loadCheckedConfig(configFile('ports: { client: 7000, peer: 7001, metrics: 7002 }\n'));
     const { statefulSet, headless, client, cronJob, memberConfig } = byRole(synth({ backup: BACKUP }, config));
