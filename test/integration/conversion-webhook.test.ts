@@ -259,6 +259,10 @@ describeWithCluster('API versions: v1alpha1 and v1beta1 through the conversion w
 
   it('leaves certificate and caBundle to cert-manager where the CRD carries its CA-injector annotation', async () => {
     const secretPath = `/api/v1/namespaces/${CONTROLLER_NAMESPACE}/secrets/${config.conversion.certificateSecret}`;
+    // A service of the usual pace: the one the rotation above left refreshes every second (and with short-lived
+    // certificates), and a refresh that read the CRD before the annotation below could renew the Secret after it.
+    await service!.stop();
+    await startService();
     // The test plays cert-manager: it issues the Secret and injects the bundle.
     const ca = await createCertificateAuthority('cert-manager-ca', new Date(), 30);
     const serving = await createServingCertificate(ca, { dnsNames: [], ipAddresses: ['127.0.0.1'] }, new Date(), 30);
