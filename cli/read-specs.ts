@@ -7,7 +7,7 @@ import { dottedPath } from '../model/field-path.js';
 import { KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
 import { findNameClashes, type NameClash } from '../constructs/name-clashes.js';
 import { findS3PathClashes, type S3PathClash } from '../constructs/s3-path-clashes.js';
-import { s3PathOf } from '../model/backup-folder.js';
+import { overlapPhrase, s3PathOf } from '../model/backup-folder.js';
 
 /** A DistributedKV read from a file, with where it came from. */
 export interface SpecDocument {
@@ -171,10 +171,7 @@ function s3PathClashProblem({ first, second, overlap }: S3PathClash, specs: read
   const earlier = specs[first.index];
   const later = specs[second.index];
   const where = `${earlier.file}${earlier.s3PathLine !== undefined ? ` line ${earlier.s3PathLine}` : ''}`;
-  const other = `DistributedKV ${clusterName(first.resource)} (${where})`;
-  const how = overlap === 'same' ? `the folder ${other} backs up into too`
-    : overlap === 'inside' ? `inside ${s3PathOf(first.folder)}, the folder ${other} backs up into`
-      : `which holds ${s3PathOf(first.folder)}, the folder ${other} backs up into`;
+  const how = overlapPhrase(overlap, first.folder, `DistributedKV ${clusterName(first.resource)} (${where})`);
   return {
     file: later.file,
     path: S3_PATH.join('.'),

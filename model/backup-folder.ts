@@ -41,3 +41,15 @@ export function folderOverlap(a: string, b: string): FolderOverlap | undefined {
 
 /** An s3Path as a user writes it, for messages (`s3://b/x`). */
 export const s3PathOf = (folder: string): string => `s3://${folder.replace(/\/$/, '')}`;
+
+/**
+ * How a folder meets `theirs`, the folder `other` (a cluster, as a message
+ * names it) backs up into, in the words `dkv validate` and the controller
+ * both use: `the folder <other> backs up into too`, `inside s3://…, the
+ * folder <other> backs up into`, `which holds s3://…, the folder …`.
+ */
+export function overlapPhrase(overlap: FolderOverlap, theirs: string, other: string): string {
+  return overlap === 'same' ? `the folder ${other} backs up into too`
+    : overlap === 'inside' ? `inside ${s3PathOf(theirs)}, the folder ${other} backs up into`
+      : `which holds ${s3PathOf(theirs)}, the folder ${other} backs up into`;
+}

@@ -11,7 +11,7 @@
  * Any namespaces: a folder is a place in S3, not in Kubernetes.
  */
 import type { CachedObject, Informer } from '../../kube/informer.js';
-import { backupFolderOf, enclosingFolders, folderOverlap, s3PathOf } from '../../model/backup-folder.js';
+import { backupFolderOf, enclosingFolders, folderOverlap, overlapPhrase, s3PathOf } from '../../model/backup-folder.js';
 import { precedes } from './name-claims.js';
 
 const OWN = 's3path:';
@@ -64,11 +64,7 @@ export function s3PathClash(clusters: Pick<Informer, 'byIndex'>, cluster: Cached
     const thisHolds = writesInto(cluster, theirs);
     const rivalKeeps = rivalHolds !== thisHolds ? rivalHolds : olderThan(rival, cluster);
     if (!rivalKeeps) continue;
-    const overlap = folderOverlap(folder, theirs);
-    const other = `DistributedKV ${rival.metadata.namespace}/${rival.metadata.name}`;
-    const how = overlap === 'same' ? `the folder ${other} backs up into too`
-      : overlap === 'inside' ? `inside ${s3PathOf(theirs)}, the folder ${other} backs up into`
-        : `which holds ${s3PathOf(theirs)}, the folder ${other} backs up into`;
+    const how = overlapPhrase(folderOverlap(folder, theirs)!, theirs, `DistributedKV ${rival.metadata.namespace}/${rival.metadata.name}`);
     return `spec.backup.s3Path: this cluster would back up into ${s3PathOf(folder)}, ${how}, which keeps it: an s3Path is one cluster's own folder, `
       + 'and each cluster\'s retention would count and delete the other\'s backups; give this cluster a folder apart from every other\'s';
   }
