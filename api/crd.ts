@@ -63,6 +63,8 @@ function versionEntry(version: ServedVersion, maxName: number): Record<string, u
       { name: 'Size', type: 'integer', jsonPath: '.spec.size' },
       { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' },
       { name: 'Status', type: 'string', jsonPath: ".status.conditions[?(@.type==\"Available\")].reason" },
+      // How close the fullest member is to the NOSPACE alarm (its database against the quota).
+      { name: 'Full', type: 'integer', jsonPath: '.status.databaseFullPercent', description: 'The fullest member\'s database against the quota, in percent' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],
     schema: {

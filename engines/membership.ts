@@ -21,6 +21,28 @@ export interface MemberStatus {
   readonly version?: string;
   /** Why it is not healthy. */
   readonly problem?: string;
+  /**
+   * The size of its database file, free pages included (what etcd measures
+   * against the quota), and the part in use; when it answered.
+   */
+  readonly dbSizeBytes?: number;
+  readonly dbSizeInUseBytes?: number;
+  /** The newest revision it has applied, and its raft position: how far it has come, when it answered. */
+  readonly revision?: number;
+  readonly raftIndex?: number;
+  readonly raftTerm?: number;
+  /**
+   * Alarms raised against this member (NOSPACE, CORRUPT). An alarm is not
+   * ill health: a member with NOSPACE still answers, knows its leader and
+   * serves reads; it is the cluster that refuses writes.
+   */
+  readonly alarms: readonly MemberAlarm['alarm'][];
+}
+
+/** An alarm etcd keeps in its membership until someone disarms it. */
+export interface MemberAlarm {
+  readonly memberId: string;
+  readonly alarm: 'NOSPACE' | 'CORRUPT';
 }
 
 export interface MembershipStatus {
@@ -30,6 +52,8 @@ export interface MembershipStatus {
   readonly healthyVoters: number;
   readonly voters: number;
   readonly leaderId?: string;
+  /** Every alarm the cluster holds, as the members listed them (empty when none answered). */
+  readonly alarms: readonly MemberAlarm[];
 }
 
 export interface Membership {
@@ -47,6 +71,16 @@ export interface Membership {
   remove(id: string): Promise<void>;
   /** Hands leadership to `toId`, asking the current leader. */
   moveLeader(toId: string): Promise<void>;
+  /**
+   * Defragments one member (by its pod name): it rewrites its database
+   * without free pages and, meanwhile, serves no request. Maintenance asks one
+   * member at a time, never the leader.
+   */
+  defragment(pod: string): Promise<void>;
+  /** Discards every revision older than `revision` (keeping each key's latest), cluster-wide, and waits until it is applied. */
+  compact(revision: number): Promise<void>;
+  /** Disarms one alarm of one member, cluster-wide. */
+  disarm(alarm: MemberAlarm): Promise<void>;
 }
 
 /** Whether a majority of voters is healthy: below it, nothing may be changed. */

@@ -166,7 +166,31 @@ export interface DistributedKVStatus {
      * It answered its status request without errors and knows a leader.
      */
     healthy: boolean;
+    /**
+     * The size of the member's database file, free pages included: what the quota is measured against.
+     */
+    dbSizeBytes?: number;
+    /**
+     * The part of the database file in use; the rest is free pages a defragmentation returns.
+     */
+    dbSizeInUseBytes?: number;
+    /**
+     * Alarms raised against this member (`NOSPACE`: its database reached the quota and the cluster refuses writes; `CORRUPT`: its data differs from the others').
+     */
+    alarms?: string[];
+    /**
+     * When the controller last defragmented this member.
+     */
+    lastDefragmentationTime?: string;
   }[];
+  /**
+   * Each member's database quota (etcd's --quota-backend-bytes) the members run with.
+   */
+  quotaBytes?: number;
+  /**
+   * How full the fullest member's database is against the quota, in percent (its db size: free pages count until a defragmentation returns them).
+   */
+  databaseFullPercent?: number;
   /**
    * The image of the oldest revision members still run: the lowest version serving (engines the controller upgrades member by member).
    */
@@ -188,7 +212,7 @@ export interface DistributedKVStatus {
  */
 export interface Condition {
   /**
-   * `Available`, `Progressing` or `Degraded`.
+   * `Available`, `Progressing`, `Degraded`, and the Day-2 conditions (`Upgrading`, `Maintenance`, `Alarm`, `Healing`, `BackupStale`, ...).
    */
   type: string;
   status: 'True' | 'False' | 'Unknown';

@@ -99,6 +99,50 @@ export interface DistributedKVSpec {
     };
   };
   /**
+   * How each member keeps its database bounded, with no human step: etcd compacts its history itself (compaction), the database may grow to a quota sized from the volume (quota), and the controller defragments a member whose file is mostly free pages, one member at a time and never while anything else changes (defragmentation). Every field has a default: omit the section to get them. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.
+   */
+  maintenance?: {
+    /**
+     * etcd's auto-compaction: which revisions of each key are kept. Unset: periodic, keeping 1h of history.
+     */
+    compaction?: {
+      /**
+       * `periodic`: keep the history of the last `retention` (a duration); `revision`: keep the last `retention` revisions (a number). Unset: `periodic`.
+       */
+      mode?: 'periodic' | 'revision';
+      /**
+       * With mode `periodic`, a duration such as `1h` or `30m` (a bare number is hours, as etcd reads it); with mode `revision`, a number of revisions such as `10000`. `0` turns auto-compaction off: history then grows until the quota. Unset: `1h` (periodic) or `10000` (revision).
+       */
+      retention?: string;
+    };
+    /**
+     * The largest each member's database may grow (etcd's --quota-backend-bytes), in binary units (e.g. `4Gi`). Past it, etcd raises the NOSPACE alarm and refuses writes until space is freed. Unset: half of storage.size (room for the defragmentation's copy, the write-ahead log and snapshots on the same volume), at most 8Gi (etcd's recommended maximum). At most storage.size. Growing storage.size raises the derived quota, member by member.
+     */
+    quota?: string;
+    /**
+     * When the controller defragments a member (returns its free pages to the file system): one member at a time, followers first and the leader only after leadership moved, never while a member is unhealthy or a membership change, upgrade or storage step is in progress, at most once per window per member.
+     */
+    defragmentation?: {
+      /**
+       * Defragment a member once at least this share of its database file is free pages (db size against db size in use). Unset: 50.
+       */
+      minFreePercent?: number;
+      /**
+       * When defragmentation may start: windows that open on `schedule` and stay open `durationMinutes`. Unset: any time (at most once an hour per member).
+       */
+      window?: {
+        /**
+         * When a window opens: a standard 5-field cron expression (e.g. `0 3 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`, in the controller's time zone (usually UTC).
+         */
+        schedule: string;
+        /**
+         * How long each window stays open, in minutes.
+         */
+        durationMinutes: number;
+      };
+    };
+  };
+  /**
    * Periodic backups to S3. Omit to run no backups (and remove an existing backup CronJob).
    */
   backup?: {
@@ -170,7 +214,31 @@ export interface DistributedKVStatus {
      * It answered its status request without errors and knows a leader.
      */
     healthy: boolean;
+    /**
+     * The size of the member's database file, free pages included: what the quota is measured against.
+     */
+    dbSizeBytes?: number;
+    /**
+     * The part of the database file in use; the rest is free pages a defragmentation returns.
+     */
+    dbSizeInUseBytes?: number;
+    /**
+     * Alarms raised against this member (`NOSPACE`: its database reached the quota and the cluster refuses writes; `CORRUPT`: its data differs from the others').
+     */
+    alarms?: string[];
+    /**
+     * When the controller last defragmented this member.
+     */
+    lastDefragmentationTime?: string;
   }[];
+  /**
+   * Each member's database quota (etcd's --quota-backend-bytes) the members run with.
+   */
+  quotaBytes?: number;
+  /**
+   * How full the fullest member's database is against the quota, in percent (its db size: free pages count until a defragmentation returns them).
+   */
+  databaseFullPercent?: number;
   /**
    * The image of the oldest revision members still run: the lowest version serving (engines the controller upgrades member by member).
    */
@@ -192,7 +260,7 @@ export interface DistributedKVStatus {
  */
 export interface Condition {
   /**
-   * `Available`, `Progressing` or `Degraded`.
+   * `Available`, `Progressing`, `Degraded`, and the Day-2 conditions (`Upgrading`, `Maintenance`, `Alarm`, `Healing`, `BackupStale`, ...).
    */
   type: string;
   status: 'True' | 'False' | 'Unknown';

@@ -1,16 +1,27 @@
 /**
  * etcd's membership through its v3 HTTP/JSON gateway (the same API etcdctl
  * uses over gRPC): `/v3/cluster/member/*` and `/v3/maintenance/*`. Plain
- * fetch, no client library: five small POSTs, and the ids stay the decimal
+ * fetch, no client library: small POSTs, and the ids stay the decimal
  * strings the gateway sends (uint64 does not fit a JavaScript number).
  */
-import type { Membership, MemberStatus, MembershipStatus } from '../membership.js';
+import type { MemberAlarm, Membership, MemberStatus, MembershipStatus } from '../membership.js';
 
 /** How to reach a member's client URL by its pod name: per-pod DNS in a cluster, a map in tests. */
 export type MemberEndpoints = (pod: string) => string;
 
 interface EtcdMember { ID: string; name?: string; peerURLs?: string[]; clientURLs?: string[]; isLearner?: boolean }
-interface EtcdStatus { header?: { member_id?: string }; leader?: string; version?: string; errors?: string[]; isLearner?: boolean }
+interface EtcdStatus {
+  header?: { member_id?: string; revision?: string };
+  leader?: string; version?: string; errors?: string[]; isLearner?: boolean;
+  dbSize?: string; dbSizeInUse?: string; raftIndex?: string; raftTerm?: string;
+}
+interface EtcdAlarm { memberID?: string; alarm?: string }
+
+/** Defragmentation rewrites the whole database file: a large one takes far longer than any other call. */
+const DEFRAGMENT_TIMEOUT_MS = 10 * 60_000;
+
+/** A number the gateway sent as an int64 string (sizes and revisions stay far below 2^53). */
+const int64 = (value: string | undefined): number | undefined => (value === undefined ? undefined : Number(value));
 
 export class EtcdError extends Error {
   constructor(readonly endpoint: string, readonly path: string, message: string) {
@@ -34,14 +45,23 @@ export class EtcdMembership implements Membership {
   ) {}
 
   async status(): Promise<MembershipStatus> {
-    const { members } = await this.list();
+    const { members, via } = await this.list();
+    const alarms = await this.alarms(via);
     const statuses = await Promise.all(members.map(async (m): Promise<MemberStatus> => {
-      const base = { id: m.ID, name: m.name ?? '', peerUrls: m.peerURLs ?? [], learner: Boolean(m.isLearner) };
+      const own = alarms.filter((a) => a.memberId === m.ID).map((a) => a.alarm);
+      const base = { id: m.ID, name: m.name ?? '', peerUrls: m.peerURLs ?? [], learner: Boolean(m.isLearner), alarms: own };
       if (!m.name) return { ...base, healthy: false, leader: false, problem: 'added, not started' };
       try {
         const s = await this.post<EtcdStatus>(this.endpoint(m.name), '/v3/maintenance/status', {});
-        const problem = s.errors?.length ? s.errors.join('; ') : !s.leader || s.leader === '0' ? 'no leader' : undefined;
-        return { ...base, healthy: !problem, leader: s.leader === m.ID, version: s.version, problem };
+        // etcd lists the cluster's alarms in `errors` ("memberID:… alarm:NOSPACE"): they are read above, per member,
+        // and are not ill health. A full cluster answers and has a leader; calling it unhealthy would report a quorum loss.
+        const errors = (s.errors ?? []).filter((e) => !/\balarm:\s*(NOSPACE|CORRUPT)\b/.test(e));
+        const problem = errors.length ? errors.join('; ') : !s.leader || s.leader === '0' ? 'no leader' : undefined;
+        return {
+          ...base, healthy: !problem, leader: s.leader === m.ID, version: s.version, problem,
+          dbSizeBytes: int64(s.dbSize), dbSizeInUseBytes: int64(s.dbSizeInUse),
+          revision: int64(s.header?.revision), raftIndex: int64(s.raftIndex), raftTerm: int64(s.raftTerm),
+        };
       } catch (e) {
         return { ...base, healthy: false, leader: false, problem: (e as Error).message };
       }
@@ -53,6 +73,7 @@ export class EtcdMembership implements Membership {
       voters: voters.length,
       healthyVoters: voters.filter((m) => m.healthy).length,
       leaderId: statuses.find((m) => m.leader)?.id,
+      alarms,
     };
   }
 
@@ -72,6 +93,33 @@ export class EtcdMembership implements Membership {
 
   async moveLeader(toId: string): Promise<void> {
     await this.post(await this.leaderEndpoint(), '/v3/maintenance/transfer-leadership', { targetID: toId });
+  }
+
+  async defragment(pod: string): Promise<void> {
+    await this.post(this.endpoint(pod), '/v3/maintenance/defragment', {}, DEFRAGMENT_TIMEOUT_MS);
+  }
+
+  async compact(revision: number): Promise<void> {
+    const { via } = await this.list();
+    // physical: the call returns once the compaction is applied, so a defragmentation after it finds the pages free.
+    await this.post(via, '/v3/kv/compaction', { revision: String(revision), physical: true }, DEFRAGMENT_TIMEOUT_MS);
+  }
+
+  async disarm(alarm: MemberAlarm): Promise<void> {
+    const { via } = await this.list();
+    await this.post(via, '/v3/maintenance/alarm', { action: 'DEACTIVATE', memberID: alarm.memberId, alarm: alarm.alarm });
+  }
+
+  /** The cluster's alarms, as the member at `via` holds them; none when it cannot say (an unanswered list is not an alarm). */
+  private async alarms(via: string): Promise<MemberAlarm[]> {
+    try {
+      const listed = await this.post<{ alarms?: EtcdAlarm[] }>(via, '/v3/maintenance/alarm', { action: 'GET', memberID: '0', alarm: 'NONE' });
+      return (listed.alarms ?? [])
+        .filter((a): a is { memberID: string; alarm: MemberAlarm['alarm'] } => a.memberID !== undefined && (a.alarm === 'NOSPACE' || a.alarm === 'CORRUPT'))
+        .map((a) => ({ memberId: a.memberID, alarm: a.alarm }));
+    } catch {
+      return [];
+    }
   }
 
   /**
@@ -102,9 +150,9 @@ export class EtcdMembership implements Membership {
     return this.endpoint(leader.name);
   }
 
-  private async post<T>(endpoint: string, path: string, body: unknown): Promise<T> {
+  private async post<T>(endpoint: string, path: string, body: unknown, timeoutMs = this.timeoutMs): Promise<T> {
     if (this.fence?.aborted) throw new EtcdError(endpoint, path, 'fenced: this controller no longer holds its leadership term');
-    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const timeout = AbortSignal.timeout(timeoutMs);
     let response: Response;
     try {
       response = await fetch(endpoint + path, {

@@ -81,7 +81,7 @@ describe('where backups live', () => {
 });
 
 describe('the member a snapshot is taken from', () => {
-  const member = (i: number, over: Partial<MemberStatus> = {}): MemberStatus => ({ id: `${i}`, name: `kv-${i}`, peerUrls: [], learner: false, healthy: true, leader: false, ...over });
+  const member = (i: number, over: Partial<MemberStatus> = {}): MemberStatus => ({ id: `${i}`, name: `kv-${i}`, peerUrls: [], learner: false, healthy: true, leader: false, alarms: [], ...over });
 
   it('is a healthy follower, never a learner; the leader only when no follower is healthy', () => {
     expect(snapshotSource([member(0, { leader: true }), member(1), member(2)])?.name).toBe('kv-2');

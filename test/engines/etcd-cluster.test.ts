@@ -54,6 +54,46 @@ describeWithEtcd('the etcd engine runs a real etcd cluster', () => {
     }
   }, 90_000);
 
+  it('reports alarms apart from health, database sizes, and compacts, defragments and disarms through the membership interface', async () => {
+    const { cluster, pods, membership } = await startCluster(3, binDir, dir);
+    try {
+      const writer = (await cluster.address(pods[0])).clientUrl;
+      // 40 overwrites of 200 keys of 4 KiB: history the compaction discards and pages the defragmentation returns.
+      const value = b64('x'.repeat(4096));
+      for (let round = 0; round < 40; round++) {
+        await etcdPost(writer, '/v3/kv/txn', { success: Array.from({ length: 100 }, (_, k) => ({ requestPut: { key: b64(`page/${k}`), value } })) });
+        await etcdPost(writer, '/v3/kv/txn', { success: Array.from({ length: 100 }, (_, k) => ({ requestPut: { key: b64(`page/${100 + k}`), value } })) });
+      }
+      const before = await membership.status();
+      const follower = before.members.find((m) => !m.leader)!;
+      expect(before.alarms).toEqual([]);
+      expect(follower.dbSizeBytes).toBeGreaterThan(10 * 1024 * 1024);
+      expect(follower.revision).toBeGreaterThan(80);
+
+      await membership.compact(follower.revision!);
+      await membership.defragment(follower.name);
+      const after = (await membership.status()).members.find((m) => m.id === follower.id)!;
+      expect(after.dbSizeBytes!).toBeLessThan(follower.dbSizeBytes! / 2);
+      expect(after.dbSizeInUseBytes!).toBeLessThanOrEqual(after.dbSizeBytes!);
+
+      // An armed NOSPACE is what a full member raises: the cluster refuses writes, yet every member
+      // answers and follows its leader. It is an alarm, not a lost quorum.
+      await etcdPost(writer, '/v3/maintenance/alarm', { action: 'ACTIVATE', memberID: follower.id, alarm: 'NOSPACE' });
+      const full = await membership.status();
+      expect(full.alarms).toEqual([{ memberId: follower.id, alarm: 'NOSPACE' }]);
+      expect(full.members.find((m) => m.id === follower.id)!.alarms).toEqual(['NOSPACE']);
+      expect(full.members.every((m) => m.healthy)).toBe(true);
+      expect(hasQuorum(full)).toBe(true);
+      await expect(etcdPost(writer, '/v3/kv/put', { key: b64('after'), value: b64('refused') })).rejects.toThrow(/database space exceeded/);
+
+      await membership.disarm({ memberId: follower.id, alarm: 'NOSPACE' });
+      expect((await membership.status()).alarms).toEqual([]);
+      await etcdPost(writer, '/v3/kv/put', { key: b64('after'), value: b64('accepted') });
+    } finally {
+      await cluster.stopAll();
+    }
+  }, 90_000);
+
   it('moves leadership and removes a member through the membership interface, keeping a quorum of the rest', async () => {
     const { cluster, membership } = await startCluster(3, binDir, dir);
     try {

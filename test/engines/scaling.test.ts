@@ -9,12 +9,12 @@ import type { MemberStatus, MembershipStatus } from '../../engines/membership.js
 const pod = (i: number) => `kv-${i}`;
 
 function member(i: number, over: Partial<MemberStatus> = {}): MemberStatus {
-  return { id: `${1000 + i}`, name: pod(i), peerUrls: [`http://kv-${i}.kv-peers:2380`], learner: false, healthy: true, leader: i === 0, ...over };
+  return { id: `${1000 + i}`, name: pod(i), peerUrls: [`http://kv-${i}.kv-peers:2380`], learner: false, healthy: true, leader: i === 0, alarms: [], ...over };
 }
 
 function membership(members: MemberStatus[]): MembershipStatus {
   const voters = members.filter((m) => !m.learner);
-  return { members, voters: voters.length, healthyVoters: voters.filter((m) => m.healthy).length, leaderId: members.find((m) => m.leader)?.id };
+  return { members, voters: voters.length, healthyVoters: voters.filter((m) => m.healthy).length, leaderId: members.find((m) => m.leader)?.id, alarms: [] };
 }
 
 function step(over: Partial<ScalingInput> & Pick<ScalingInput, 'size'>) {

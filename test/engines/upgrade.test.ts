@@ -12,11 +12,11 @@ function pod(i: number, revision: 'old' | 'new', over: Partial<MemberPod> = {}):
   return { name: `kv-${i}`, uid: `uid-${i}`, resourceVersion: `${100 + i}`, revision, image: revision === 'old' ? OLD : NEW, deleting: false, ...over };
 }
 function member(i: number, over: Partial<MemberStatus> = {}): MemberStatus {
-  return { id: `${1000 + i}`, name: `kv-${i}`, peerUrls: [], learner: false, healthy: true, leader: false, ...over };
+  return { id: `${1000 + i}`, name: `kv-${i}`, peerUrls: [], learner: false, healthy: true, leader: false, alarms: [], ...over };
 }
 function membership(members: MemberStatus[]): MembershipStatus {
   const voters = members.filter((m) => !m.learner);
-  return { members, voters: voters.length, healthyVoters: voters.filter((m) => m.healthy).length, leaderId: members.find((m) => m.leader)?.id };
+  return { members, voters: voters.length, healthyVoters: voters.filter((m) => m.healthy).length, leaderId: members.find((m) => m.leader)?.id, alarms: [] };
 }
 function step(pods: MemberPod[], members: MemberStatus[], over: Partial<UpgradeInput> = {}) {
   return decideUpgradeStep({ targetImage: NEW, replicas: pods.length, statefulSetCurrent: true, updateRevision: 'new', pods, membership: membership(members), ...over });

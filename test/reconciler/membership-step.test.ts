@@ -23,14 +23,14 @@ function resource(size: number, image = ETCD): ValidResource {
 }
 
 const member = (i: number, over: Partial<MemberStatus> = {}): MemberStatus =>
-  ({ id: `id${i}`, name: `kv-${i}`, peerUrls: [`http://kv-${i}:2380`], learner: false, healthy: true, leader: i === 0, version: '3.6.8', ...over });
+  ({ id: `id${i}`, name: `kv-${i}`, peerUrls: [`http://kv-${i}:2380`], learner: false, healthy: true, leader: i === 0, version: '3.6.8', alarms: [], ...over });
 const statusOf = (members: MemberStatus[]): MembershipStatus =>
-  ({ members, voters: members.filter((m) => !m.learner).length, healthyVoters: members.filter((m) => !m.learner && m.healthy).length, leaderId: 'id0' });
+  ({ members, voters: members.filter((m) => !m.learner).length, healthyVoters: members.filter((m) => !m.learner && m.healthy).length, leaderId: 'id0', alarms: [] });
 
 /** Members that answer `status` and refuse to be changed by the step itself. */
 function members(status: MembershipStatus): Membership {
   const refuse = async (): Promise<never> => { throw new Error('the step changed the membership itself'); };
-  return { status: async () => status, addLearner: refuse, promote: refuse, remove: refuse, moveLeader: refuse };
+  return { status: async () => status, addLearner: refuse, promote: refuse, remove: refuse, moveLeader: refuse, defragment: refuse, compact: refuse, disarm: refuse };
 }
 
 function statefulSet(replicas: number, image = ETCD, status: Record<string, unknown> = {}): CachedObject {

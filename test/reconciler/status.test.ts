@@ -98,7 +98,7 @@ describe('the status of a DistributedKV', () => {
   });
 
   describe('with a membership (etcd engine)', () => {
-    const member = (name: string, over: Record<string, unknown> = {}) => ({ id: name, name, peerUrls: [], learner: false, healthy: true, leader: false, ...over });
+    const member = (name: string, over: Record<string, unknown> = {}) => ({ id: name, name, peerUrls: [], learner: false, healthy: true, leader: false, alarms: [], ...over });
 
     it('is Available on the members\' own word, lists them by role, and reports the scaling and upgrade', () => {
       const status = desiredStatus(observed({
