@@ -20,7 +20,6 @@ import { join } from 'node:path';
 import { loadDefaultConfig } from '../../api/config.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import { EtcdMembership } from '../../engines/etcd/membership.js';
-import { hasQuorum } from '../../engines/membership.js';
 import { KubeClient, resourcePath } from '../../kube/client.js';
 import { createLogger } from '../../kube/log.js';
 import { Controller } from '../../reconciler/core/controller.js';
@@ -32,90 +31,12 @@ import { GITOPS_FIELD_MANAGER, GitOpsSync } from '../support/gitops-sync.js';
 import { LocalEtcdCluster } from '../support/etcd-members.js';
 import { clusterPath } from './controller-harness.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
+import { InvariantMonitor } from '../support/invariant-monitor.js';
 
 const config = loadDefaultConfig(); // the etcd engine
 const NAME = 'kv';
 const mergePatch = 'application/merge-patch+json';
 const pods = Array.from({ length: 9 }, (_, i) => `${NAME}-${i}`);
-
-interface Reading { at: number; voters: number; learners: number; down: number; electing: number; quorum: boolean; problems: string }
-
-/**
- * How long the voters may go without an agreed leader. A leadership transfer
- * (which the upgrade does before restarting the leader) is an election: for a
- * few heartbeats the members that heard the new term but not yet the new
- * leader answer "no leader" while every one of them is up. An election that
- * outlasts etcd's randomized election timeout (1-2 s by default) means no
- * majority could agree, which is a lost quorum.
- */
-const LONGEST_ELECTION_MS = 3_000;
-
-/** Reads the membership on a period until stopped; what it saw decides the invariants. */
-class InvariantMonitor {
-  readonly readings: Reading[] = [];
-  readonly violations: string[] = [];
-  private stopped = false;
-  private loop?: Promise<void>;
-  /** When the current run of readings in which some voter had no leader began. */
-  private leaderlessSince?: number;
-  /** The longest such run seen, for the printed figures. */
-  longestElectionMs = 0;
-
-  constructor(private readonly membership: EtcdMembership) {}
-
-  start(): void {
-    this.loop = (async () => {
-      while (!this.stopped) {
-        this.record(await this.read());
-        await new Promise((r) => setTimeout(r, 150));
-      }
-    })();
-  }
-
-  private async read(): Promise<Reading> {
-    const at = Date.now();
-    try {
-      const s = await this.membership.status();
-      const voters = s.members.filter((m) => !m.learner);
-      // Down: not answering, or answering with an error. A voter that answers "no leader" is up and in an election.
-      const electing = voters.filter((m) => m.problem === 'no leader').length;
-      const down = voters.filter((m) => !m.healthy).length - electing;
-      const problems = voters.filter((m) => !m.healthy).map((m) => `${m.name}: ${m.problem}`).join('; ');
-      return { at, voters: voters.length, learners: s.members.length - voters.length, down, electing, quorum: hasQuorum({ voters: voters.length, healthyVoters: voters.length - down }), problems };
-    } catch (e) {
-      return { at, voters: 0, learners: 0, down: Infinity, electing: 0, quorum: false, problems: (e as Error).message };
-    }
-  }
-
-  private record(reading: Reading): void {
-    const { at } = reading;
-    const previous = this.readings.at(-1);
-    this.readings.push(reading);
-    if (!reading.quorum) this.violations.push(`quorum lost at ${at} (${reading.problems})`);
-    if (reading.down > 1) this.violations.push(`${reading.down} voting members down at ${at} (${reading.problems})`);
-    if (reading.learners > 1) this.violations.push(`${reading.learners} learners at once at ${at}`);
-    // An add is under way while its learner exists: a removal then would overlap it.
-    if (previous && previous.learners > 0 && reading.voters < previous.voters) {
-      this.violations.push(`a voting member was removed while a learner was being added, at ${at}`);
-    }
-    if (reading.electing === 0) {
-      this.leaderlessSince = undefined;
-    } else {
-      this.leaderlessSince ??= at;
-      this.longestElectionMs = Math.max(this.longestElectionMs, at - this.leaderlessSince);
-      if (at - this.leaderlessSince > LONGEST_ELECTION_MS) this.violations.push(`no agreed leader for ${at - this.leaderlessSince} ms at ${at} (${reading.problems})`);
-    }
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.loop;
-  }
-
-  maxDown(): number {
-    return Math.max(0, ...this.readings.map((r) => r.down));
-  }
-}
 
 describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
   let plane: ControlPlane;
