@@ -94,7 +94,7 @@ export class DistributedKVCluster extends Construct {
     if (engine.memberConfig) new KVMemberConfig(this, 'MemberConfig', { identity, data: engine.memberConfig({ identity, spec, config, membership }) });
     new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership });
     new KVServices(this, 'Services', { identity, config });
-    new KVDisruptionBudget(this, 'DisruptionBudget', { identity, size: spec.size });
+    new KVDisruptionBudget(this, 'DisruptionBudget', { identity });
     if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended });
 
     for (const child of this.node.findAll()) {

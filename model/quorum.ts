@@ -10,14 +10,17 @@ export function quorum(size: number): number {
 
 /**
  * How many members a voluntary disruption (a node drain, a cluster upgrade)
- * may take down at once: as many as the cluster can lose and keep a quorum,
- * and never fewer than one. A cluster of one or two members has no member to
- * spare; blocking drains forever would only move the outage to whoever has
- * to force the drain, so such a cluster allows one disruption at a time.
+ * may take down at once: one, whatever the size. A budget of everything the
+ * quorum can spare (two of five) let two drains run side by side, or a drain
+ * beside the controller's own restart of a member, and left a cluster of five
+ * one failure from losing its quorum; the controller itself never has more
+ * than one member down, and the budget holds everyone else to the same. The
+ * budget counts a member the controller is restarting (not Ready) as the one
+ * disruption, so a drain waits for it. A cluster of one or two members has
+ * no member to spare; blocking drains forever would only move the outage to
+ * whoever has to force the drain, so it allows one disruption too.
  */
-export function allowedDisruptions(size: number): number {
-  return Math.max(1, size - quorum(size));
-}
+export const MEMBERS_DISRUPTED_AT_ONCE = 1;
 
 /**
  * Why a size works but deserves a warning, if it does: an even size adds a

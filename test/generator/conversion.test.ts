@@ -29,13 +29,15 @@ function v1beta1(extra: Record<string, unknown> = {}): Record<string, any> {
 }
 
 describe('versions derived from the one schema', () => {
-  it('finds spec.backup.retain as the field v1beta1 added, and nothing else', () => {
-    expect(versionedFields(SCHEMA)).toEqual([{ path: ['spec', 'backup', 'retain'], since: 'v1beta1' }]);
+  it('finds spec.maintenance and spec.backup.retain as the fields v1beta1 added, and nothing else', () => {
+    expect(versionedFields(SCHEMA)).toEqual([{ path: ['spec', 'maintenance'], since: 'v1beta1' }, { path: ['spec', 'backup', 'retain'], since: 'v1beta1' }]);
   });
 
-  it('leaves the v1beta1-only field out of v1alpha1 and keeps it in v1beta1', () => {
+  it('leaves the v1beta1-only fields out of v1alpha1 and keeps them in v1beta1', () => {
     expect(schemaForVersion(SCHEMA, 'v1alpha1').definitions.DistributedKVSpec.properties.backup.properties).not.toHaveProperty('retain');
+    expect(schemaForVersion(SCHEMA, 'v1alpha1').definitions.DistributedKVSpec.properties).not.toHaveProperty('maintenance');
     expect(schemaForVersion(SCHEMA, 'v1beta1').definitions.DistributedKVSpec.properties.backup.properties.retain).toMatchObject({ type: 'integer', minimum: 1 });
+    expect(schemaForVersion(SCHEMA, 'v1beta1').definitions.DistributedKVSpec.properties.maintenance).toMatchObject({ type: 'object' });
   });
 
   it('refuses a version mark inside an array, where no path could keep its value', () => {

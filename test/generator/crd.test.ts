@@ -41,9 +41,10 @@ describe('the DistributedKV CRD', () => {
     expect(version().subresources).toEqual({ status: {} });
   });
 
-  it('shows Size, Ready, Status and Age in kubectl get', () => {
+  it('shows Size, Ready, Status, how full the fullest member is, and Age in kubectl get', () => {
     const columns: { name: string; jsonPath: string }[] = version().additionalPrinterColumns;
-    expect(columns.map((c) => c.name)).toEqual(['Size', 'Ready', 'Status', 'Age']);
+    expect(columns.map((c) => c.name)).toEqual(['Size', 'Ready', 'Status', 'Full', 'Age']);
+    expect(columns.find((c) => c.name === 'Full')!.jsonPath).toBe('.status.databaseFullPercent');
     expect(columns.find((c) => c.name === 'Size')!.jsonPath).toBe('.spec.size');
     expect(columns.find((c) => c.name === 'Age')!.jsonPath).toBe('.metadata.creationTimestamp');
   });
