@@ -14,10 +14,19 @@
  * No container engine runs here: every image runs the one etcd binary the
  * test control plane builds, except images `unrunnable` names, which never
  * start (as an image that cannot be pulled).
+ *
+ * Readiness: kwok's pod-ready stage reports a pod Ready as soon as it is
+ * scheduled, whatever its member does. A test whose outcome rests on
+ * readiness (a PodDisruptionBudget counts Ready pods) leaves that stage out
+ * and passes `readiness: 'probe'`: this loop then reports each pod's phase
+ * and Ready condition itself, from the member's own readiness probe
+ * (`/readyz` on its metrics listener, as the generated probe asks), as a
+ * kubelet does.
  */
 import type { KubeClient } from '../../kube/client.js';
 import { KubeApiError } from '../../kube/client.js';
 import type { ContainerSpec, InitRun, LocalEtcdCluster } from './etcd-members.js';
+import { httpProbe } from './http-probe.js';
 
 /** How long a pod whose init container failed waits before it is tried again. */
 const INIT_RETRY_MS = 2000;
@@ -35,6 +44,8 @@ export class EtcdKubelet {
   readonly initRuns: (InitRun & { pod: string })[] = [];
   /** Pods whose init container failed: not tried again before this time. */
   private readonly initRetryAt = new Map<string, number>();
+  /** With readiness from the probe: what was last reported for each pod uid. */
+  private readonly reportedReady = new Map<string, boolean>();
 
   constructor(
     private readonly client: KubeClient,
@@ -42,6 +53,7 @@ export class EtcdKubelet {
     private readonly statefulSet: string,
     private readonly cluster: LocalEtcdCluster,
     private readonly unrunnable: (image: string) => boolean = () => false,
+    private readonly options: { readonly readiness?: 'kwok' | 'probe' } = {},
   ) {}
 
   start(): void {
@@ -121,6 +133,30 @@ export class EtcdKubelet {
       if (!initialized) continue;
       this.running.set(name, pod.metadata.uid);
       await this.cluster.startPod(name, pod.spec.containers[0] as ContainerSpec, claim.metadata.uid);
+    }
+    if (this.options.readiness === 'probe') await this.reportReadiness(live);
+  }
+
+  /** Each running member's pod: Running, and Ready exactly while its member's /readyz answers 200; written only on change. */
+  private async reportReadiness(live: ReadonlyMap<string, any>): Promise<void> {
+    for (const [name, pod] of live) {
+      if (this.running.get(name) !== pod.metadata.uid) continue;
+      const ready = await httpProbe(`${this.cluster.addressOf(name).metricsUrl}/readyz`, { timeoutMs: 1000 }).then((r) => r.status === 200, () => false);
+      if (this.reportedReady.get(pod.metadata.uid) === ready) continue;
+      const now = new Date().toISOString();
+      const condition = (type: string, status: boolean) => ({ type, status: status ? 'True' : 'False', lastTransitionTime: now });
+      const container = pod.spec.containers[0];
+      await this.client.request('PATCH', `/api/v1/namespaces/${this.namespace}/pods/${name}/status`, {
+        body: {
+          status: {
+            phase: 'Running',
+            conditions: [condition('PodScheduled', true), condition('Initialized', true), condition('ContainersReady', ready), condition('Ready', ready)],
+            containerStatuses: [{ name: container.name, image: container.image, imageID: '', ready, started: true, restartCount: 0, state: { running: { startedAt: now } } }],
+          },
+        },
+        contentType: 'application/merge-patch+json',
+      });
+      this.reportedReady.set(pod.metadata.uid, ready);
     }
   }
 }
