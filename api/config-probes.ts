@@ -18,7 +18,8 @@ export function commonShape(failing: readonly ProbeSpec[], all: readonly ProbeSp
 /**
  * The clusters a configuration is tried on when it is loaded. A patch that
  * applies to one spec may not apply to another: `remove` of the container's
- * resources fails for a spec without resources, a patch of the volume claim's
+ * resource requests fails for a spec with limits only (a spec's resources
+ * replace the configured defaults whole), a patch of the volume claim's
  * storageClassName for a spec without one. So the probes cover every optional
  * section of the spec both present and absent, in every combination, and the
  * smallest and largest size; whatever a patch does to one of them it does to

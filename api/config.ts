@@ -8,7 +8,7 @@ import { InputError, yamlProblem, yamlValue, type Problem } from './problem.js';
 import { dottedPath } from '../model/field-path.js';
 import { fieldProblems } from './schema-errors.js';
 
-export type { EngineName, GeneratorConfig, JsonPatchOperation, PatchableKind } from '../model/generator-config.js';
+export type { ContainerResources, EngineName, GeneratorConfig, JsonPatchOperation, PatchableKind } from '../model/generator-config.js';
 
 /** A configuration file as written: every key optional, merged over the default. */
 export type ConfigOverrides = { [K in Exclude<keyof GeneratorConfig, 'file'>]?: Partial<GeneratorConfig[K]> };
@@ -52,6 +52,9 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     clusterDomain: (overrides.clusterDomain as string | undefined) ?? base.clusterDomain,
     ports: { ...base.ports, ...overrides.ports },
     dataPath: (overrides.dataPath as string | undefined) ?? base.dataPath,
+    // A resources map replaces the default whole: requests and limits are chosen together (docs/maintenance.md).
+    members: { ...base.members, ...overrides.members },
+    restore: { ...base.restore, ...overrides.restore },
     patches: { ...base.patches, ...overrides.patches } as GeneratorConfig['patches'],
     controller: { ...base.controller, ...overrides.controller },
     conversion: { ...base.conversion, ...overrides.conversion },

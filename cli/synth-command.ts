@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { loadCheckedConfig } from '../constructs/config-check.js';
 import { packageRoot } from '../api/package-root.js';
+import { quotaWarning } from '../api/maintenance-problems.js';
 import { InputError, type Problem } from '../api/problem.js';
 import { readSpecs } from './read-specs.js';
 import { sizeWarning } from '../model/quorum.js';
@@ -71,8 +72,10 @@ export function validate(paths: readonly string[], configFile?: string): { clust
   if (problems.length > 0) throw new InputError(problems);
   // What works but deserves a word, as the controller's SizeWarning Event says it (offline: no member count to compare).
   const warnings = specs.flatMap(({ file, line, resource }) => {
-    const warning = sizeWarning(resource.spec.size, undefined);
-    return warning ? [`${file}${line ? `:${line}` : ''}: ${resource.metadata.name}: spec.size: ${warning}`] : [];
+    const where = `${file}${line ? `:${line}` : ''}: ${resource.metadata.name}`;
+    const size = sizeWarning(resource.spec.size, undefined);
+    const quota = quotaWarning(resource.spec);
+    return [...(size ? [`${where}: spec.size: ${size}`] : []), ...(quota ? [`${where}: spec.maintenance.quota: ${quota}`] : [])];
   });
   return { clusters: specs.length, skipped, warnings };
 }

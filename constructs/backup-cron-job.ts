@@ -5,7 +5,7 @@ import type { GeneratorConfig } from '../api/config.js';
 import type { ClusterIdentity } from '../model/cluster-identity.js';
 import { ownBackupRunner } from '../model/backup-runner-image.js';
 import { s3RunnerEnvironment } from './backup-runner.js';
-import { restrictedContainerSecurityContext } from './pod-defaults.js';
+import { resourceRequirements, restrictedContainerSecurityContext } from './pod-defaults.js';
 
 export interface KVBackupCronJobProps {
   /** Names and labels shared by every object of the cluster. */
@@ -84,6 +84,7 @@ export class KVBackupCronJob extends Construct {
                       ] : []),
                     ],
                     envFrom: runner.envFrom,
+                    resources: resourceRequirements(config.backup.runner.resources),
                     securityContext: restrictedContainerSecurityContext(),
                   },
                 ],

@@ -7,13 +7,14 @@
  * its file and field instead of at the first spec (or at apply).
  */
 import { CronExpressionParser } from 'cron-parser';
-import { DEFAULT_CONFIG_FILE, loadConfig, type GeneratorConfig, type JsonPatchOperation, type PatchableKind } from '../api/config.js';
+import { DEFAULT_CONFIG_FILE, loadConfig, type ContainerResources, type GeneratorConfig, type JsonPatchOperation, type PatchableKind } from '../api/config.js';
 import { InputError, InvalidConfigError, type Problem } from '../api/problem.js';
 import { commonShape, probeSpecs, type ProbeSpec } from '../api/config-probes.js';
 import { clusterIdentity } from '../model/cluster-identity.js';
 import type { KubeObject } from '../model/kube-object.js';
 import { failingPatch, synthesizeCluster } from './synthesize.js';
 import { pointerTokens } from '../model/field-path.js';
+import { quantityValue } from '../model/quantity.js';
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
@@ -136,7 +137,24 @@ export function configProblems(file: string, config: GeneratorConfig): Problem[]
   } catch (e) {
     problems.push({ file, path: 'backup.definitions.schedule', message: `is not a cron expression (five fields, or six with seconds first): ${(e as Error).message}` });
   }
+  problems.push(...resourceProblems(file, config));
   if (problems.length === 0) problems.push(...patchProblems(file, config));
+  return problems;
+}
+
+/** A default request above its limit makes pods the API server refuses (after it accepted the StatefulSet or CronJob). */
+function resourceProblems(file: string, config: GeneratorConfig): Problem[] {
+  const sections: [string, ContainerResources][] = [['members.resources', config.members.resources], ['restore.resources', config.restore.resources], ['backup.runner.resources', config.backup.runner.resources]];
+  const problems: Problem[] = [];
+  for (const [path, { requests, limits }] of sections) {
+    for (const resource of ['cpu', 'memory'] as const) {
+      const request = requests[resource];
+      const limit = limits[resource];
+      if (request !== undefined && limit !== undefined && (quantityValue(request) ?? 0) > (quantityValue(limit) ?? Infinity)) {
+        problems.push({ file, path: `${path}.requests.${resource}`, message: `must be at most limits.${resource} (${limit}): Kubernetes refuses a pod whose request exceeds its limit (got ${request})` });
+      }
+    }
+  }
   return problems;
 }
 

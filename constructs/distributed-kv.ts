@@ -34,6 +34,13 @@ export interface DistributedKVProps {
    * @default unset, what `dkv synth` writes: `suspend` is left out
    */
   readonly backupsSuspended?: boolean;
+  /**
+   * The size the members' volumes have now, while the controller grows them
+   * to `spec.storage.size`: the members' derived quota follows the volumes
+   * they have, not the ones they will have (KVStatefulSet).
+   * @default spec.storage.size, what `dkv synth` writes
+   */
+  readonly volumeSizeNow?: string;
 }
 
 function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
@@ -92,7 +99,7 @@ export class DistributedKVCluster extends Construct {
     const identity = this.identity;
     const engine = engineFor(config.engine);
     if (engine.memberConfig) new KVMemberConfig(this, 'MemberConfig', { identity, data: engine.memberConfig({ identity, spec, config, membership }) });
-    new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership });
+    new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership, volumeSizeNow: props.volumeSizeNow });
     new KVServices(this, 'Services', { identity, config });
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity });
     if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended });

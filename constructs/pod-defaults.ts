@@ -1,4 +1,6 @@
 import { k8s } from 'cdk8s-plus-27';
+import type { ContainerResources } from '../api/config.js';
+import type { DistributedKVSpec } from '../imports/distributedkv.js';
 
 /**
  * The container settings of the Kubernetes "restricted" Pod Security
@@ -22,4 +24,21 @@ export function quantities(values: { cpu?: number | string; memory?: number | st
     out[key] = typeof value === 'number' ? k8s.Quantity.fromNumber(value) : k8s.Quantity.fromString(value);
   }
   return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** Requests and limits as the container spec takes them; a side with no value is left out. */
+export function resourceRequirements(resources: Pick<ContainerResources, 'requests'> & Partial<Pick<ContainerResources, 'limits'>>): k8s.ResourceRequirements {
+  return { requests: quantities(resources.requests), limits: quantities(resources.limits) };
+}
+
+/**
+ * The member container's resources: the spec's when it gives any value, else
+ * the configuration's defaults (members.resources). The spec's replace the
+ * defaults whole rather than field by field: requests and limits are chosen
+ * together, and a spec's memory request above a default limit would make a
+ * pod the API server refuses (after the StatefulSet was accepted).
+ */
+export function memberResources(spec: Pick<DistributedKVSpec, 'resources'>, defaults: ContainerResources): k8s.ResourceRequirements {
+  const own = spec.resources && (quantities(spec.resources.requests) || quantities(spec.resources.limits)) ? spec.resources : undefined;
+  return resourceRequirements(own ? { requests: own.requests ?? {}, limits: own.limits } : defaults);
 }

@@ -6,7 +6,8 @@ import type { ClusterIdentity } from '../model/cluster-identity.js';
 import { engineFor, type MembershipPlan } from '../engines/index.js';
 import { isS3Source } from '../backup/s3-location.js';
 import { s3RunnerEnvironment } from './backup-runner.js';
-import { quantities, restrictedContainerSecurityContext } from './pod-defaults.js';
+import { memberResources, resourceRequirements, restrictedContainerSecurityContext } from './pod-defaults.js';
+import { quantityValue } from '../model/quantity.js';
 
 export interface KVStatefulSetProps {
   /** Names and labels shared by every object of the cluster. */
@@ -17,6 +18,14 @@ export interface KVStatefulSetProps {
   readonly config: GeneratorConfig;
   /** How many members run now, and how they start. */
   readonly membership: MembershipPlan;
+  /**
+   * The size the members' volumes have now, while they grow to
+   * `spec.storage.size` (the controller's): a member's quota is derived from
+   * the volume it has, so it rises only once every volume has grown, when
+   * the StatefulSet is replaced with the new volume template.
+   * @default spec.storage.size
+   */
+  readonly volumeSizeNow?: string;
 }
 
 /** Name of the volume claim template; part of every member's PVC name, so it never changes. */
@@ -40,7 +49,7 @@ export class KVStatefulSet extends Construct {
     super(scope, id);
     const { identity, spec, config, membership } = props;
     const engine = engineFor(config.engine);
-    const member = engine.memberContainer({ identity, spec, config, membership });
+    const member = engine.memberContainer({ identity, spec: asTheVolumesAre(spec, props.volumeSizeNow), config, membership });
     const dataMount = { name: DATA_VOLUME, mountPath: config.dataPath };
     // Validation refuses spec.restore for an engine that cannot restore.
     const restore = spec.restore && engine.restoreContainer?.({ identity, spec, config, membership, from: spec.restore.from });
@@ -59,6 +68,7 @@ export class KVStatefulSet extends Construct {
           spec: {
             automountServiceAccountToken: false,
             enableServiceLinks: false,
+            priorityClassName: config.members.priorityClassName || undefined,
             terminationGracePeriodSeconds: member.terminationGracePeriodSeconds,
             securityContext: {
               runAsNonRoot: true,
@@ -79,6 +89,7 @@ export class KVStatefulSet extends Construct {
                 args: restore.args,
                 env: [...restore.env, ...runner.env],
                 envFrom: [...(restore.envFrom ?? []), ...runner.envFrom],
+                resources: resourceRequirements(config.restore.resources),
                 securityContext: restrictedContainerSecurityContext(),
                 volumeMounts: [dataMount],
               },
@@ -95,7 +106,7 @@ export class KVStatefulSet extends Construct {
                 startupProbe: member.startupProbe,
                 readinessProbe: member.readinessProbe,
                 livenessProbe: member.livenessProbe,
-                resources: spec.resources ? { requests: quantities(spec.resources.requests), limits: quantities(spec.resources.limits) } : undefined,
+                resources: memberResources(spec, config.members.resources),
                 securityContext: restrictedContainerSecurityContext(),
                 volumeMounts: [dataMount],
               },
@@ -119,4 +130,11 @@ export class KVStatefulSet extends Construct {
       },
     });
   }
+}
+
+/** The spec as the members' volumes are now: the smaller of the spec's size and the volumes' (see volumeSizeNow). */
+function asTheVolumesAre(spec: DistributedKVSpec, volumeSizeNow: string | undefined): DistributedKVSpec {
+  const wanted = spec.storage?.size ?? '10Gi';
+  if (volumeSizeNow === undefined || (quantityValue(volumeSizeNow) ?? Infinity) >= (quantityValue(wanted) ?? 0)) return spec;
+  return { ...spec, storage: { ...spec.storage, size: volumeSizeNow } };
 }

@@ -14,7 +14,7 @@ import type { MembershipPlan } from '../engines/index.js';
 export class DistributedKVChart extends Chart {
   constructor(scope: App, id: string, readonly resource: ValidResource, readonly config: GeneratorConfig, membership?: MembershipPlan, options: SynthesisOptions = {}) {
     super(scope, id, { namespace: resource.metadata.namespace, disableResourceNameHashes: true });
-    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership, backupsSuspended: options.backupsSuspended });
+    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership, backupsSuspended: options.backupsSuspended, volumeSizeNow: options.volumeSizeNow });
   }
 }
 
@@ -22,6 +22,8 @@ export class DistributedKVChart extends Chart {
 export interface SynthesisOptions {
   /** Fleet mode: `true` on a standby (backup CronJobs suspended), `false` on the active one; unset outside fleet mode. */
   readonly backupsSuspended?: boolean;
+  /** While the members' volumes grow: the size they have now (the live StatefulSet's volume template); see KVStatefulSet. */
+  readonly volumeSizeNow?: string;
 }
 
 function render(resource: ValidResource, config: GeneratorConfig, membership?: MembershipPlan, options?: SynthesisOptions): KubeObject[] {

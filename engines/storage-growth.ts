@@ -10,7 +10,13 @@
  *      reports the new capacity;
  *   4. then replace the StatefulSet: delete it leaving its pods running
  *      (orphan), and create it with the new template, which adopts them. The
- *      pod template is unchanged, so no member restarts. Only once the live
+ *      replacement itself restarts no member. Where the members' quota
+ *      derives from their volume (model/backend-quota.ts), the new pod
+ *      template carries the raised quota (until now the render kept the one
+ *      the live volumes have room for: synthesizeCluster's volumeSizeNow);
+ *      the adopted pods, labelled with the old template's revision, are
+ *      outdated, and the upgrade step restarts them one at a time, the
+ *      leader last (engines/etcd/upgrade.ts). Only once the live
  *      StatefulSet controls every member pod: the garbage collector orphans
  *      the dependents its graph knows, so a pod adopted in the same moment
  *      as the delete keeps an owner reference to a deleted StatefulSet and is

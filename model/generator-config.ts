@@ -17,6 +17,19 @@ export type EngineName = 'etcd' | 'generic';
 /** The kinds a configuration can patch. */
 export type PatchableKind = 'StatefulSet' | 'Service' | 'PodDisruptionBudget' | 'CronJob' | 'ConfigMap';
 
+/** A quantity as Kubernetes reads it: `500m`, `2`, `1Gi`. */
+export type Quantity = string | number;
+
+/**
+ * A container's compute resources: what the scheduler reserves for it
+ * (requests) and the most it may use (limits). A container with neither is
+ * best-effort, the first Kubernetes evicts under node pressure.
+ */
+export interface ContainerResources {
+  readonly requests: { readonly cpu?: Quantity; readonly memory?: Quantity };
+  readonly limits: { readonly cpu?: Quantity; readonly memory?: Quantity };
+}
+
 /**
  * Everything about generated objects that a platform team may want to change
  * without changing code: names, labels, annotations, ports and per-kind
@@ -43,6 +56,17 @@ export interface GeneratorConfig {
   readonly clusterDomain: string;
   readonly ports: { readonly client: number; readonly peer: number; readonly metrics: number };
   readonly dataPath: string;
+  /** The member pods, beyond what the spec says (docs/maintenance.md, "Resources and priority"). */
+  readonly members: {
+    /** The member container's resources when the spec gives none (spec.resources replaces them whole). */
+    readonly resources: ContainerResources;
+    /** The PriorityClass of every member pod; empty: none (the cluster's default priority). */
+    readonly priorityClassName: string;
+  };
+  /** The init container with which a restoring cluster's members restore a backup (`dkv restore`). */
+  readonly restore: {
+    readonly resources: ContainerResources;
+  };
   readonly patches: Readonly<Partial<Record<PatchableKind, readonly JsonPatchOperation[]>>>;
   readonly controller: {
     readonly fieldManager: string;
@@ -91,6 +115,8 @@ export interface GeneratorConfig {
       readonly image: string;
       /** A Secret whose keys become the runner's environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); optional, for IRSA. */
       readonly credentialsSecret: string;
+      /** The backup CronJob's container resources (the spec's own backupImage runs with them too). */
+      readonly resources: ContainerResources;
     };
     /** The backup taken when a cluster with backups is deleted, before its objects go. */
     readonly final: {

@@ -4,6 +4,8 @@ import { clientUrl, memberName, peerUrl } from './peer-urls.js';
 import { clusterToken, dataDirectory, NAMESPACE, POD } from './member-settings.js';
 import { restoreContainer } from './restore-container.js';
 import { etcdImageChangeProblem } from './versions.js';
+import { compactionArgs } from './compaction.js';
+import { backendQuotaBytes } from '../../model/backend-quota.js';
 
 /**
  * A real etcd member from the user's image (registry.k8s.io/etcd and
@@ -25,14 +27,19 @@ import { etcdImageChangeProblem } from './versions.js';
  *   process serves) for startup and liveness, /readyz (it has a leader and
  *   applies) for readiness;
  * - stopped by SIGTERM, on which a leader hands leadership to another member
- *   before it exits; the grace period leaves room for that and a final sync.
+ *   before it exits; the grace period leaves room for that and a final sync;
+ * - bounded by itself (spec.maintenance, docs/maintenance.md): it compacts
+ *   its history (compaction.ts) and its database may grow to the backend
+ *   quota (model/backend-quota.ts), not etcd's 2 GiB default. Both are
+ *   arguments, read at start: a change is a new pod template, which the
+ *   controller rolls one member at a time (upgrade.ts).
  *
  * Plain HTTP between members: TLS for peer and client traffic is not yet
  * generated (docs/operating.md, "Not yet").
  */
 export const etcdEngine: Engine = {
   name: 'etcd',
-  memberContainer({ identity, config }: MemberContainerProps): MemberContainer {
+  memberContainer({ identity, spec, config }: MemberContainerProps): MemberContainer {
     const { client, peer, metrics } = config.ports;
     // Timing passed in rather than spread over probe()'s result: `{ ...probe(), periodSeconds }` took V8's slow
     // object-copy path, 2 µs of every cluster's synthesis for three small objects.
@@ -51,6 +58,8 @@ export const etcdEngine: Engine = {
         `--advertise-client-urls=${clientUrl(identity, POD, NAMESPACE, config)}`,
         `--initial-advertise-peer-urls=${peerUrl(identity, POD, config)}`,
         `--initial-cluster-token=${clusterToken(identity)}`,
+        ...compactionArgs(spec),
+        `--quota-backend-bytes=${backendQuotaBytes(spec)}`,
       ],
       env: [...POD_IDENTITY_ENV],
       envFrom: [{ configMapRef: { name: identity.memberConfigName } }],

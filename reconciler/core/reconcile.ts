@@ -31,7 +31,7 @@ import { controllingOwner, ownershipOf } from './ownership.js';
 import { memberPods, membershipNotYet, membershipReader, membershipStep, type MembershipDecision, type MembershipStepResult } from '../day2/membership-step.js';
 import { planWrites } from './plan-writes.js';
 import { readObject } from './read-object.js';
-import { storageReader, storageStep } from '../day2/storage-step.js';
+import { storageReader, storageStep, volumeSizeOf } from '../day2/storage-step.js';
 import { withBucketLabel } from './bucket-label.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 import { recordBackupMetrics, refuse, refuseWith, reportFinalBackup, reportOutcome } from './report.js';
@@ -120,7 +120,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const membership = membershipDecision && await actOnMembership(ctx, key, membershipDecision);
   let desired: KubeObject[];
   try {
-    desired = synthesizeCluster(resource, config, membership?.plan, { backupsSuspended: fleet ? fleet.role === 'standby' : undefined });
+    // While volumes grow, the members' quota is the one their volumes have room for (storage-step.ts).
+    desired = synthesizeCluster(resource, config, membership?.plan, { backupsSuspended: fleet ? fleet.role === 'standby' : undefined, volumeSizeNow: volumeSizeOf(own.statefulSet) });
   } catch (e) {
     if (!(e instanceof InvalidConfigError)) throw e;
     return refuse(ctx, cr, key, owned, 'InvalidConfig', e.problems.map(formatProblem).join('; '));

@@ -20,6 +20,19 @@ interface ClaimTemplate { metadata?: { name?: string }; spec?: { storageClassNam
 
 const templateOf = (statefulSet: unknown): ClaimTemplate | undefined => (statefulSet as { spec?: { volumeClaimTemplates?: ClaimTemplate[] } }).spec?.volumeClaimTemplates?.[0];
 
+/**
+ * The size of the members' volumes as the live StatefulSet's volume template
+ * says: what they hold until the step replaces it. Rendering with it
+ * (synthesizeCluster's volumeSizeNow) keeps the members' derived quota to
+ * the volumes they have; once the StatefulSet is replaced, the next render
+ * has none to read and takes the spec's size, and the new pod template (the
+ * raised quota) reaches the adopted pods as an upgrade does: one member at a
+ * time (membership-step.ts).
+ */
+export function volumeSizeOf(statefulSet: CachedObject | undefined): string | undefined {
+  return statefulSet ? templateOf(statefulSet)?.spec?.resources?.requests?.storage : undefined;
+}
+
 /** The step's one write, for the core to make (execute-writes.ts). */
 export type StorageWrite =
   /** Grow one claim to the spec's size. */

@@ -203,10 +203,10 @@ describe('a configuration that would generate broken objects is rejected when lo
     expect(problemsOf('patches: {StatefulSet: [{op: remove, path: /spec/nothere}]}')).toEqual(['patches.StatefulSet[0]: /spec/nothere does not exist in the generated StatefulSet']);
   });
 
-  it('a patch that needs the resources section, tried on a spec without one, names the file, the patch and the kind of spec it breaks', () => {
-    const file = configFile('patches: {StatefulSet: [{op: remove, path: /spec/template/spec/containers/0/resources}]}\n');
+  it('a patch that needs resource requests, tried on a spec with limits only (which replace the configured defaults whole), names the file, the patch and the kind of spec it breaks', () => {
+    const file = configFile('patches: {StatefulSet: [{op: remove, path: /spec/template/spec/containers/0/resources/requests}]}\n');
     expect(loadError(file).problems).toEqual([
-      { file, path: 'patches.StatefulSet[0]', message: '/spec/template/spec/containers/0/resources does not exist in the generated StatefulSet of a cluster with no resources' },
+      { file, path: 'patches.StatefulSet[0]', message: '/spec/template/spec/containers/0/resources/requests does not exist in the generated StatefulSet of a cluster with resource limits only' },
     ]);
   });
 
@@ -216,9 +216,9 @@ describe('a configuration that would generate broken objects is rejected when lo
     ]);
   });
 
-  it('a patch that adds into resource limits, tried on specs without them', () => {
+  it('a patch that adds into resource limits, tried on specs without them (a spec without resources has the configured defaults, limits included)', () => {
     expect(problemsOf('patches: {StatefulSet: [{op: add, path: /spec/template/spec/containers/0/resources/limits/cpu, value: 2}]}')).toEqual([
-      expect.stringMatching(/^patches\.StatefulSet\[0\]: cannot be applied to the generated StatefulSet of a cluster with no resources or resource requests only: /),
+      expect.stringMatching(/^patches\.StatefulSet\[0\]: cannot be applied to the generated StatefulSet of a cluster with resource requests only: /),
     ]);
   });
 

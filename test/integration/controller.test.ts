@@ -502,6 +502,19 @@ describeWithCluster('the DistributedKV controller', () => {
     expect(degraded(fixed)).toMatchObject({ status: 'False', reason: 'AsExpected' });
   });
 
+  it('refuses maintenance settings the API server accepts but etcd would not run as meant (a quota above the volume, a window running backwards) as InvalidSpec, naming each field, and creates nothing', async () => {
+    const { namespace, controller } = await startIn('ctl-maintenance');
+    await createCluster(client, namespace, NAME, { ...SPEC, storage: { size: '4Gi' }, maintenance: { quota: '6Gi', defragmentation: { window: { schedule: '0 5-3 * * *', durationMinutes: 60 } } } });
+    const cr = await eventually('Degraded=True InvalidSpec', async () => {
+      const current = await client.request('GET', clusterPath(namespace, NAME));
+      return degraded(current)?.reason === 'InvalidSpec' ? current : undefined;
+    });
+    await settled(controller, namespace);
+    expect(degraded(cr).message).toContain('spec.maintenance.quota: must be at most storage.size (4Gi)');
+    expect(degraded(cr).message).toContain('spec.maintenance.defragmentation.window.schedule: hour range 5-3 runs backwards');
+    expect((await liveObjects(namespace)).size).toBe(0);
+  });
+
   // ---- 7. deletion -----------------------------------------------------------------------
 
   // Without backups: a cluster with backups waits for a final backup first (final-backup.test.ts).

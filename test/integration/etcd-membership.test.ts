@@ -346,7 +346,7 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
     }, 60_000, 200);
   }, 200_000);
 
-  it('grows every member\'s volume one claim at a time and replaces the StatefulSet with its members left running, also after a crash between the delete and the create', async () => {
+  it('grows every member\'s volume one claim at a time, replaces the StatefulSet with its members left running, then restarts them one at a time onto the raised quota; a crash between the delete and the create restarts none', async () => {
     // No CSI driver runs here: a test-side loop plays the resizer, giving a bound claim the capacity it asks for.
     let resizing = true;
     const claimsPath = `/api/v1/namespaces/${namespace}/persistentvolumeclaims`;
@@ -382,7 +382,11 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
         return cr.status?.conditions?.find((c: any) => c.type === 'StorageResizeBlocked' && c.status === 'True');
       }, 60_000, 200);
       expect(blocked.message).toMatch(/StorageClass kwok-volume to allow volume expansion/);
-      expect((await client.request('GET', stsPath)).metadata.uid).toBe(before.metadata.uid);
+      const whileBlocked = await client.request('GET', stsPath);
+      expect(whileBlocked.metadata.uid).toBe(before.metadata.uid);
+      // The members' quota is the one their 10Gi volumes have room for until the volumes have grown: the pod template is unchanged.
+      expect(before.spec.template.spec.containers[0].args).toContain(`--quota-backend-bytes=${5 * 2 ** 30}`);
+      expect(whileBlocked.spec.template).toEqual(before.spec.template);
 
       monitor = new InvariantMonitor(new EtcdMembership(() => pods.slice(0, 5), (pod) => cluster.addressOf(pod).clientUrl, 1000));
       monitor.start();
@@ -397,6 +401,17 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
       expect(claims.map((c: any) => c.status.capacity.storage)).toEqual(Array(5).fill('20Gi'));
       const grown = (await eventNames('StorageResizing')).filter((m) => / grows to 20Gi$/.test(m));
       expect(grown).toHaveLength(5);
+      // The replacement carries the raised quota (half of 20Gi, at most 8Gi): the adopted members restart onto it one at a
+      // time, as in an upgrade (the monitor holds them to at most one down), each with its data.
+      const raised = `--quota-backend-bytes=${8 * 2 ** 30}`;
+      expect(replaced.spec.template.spec.containers[0].args).toContain(raised);
+      await eventually('every member restarted onto the raised quota', async () => {
+        const members = (await client.request('GET', `/api/v1/namespaces/${namespace}/pods`)).items.filter((p: any) => /^kv-[0-4]$/.test(p.metadata.name));
+        return members.length === 5 && members.every((p: any) => p.metadata.uid !== uidsBefore[p.metadata.name] && p.spec.containers[0].args.includes(raised)) ? true : undefined;
+      }, 240_000, 500);
+      await settledAt(5, 120_000);
+      for (const pod of pods.slice(0, 5)) expect(cluster.members.get(pod)?.args).toContain(raised);
+      const uidsAfterRoll = await podUids();
 
       // A crash between the orphaning delete and the create: the StatefulSet is gone, its members run on. The
       // test deletes the StatefulSet the step would delete: one that controls every member pod. A pod adopted in
@@ -417,13 +432,13 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
       }, 60_000, 200);
       await settledAt(5, 120_000);
       await monitor.stop();
-      // No member restarted: the pods were orphaned and adopted, never deleted.
-      expect(await podUids()).toEqual(uidsBefore);
+      // No member restarted for the crash: the pods were orphaned and adopted, never deleted.
+      expect(await podUids()).toEqual(uidsAfterRoll);
       expect(monitor.violations).toEqual([]);
       expect((await status()).status.conditions.find((c: any) => c.type === 'Available').status).toBe('True');
     } finally {
       resizing = false;
       await resizer;
     }
-  }, 400_000);
+  }, 640_000);
 });

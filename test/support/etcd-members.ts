@@ -250,12 +250,14 @@ export async function countOrders(clientUrl: string): Promise<number> {
 }
 
 /**
- * A new cluster `kv` of `size` members in namespace `namespace`, started from
+ * A new cluster `kv` of `size` members in namespace `namespace` (and `spec`'s other fields), started from
  * the generated StatefulSet and member ConfigMap, every member ready (what the
  * readiness probe asks), and the membership interface pointed at it.
  */
-export async function startLocalEtcdCluster(size: number, binDir: string, dir: string, namespace = 'shop'): Promise<{ cluster: LocalEtcdCluster; pods: string[]; membership: EtcdMembership }> {
-  const objects = synth({ name: 'kv', namespace, size, image: 'registry.k8s.io/etcd:3.6.8-0' });
+export async function startLocalEtcdCluster(
+  size: number, binDir: string, dir: string, namespace = 'shop', spec: Record<string, unknown> = {},
+): Promise<{ cluster: LocalEtcdCluster; pods: string[]; membership: EtcdMembership }> {
+  const objects = synth({ name: 'kv', namespace, size, image: 'registry.k8s.io/etcd:3.6.8-0', ...spec });
   const { statefulSet } = byRole(objects);
   const configMaps = async (name: string) => objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === name)!.data as Record<string, string>;
   const cluster = new LocalEtcdCluster(statefulSet as unknown as StatefulSetLike, namespace, binDir, dir, configMaps);
