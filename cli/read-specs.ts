@@ -8,6 +8,7 @@ import { KIND, validateDistributedKV, type ValidResource } from '../api/validate
 import { findNameClashes, type NameClash } from '../constructs/name-clashes.js';
 import { findS3PathClashes, type S3PathClash } from '../constructs/s3-path-clashes.js';
 import { overlapPhrase, s3PathOf } from '../model/backup-folder.js';
+import { plainYamlDocuments } from './plain-yaml.js';
 
 /** A DistributedKV read from a file, with where it came from. */
 export interface SpecDocument {
@@ -74,8 +75,60 @@ const S3_PATH = ['spec', 'backup', 's3Path'] as const;
 /**
  * Reads and validates every DistributedKV document in one YAML text. Broken
  * YAML is reported by line and column; every invalid field by path and line.
+ *
+ * Most files are plain and valid: those are read the quick way
+ * (plain-yaml.ts) and their specs learn their lines only when something asks
+ * (a clash, a warning), from the thorough reading. A file the quick way
+ * declines, or with any problem or other kind in it, is read the thorough
+ * way from the start, so what is reported is exactly what it reports.
  */
 export function readSpecText(file: string, text: string, config: GeneratorConfig): ReadResult {
+  const values = plainYamlDocuments(text);
+  if (values === undefined) return readSpecTextWithLines(file, text, config);
+  const specs: SpecDocument[] = [];
+  let thorough: ReadResult | undefined;
+  const linesOf = (index: number): SpecDocument => {
+    thorough ??= readSpecTextWithLines(file, text, config);
+    const spec = thorough.specs[index];
+    // Both readings produce the same values (plain-yaml.ts), hence the same specs in the same order.
+    if (spec?.resource.metadata.name !== specs[index].resource.metadata.name) throw new Error(`${file}: the quick and the thorough reading disagree on document ${index + 1}`);
+    return spec;
+  };
+  for (const value of values) {
+    if (value === null || value === undefined) continue; // an empty document, e.g. a trailing `---`
+    const kind = typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>).kind : undefined;
+    if (typeof kind === 'string' && kind !== KIND) return readSpecTextWithLines(file, text, config); // skipped or a near-miss: said the thorough way
+    const result = validateDistributedKV(value, config);
+    if (!result.valid) return readSpecTextWithLines(file, text, config);
+    specs.push(new LazyLineSpec(file, result.resource, specs.length, linesOf));
+  }
+  return { specs, problems: [], skipped: [] };
+}
+
+/** A spec read the quick way: its lines come from the thorough reading of its file, made the first time one is asked for. */
+class LazyLineSpec implements SpecDocument {
+  constructor(
+    readonly file: string,
+    readonly resource: ValidResource,
+    private readonly index: number,
+    private readonly thorough: (index: number) => SpecDocument,
+  ) {}
+
+  get line(): number | undefined {
+    return this.thorough(this.index).line;
+  }
+
+  get s3PathLine(): number | undefined {
+    return this.thorough(this.index).s3PathLine;
+  }
+}
+
+/**
+ * readSpecText the thorough way: `yaml`'s documents, with a line for every
+ * node. Broken YAML is reported by line and column; every invalid field by
+ * path and line.
+ */
+function readSpecTextWithLines(file: string, text: string, config: GeneratorConfig): ReadResult {
   const specs: SpecDocument[] = [];
   const problems: Problem[] = [];
   const skipped: string[] = [];
