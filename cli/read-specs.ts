@@ -1,5 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { isNode, LineCounter, parseAllDocuments, type Document } from 'yaml';
 import type { GeneratorConfig } from '../api/config.js';
 import { yamlProblem, yamlValue, type Problem } from '../api/problem.js';
@@ -9,6 +8,9 @@ import { findNameClashes, type NameClash } from '../constructs/name-clashes.js';
 import { findS3PathClashes, type S3PathClash } from '../constructs/s3-path-clashes.js';
 import { overlapPhrase, s3PathOf } from '../model/backup-folder.js';
 import { plainYamlDocuments } from './plain-yaml.js';
+import { specFiles, type SpecInputs } from './spec-files.js';
+
+export { specFiles, type SpecInputs };
 
 /** A DistributedKV read from a file, with where it came from. */
 export interface SpecDocument {
@@ -25,40 +27,6 @@ export interface ReadResult {
   readonly problems: Problem[];
   /** Documents of other kinds, passed over (`file: Kind/name`). */
   readonly skipped: string[];
-}
-
-/**
- * What one run read: every spec file, and every directory named on the
- * command line. `dkv synth` prunes only manifests whose spec file lies
- * within these, so a run over one file never removes another file's clusters.
- */
-export interface SpecInputs {
-  readonly files: readonly string[];
-  readonly directories: readonly string[];
-}
-
-/** Every `.yaml`/`.yml` file under the given files and directories, in a stable order. */
-export function specFiles(paths: readonly string[]): SpecInputs & { problems: Problem[] } {
-  const files: string[] = [];
-  const directories: string[] = [];
-  const problems: Problem[] = [];
-  const walk = (path: string, explicit: boolean): void => {
-    let stat;
-    try {
-      stat = statSync(path);
-    } catch (e) {
-      problems.push({ file: path, path: '', message: `cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}` });
-      return;
-    }
-    if (stat.isDirectory()) {
-      if (explicit) directories.push(path);
-      for (const entry of readdirSync(path).sort()) walk(join(path, entry), false);
-    } else if (explicit || /\.ya?ml$/.test(path)) {
-      files.push(path);
-    }
-  };
-  for (const path of paths) walk(path, true);
-  return { files, directories, problems };
 }
 
 /** The line of the deepest node on `segments` that exists in the document (a missing field points at its parent). */
@@ -167,9 +135,10 @@ function readSpecTextWithLines(file: string, text: string, config: GeneratorConf
   return { specs, problems, skipped };
 }
 
-/** Reads every DistributedKV under the given paths; problems in one file never hide another's. */
-export function readSpecs(paths: readonly string[], config: GeneratorConfig): ReadResult & { readonly inputs: SpecInputs } {
-  const { files, directories, problems } = specFiles(paths);
+/** Reads every DistributedKV under the given paths (`found`: their files, when the caller has listed them already); problems in one file never hide another's. */
+export function readSpecs(paths: readonly string[], config: GeneratorConfig, found = specFiles(paths)): ReadResult & { readonly inputs: SpecInputs } {
+  const { files, directories } = found;
+  const problems = [...found.problems];
   const specs: SpecDocument[] = [];
   const skipped: string[] = [];
   for (const file of files) {
