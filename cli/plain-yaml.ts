@@ -18,12 +18,14 @@ import {
  *   copied below test for test, in its order (js-yaml's core schema reads a
  *   few forms differently, e.g. a 400-digit integer);
  * - mapping keys that are strings, never `__proto__` or `<<`, and unique
- *   (js-yaml refuses a duplicate; `yaml` reports it with its line).
+ *   (js-yaml refuses a duplicate; `yaml` reports it with its line);
+ * - no carriage return but in a CRLF line break.
  *
  * Anything else (a syntax error included) returns undefined; it is never an
  * error of its own.
  */
 export function plainYamlDocuments(text: string): unknown[] | undefined {
+  if (LONE_CARRIAGE_RETURN.test(text)) return undefined; // a line break to js-yaml, an error to yaml
   try {
     const events = parseEvents(text, {});
     for (const event of events) {
@@ -45,6 +47,8 @@ export function plainYamlDocuments(text: string): unknown[] | undefined {
     return undefined;
   }
 }
+
+const LONE_CARRIAGE_RETURN = /\r(?!\n)/;
 
 /** One of `yaml`'s core schema resolvers (node_modules/yaml/dist/schema/core): its test and what it makes of a match. */
 function coreScalar<T>(tag: string, firstChars: readonly string[] | null, rules: readonly (readonly [RegExp, (source: string) => T])[]) {
