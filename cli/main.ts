@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { InputError, InvalidConfigError } from '../api/problem.js';
-import { EXAMPLE_SPECS, synth, SYNTH_USAGE, validate, VALIDATE_USAGE } from './synth-command.js';
+import { startRenderHelper } from './render-helper.js';
+import { specFiles } from './spec-files.js';
 
 const USAGE = `usage:
   dkv synth [--specs <file-or-dir>]... [--out <dir>] [--config <file>]
@@ -39,10 +40,19 @@ async function run(argv: string[]): Promise<number> {
     case 'synth': {
       const { values } = parseArgs({ args: rest, options: { specs: { type: 'string', multiple: true }, out: { type: 'string' }, config: { type: 'string' }, help: { type: 'boolean' } }, allowPositionals: false });
       if (values.help) {
-        process.stdout.write(SYNTH_USAGE + '\n');
+        process.stdout.write((await import('./synth-command.js')).SYNTH_USAGE + '\n');
         return 0;
       }
-      const report = synth({ specs: values.specs ?? [EXAMPLE_SPECS], outDir: values.out ?? 'dist', configFile: values.config });
+      // Listed first, so a worker for many specs starts loading before this thread loads the generator (render-helper.ts).
+      const found = values.specs ? specFiles(values.specs) : undefined;
+      const helper = found ? startRenderHelper(found.files.length, values.config) : undefined;
+      let report;
+      try {
+        const { EXAMPLE_SPECS, synthWithHelper } = await import('./synth-command.js');
+        report = await synthWithHelper({ specs: values.specs ?? [EXAMPLE_SPECS], outDir: values.out ?? 'dist', configFile: values.config }, found, helper);
+      } finally {
+        helper?.stop();
+      }
       for (const s of report.skipped) process.stderr.write(`skipped (not a DistributedKV): ${s}\n`);
       for (const r of report.removed) process.stderr.write(`removed stale manifest: ${r}\n`);
       process.stderr.write(`synthesized ${report.clusters} cluster(s) into ${values.out ?? 'dist'} (${report.files} files)\n`);
@@ -50,6 +60,7 @@ async function run(argv: string[]): Promise<number> {
     }
     case 'validate': {
       const { values, positionals } = parseArgs({ args: rest, options: { config: { type: 'string' }, help: { type: 'boolean' } }, allowPositionals: true });
+      const { EXAMPLE_SPECS, validate, VALIDATE_USAGE } = await import('./synth-command.js');
       if (values.help) {
         process.stdout.write(VALIDATE_USAGE + '\n');
         return 0;

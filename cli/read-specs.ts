@@ -1,5 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { isNode, LineCounter, parseAllDocuments, type Document } from 'yaml';
 import type { GeneratorConfig } from '../api/config.js';
 import { yamlProblem, yamlValue, type Problem } from '../api/problem.js';
@@ -8,6 +7,10 @@ import { KIND, validateDistributedKV, type ValidResource } from '../api/validate
 import { findNameClashes, type NameClash } from '../constructs/name-clashes.js';
 import { findS3PathClashes, type S3PathClash } from '../constructs/s3-path-clashes.js';
 import { overlapPhrase, s3PathOf } from '../model/backup-folder.js';
+import { plainYamlDocuments } from './plain-yaml.js';
+import { specFiles, type SpecInputs } from './spec-files.js';
+
+export { specFiles, type SpecInputs };
 
 /** A DistributedKV read from a file, with where it came from. */
 export interface SpecDocument {
@@ -26,40 +29,6 @@ export interface ReadResult {
   readonly skipped: string[];
 }
 
-/**
- * What one run read: every spec file, and every directory named on the
- * command line. `dkv synth` prunes only manifests whose spec file lies
- * within these, so a run over one file never removes another file's clusters.
- */
-export interface SpecInputs {
-  readonly files: readonly string[];
-  readonly directories: readonly string[];
-}
-
-/** Every `.yaml`/`.yml` file under the given files and directories, in a stable order. */
-export function specFiles(paths: readonly string[]): SpecInputs & { problems: Problem[] } {
-  const files: string[] = [];
-  const directories: string[] = [];
-  const problems: Problem[] = [];
-  const walk = (path: string, explicit: boolean): void => {
-    let stat;
-    try {
-      stat = statSync(path);
-    } catch (e) {
-      problems.push({ file: path, path: '', message: `cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}` });
-      return;
-    }
-    if (stat.isDirectory()) {
-      if (explicit) directories.push(path);
-      for (const entry of readdirSync(path).sort()) walk(join(path, entry), false);
-    } else if (explicit || /\.ya?ml$/.test(path)) {
-      files.push(path);
-    }
-  };
-  for (const path of paths) walk(path, true);
-  return { files, directories, problems };
-}
-
 /** The line of the deepest node on `segments` that exists in the document (a missing field points at its parent). */
 function lineOf(doc: Document, segments: readonly (string | number)[], lineCounter: LineCounter): number | undefined {
   for (let n = segments.length; n >= 0; n--) {
@@ -74,8 +43,60 @@ const S3_PATH = ['spec', 'backup', 's3Path'] as const;
 /**
  * Reads and validates every DistributedKV document in one YAML text. Broken
  * YAML is reported by line and column; every invalid field by path and line.
+ *
+ * Most files are plain and valid: those are read the quick way
+ * (plain-yaml.ts) and their specs learn their lines only when something asks
+ * (a clash, a warning), from the thorough reading. A file the quick way
+ * declines, or with any problem or other kind in it, is read the thorough
+ * way from the start, so what is reported is exactly what it reports.
  */
 export function readSpecText(file: string, text: string, config: GeneratorConfig): ReadResult {
+  const values = plainYamlDocuments(text);
+  if (values === undefined) return readSpecTextWithLines(file, text, config);
+  const specs: SpecDocument[] = [];
+  let thorough: ReadResult | undefined;
+  const linesOf = (index: number): SpecDocument => {
+    thorough ??= readSpecTextWithLines(file, text, config);
+    const spec = thorough.specs[index];
+    // Both readings produce the same values (plain-yaml.ts), hence the same specs in the same order.
+    if (spec?.resource.metadata.name !== specs[index].resource.metadata.name) throw new Error(`${file}: the quick and the thorough reading disagree on document ${index + 1}`);
+    return spec;
+  };
+  for (const value of values) {
+    if (value === null || value === undefined) continue; // an empty document, e.g. a trailing `---`
+    const kind = typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>).kind : undefined;
+    if (typeof kind === 'string' && kind !== KIND) return readSpecTextWithLines(file, text, config); // skipped or a near-miss: said the thorough way
+    const result = validateDistributedKV(value, config);
+    if (!result.valid) return readSpecTextWithLines(file, text, config);
+    specs.push(new LazyLineSpec(file, result.resource, specs.length, linesOf));
+  }
+  return { specs, problems: [], skipped: [] };
+}
+
+/** A spec read the quick way: its lines come from the thorough reading of its file, made the first time one is asked for. */
+class LazyLineSpec implements SpecDocument {
+  constructor(
+    readonly file: string,
+    readonly resource: ValidResource,
+    private readonly index: number,
+    private readonly thorough: (index: number) => SpecDocument,
+  ) {}
+
+  get line(): number | undefined {
+    return this.thorough(this.index).line;
+  }
+
+  get s3PathLine(): number | undefined {
+    return this.thorough(this.index).s3PathLine;
+  }
+}
+
+/**
+ * readSpecText the thorough way: `yaml`'s documents, with a line for every
+ * node. Broken YAML is reported by line and column; every invalid field by
+ * path and line.
+ */
+function readSpecTextWithLines(file: string, text: string, config: GeneratorConfig): ReadResult {
   const specs: SpecDocument[] = [];
   const problems: Problem[] = [];
   const skipped: string[] = [];
@@ -114,9 +135,10 @@ export function readSpecText(file: string, text: string, config: GeneratorConfig
   return { specs, problems, skipped };
 }
 
-/** Reads every DistributedKV under the given paths; problems in one file never hide another's. */
-export function readSpecs(paths: readonly string[], config: GeneratorConfig): ReadResult & { readonly inputs: SpecInputs } {
-  const { files, directories, problems } = specFiles(paths);
+/** Reads every DistributedKV under the given paths (`found`: their files, when the caller has listed them already); problems in one file never hide another's. */
+export function readSpecs(paths: readonly string[], config: GeneratorConfig, found = specFiles(paths)): ReadResult & { readonly inputs: SpecInputs } {
+  const { files, directories } = found;
+  const problems = [...found.problems];
   const specs: SpecDocument[] = [];
   const skipped: string[] = [];
   for (const file of files) {

@@ -10,7 +10,7 @@ export const MANIFEST_SUFFIX = '.k8s.yaml';
 export const CRD_FILE = `${CRD_NAME}.crd${MANIFEST_SUFFIX}`;
 
 /** One cluster's output file: `<namespace>.<name>.k8s.yaml`, or `<name>.k8s.yaml` without a namespace. */
-export function manifestFileName(spec: SpecDocument): string {
+export function manifestFileName(spec: Pick<SpecDocument, 'resource'>): string {
   const { name, namespace } = spec.resource.metadata;
   return `${namespace ? `${namespace}.` : ''}${name}${MANIFEST_SUFFIX}`;
 }
@@ -27,7 +27,17 @@ export function toYaml(objects: readonly object[]): string {
  */
 export function renderManifests(specs: readonly SpecDocument[], config: GeneratorConfig, outDir: string): Map<string, string> {
   const files = new Map<string, string>();
-  files.set(CRD_FILE, manifestHeader(outDir) + toYaml([customResourceDefinition(config)]));
-  for (const spec of specs) files.set(manifestFileName(spec), manifestHeader(outDir, spec.file) + toYaml(synthesizeCluster(spec.resource, config)));
+  files.set(...crdManifest(config, outDir));
+  for (const spec of specs) files.set(...renderManifest(spec, config, outDir));
   return files;
+}
+
+/** What one spec adds to `renderManifests`: its file name and content (render-worker.ts renders some of them on another thread). */
+export function renderManifest(spec: Pick<SpecDocument, 'file' | 'resource'>, config: GeneratorConfig, outDir: string): [string, string] {
+  return [manifestFileName(spec), manifestHeader(outDir, spec.file) + toYaml(synthesizeCluster(spec.resource, config))];
+}
+
+/** The CRD's file and content, the first file of every run. */
+export function crdManifest(config: GeneratorConfig, outDir: string): [string, string] {
+  return [CRD_FILE, manifestHeader(outDir) + toYaml([customResourceDefinition(config)])];
 }

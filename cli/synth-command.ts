@@ -3,9 +3,10 @@ import { loadCheckedConfig } from '../constructs/config-check.js';
 import { packageRoot } from '../api/package-root.js';
 import { quotaWarning } from '../api/maintenance-problems.js';
 import { InputError, type Problem } from '../api/problem.js';
-import { readSpecs } from './read-specs.js';
+import { readSpecs, specFiles, type SpecInputs } from './read-specs.js';
+import type { RenderHelper } from './render-helper.js';
 import { sizeWarning } from '../model/quorum.js';
-import { renderManifests } from './render.js';
+import { crdManifest, renderManifest, renderManifests } from './render.js';
 import { writeManifests } from './write-output.js';
 
 /** The embedded default: the example specs shipped with the toolkit package (this module's, not the construct library's). */
@@ -49,15 +50,37 @@ export interface SynthReport {
  * are valid: bad input never leaves a directory half-updated.
  */
 export function synth(options: SynthOptions): SynthReport {
+  const { config, specs, skipped, inputs } = readValid(options);
+  return write(options.outDir, renderManifests(specs, config, options.outDir), inputs, specs.length, skipped);
+}
+
+/**
+ * `synth` for the CLI: the same steps and the same files, with the spec
+ * files already listed (`found`) and rendering shared with a worker thread
+ * when main.ts started one (render-helper.ts).
+ */
+export async function synthWithHelper(options: SynthOptions, found: ReturnType<typeof specFiles> | undefined, helper: RenderHelper | undefined): Promise<SynthReport> {
+  const { config, specs, skipped, inputs } = readValid(options, found);
+  if (!helper) return write(options.outDir, renderManifests(specs, config, options.outDir), inputs, specs.length, skipped);
+  const { outDir } = options;
+  const { files: rendered } = await helper.render({ specs: specs.map(({ file, resource }) => ({ file, resource })), outDir }, (i) => renderManifest(specs[i], config, outDir));
+  return write(outDir, new Map([crdManifest(config, outDir), ...rendered]), inputs, specs.length, skipped);
+}
+
+/** The configuration and every spec, or an InputError listing every problem. */
+function readValid(options: SynthOptions, found?: ReturnType<typeof specFiles>) {
   const config = loadCheckedConfig(options.configFile);
-  const { specs, problems, skipped, inputs } = readSpecs(options.specs, config);
+  const { specs, problems, skipped, inputs } = readSpecs(options.specs, config, found);
   // An empty result is far more often a wrong path than an intent, and writing it would
   // remove every manifest of the files read (and, through GitOps, every such cluster).
   if (problems.length === 0 && specs.length === 0) problems.push(noSpecsFound(options.specs));
   if (problems.length > 0) throw new InputError(problems);
-  const files = renderManifests(specs, config, options.outDir);
-  const { written, removed } = writeManifests(options.outDir, files, inputs);
-  return { clusters: specs.length, files: written, removed, skipped };
+  return { config, specs, skipped, inputs };
+}
+
+function write(outDir: string, files: ReadonlyMap<string, string>, inputs: SpecInputs, clusters: number, skipped: readonly string[]): SynthReport {
+  const { written, removed } = writeManifests(outDir, files, inputs);
+  return { clusters, files: written, removed, skipped };
 }
 
 function noSpecsFound(paths: readonly string[]): Problem {

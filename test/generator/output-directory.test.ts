@@ -4,7 +4,7 @@
  * clusters gone from spec files it has just read, and it never writes or
  * deletes through a symlink.
  */
-import { lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { writeFileAtomically } from '../../cli/write-output.js';
@@ -121,4 +121,38 @@ describe('dkv synth, writing through symlinks', () => {
     expect(readFileSync(target, 'utf8')).toBe('precious\n');
     expect(Object.keys(readTree(dir)).sort()).toEqual(['out/.shop.alpha.k8s.yaml.known.tmp', 'victim.yaml'].sort());
   });
+});
+
+describe('dkv synth, rerun on its own output', () => {
+  const inode = (path: string): number => lstatSync(path).ino;
+
+  it('leaves a manifest that already holds its content as it is, and rewrites one whose spec changed', () => {
+    const { dir, out } = workspace({ 'a.yaml': specsFor('alpha'), 'b.yaml': specsFor('beta') });
+    synthIn(dir, 'specs');
+    const before = readTree(out);
+    const [alpha, beta] = [inode(join(out, 'shop.alpha.k8s.yaml')), inode(join(out, 'shop.beta.k8s.yaml'))];
+    writeFileSync(join(dir, 'specs', 'b.yaml'), stringify(kvDocument({ name: 'beta', size: 5 })));
+    synthIn(dir, 'specs');
+    expect(inode(join(out, 'shop.alpha.k8s.yaml'))).toBe(alpha); // not renamed over: the same file
+    expect(inode(join(out, 'shop.beta.k8s.yaml'))).not.toBe(beta);
+    expect(readFileSync(join(out, 'shop.beta.k8s.yaml'))).not.toEqual(before['shop.beta.k8s.yaml']);
+    expect(readTree(out)['shop.alpha.k8s.yaml']).toEqual(before['shop.alpha.k8s.yaml']);
+  }, CLI_TIMEOUT_MS);
+
+  it('still replaces a file of the same content that is a symlink, a hard link or of another mode, as a fresh write would', () => {
+    const { dir, out } = workspace({ 'a.yaml': specsFor('alpha', 'beta', 'gamma') });
+    synthIn(dir, 'specs');
+    const content = readTree(out);
+    // A symlink to a copy, a second link to the file, a narrower mode: each holds the very bytes the run writes.
+    writeFileSync(join(dir, 'copy'), content['shop.alpha.k8s.yaml']);
+    rmSync(join(out, 'shop.alpha.k8s.yaml'));
+    symlinkSync(join(dir, 'copy'), join(out, 'shop.alpha.k8s.yaml'));
+    linkSync(join(out, 'shop.beta.k8s.yaml'), join(dir, 'second-link'));
+    chmodSync(join(out, 'shop.gamma.k8s.yaml'), 0o600);
+    synthIn(dir, 'specs');
+    expect(lstatSync(join(out, 'shop.alpha.k8s.yaml')).isFile()).toBe(true);
+    expect(lstatSync(join(out, 'shop.beta.k8s.yaml')).nlink).toBe(1);
+    expect(lstatSync(join(out, 'shop.gamma.k8s.yaml')).mode & 0o777).toBe(0o644 & ~process.umask());
+    expect(readTree(out)).toEqual(content);
+  }, CLI_TIMEOUT_MS);
 });
