@@ -102,6 +102,7 @@ function cliImportGraph(): { sources: Set<string>; packages: Set<string> } {
   const packages = new Set<string>();
   // bin/dkv.js is JavaScript that loads the compiled lib/ (the runtime check, then the CLI): each of its imports names a source file.
   const pending = [...readFileSync(join(ROOT, 'bin', 'dkv.js'), 'utf8').matchAll(IMPORT_SPECIFIER)]
+    .filter(([, specifier]) => specifier.startsWith('.')) // node: built-ins are not files
     .map(([, specifier]) => relative('lib', normalize(join('bin', specifier))).replace(/\.js$/, '.ts'));
   while (pending.length > 0) {
     const file = pending.pop()!;
