@@ -1,18 +1,18 @@
 /**
  * The S3 calls a backup makes, over `@aws-sdk/client-s3` (credentials from
  * the SDK's default chain: AWS_* environment variables, a web identity token
- * for IRSA, the instance role) and `@aws-sdk/lib-storage`'s multipart
- * `Upload`, which holds at most `queueSize` parts in memory however large
- * the snapshot is.
+ * for IRSA, the instance role); a snapshot goes up in parts from a fixed
+ * pool of buffers (multipart-upload.ts), so memory is bounded however large
+ * it is.
  */
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { Readable, Transform } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import type { GeneratorConfig } from '../model/generator-config.js';
 import type { BackupFile } from './manifest.js';
+import { uploadMultipart, type ByteSource } from './multipart-upload.js';
 import { backupFileOf, MANIFEST_FILE } from './s3-location.js';
 import type { StoredBackup } from './retention.js';
 
@@ -22,10 +22,17 @@ export interface S3Credentials {
   readonly secretAccessKey: string;
 }
 
+/**
+ * Parts sent at once while the next fills: two, as lib-storage's queue was,
+ * so a store slower per request than the member's stream still keeps up;
+ * with 8 MiB parts the buffers are at most 24 MiB.
+ */
+const PARTS_IN_FLIGHT = 2;
+
 export class ObjectStore {
   private readonly partSize: number;
 
-  constructor(private readonly client: S3Client, readonly bucket: string, partSizeMiB: number) {
+  constructor(private readonly client: S3Client, readonly bucket: string, partSizeMiB: number, private readonly partsInFlight = PARTS_IN_FLIGHT) {
     this.partSize = partSizeMiB * 1024 * 1024;
   }
 
@@ -43,26 +50,17 @@ export class ObjectStore {
     return new ObjectStore(client, bucket, config.partSizeMiB);
   }
 
-  /** Uploads a stream of chunks as one object (multipart), returning its size and sha256. */
-  async upload(key: string, chunks: AsyncIterable<Buffer>, signal?: AbortSignal): Promise<Omit<BackupFile, 'name'>> {
+  /** Uploads a stream of chunks as one object (multipart-upload.ts), returning its size and sha256. */
+  async upload(key: string, source: ByteSource, signal?: AbortSignal): Promise<Omit<BackupFile, 'name'>> {
     const hash = createHash('sha256');
     let bytes = 0;
-    const counted = async function* () {
-      for await (const chunk of chunks) {
+    await uploadMultipart(this.client, { bucket: this.bucket, key, contentType: 'application/octet-stream' }, source, {
+      partSize: this.partSize, partsInFlight: this.partsInFlight, signal,
+      onChunk: (chunk) => {
         hash.update(chunk);
         bytes += chunk.length;
-        yield chunk;
-      }
-    };
-    const upload = new Upload({
-      client: this.client,
-      params: { Bucket: this.bucket, Key: key, Body: Readable.from(counted()), ContentType: 'application/octet-stream' },
-      partSize: this.partSize,
-      queueSize: 2,
-      leavePartsOnError: false, // an aborted upload leaves no parts behind to pay for
-      abortController: signal ? abortControllerFor(signal) : undefined,
+      },
     });
-    await upload.done();
     return { bytes, sha256: hash.digest('hex') };
   }
 
@@ -143,9 +141,3 @@ export class ObjectStore {
   }
 }
 
-function abortControllerFor(signal: AbortSignal): AbortController {
-  const controller = new AbortController();
-  if (signal.aborted) controller.abort(signal.reason);
-  else signal.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
-  return controller;
-}

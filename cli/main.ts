@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
 import { InputError, InvalidConfigError } from '../api/problem.js';
-import { EXAMPLE_SPECS, synth, SYNTH_USAGE, validate, VALIDATE_USAGE } from './synth-command.js';
 
 const USAGE = `usage:
   dkv synth [--specs <file-or-dir>]... [--out <dir>] [--config <file>]
@@ -37,6 +36,8 @@ async function run(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'synth': {
+      // Each command loads what it needs (here the generator, cdk8s and its constructs): `dkv backup` starts in a CronJob's pod every time.
+      const { EXAMPLE_SPECS, synth, SYNTH_USAGE } = await import('./synth-command.js');
       const { values } = parseArgs({ args: rest, options: { specs: { type: 'string', multiple: true }, out: { type: 'string' }, config: { type: 'string' }, help: { type: 'boolean' } }, allowPositionals: false });
       if (values.help) {
         process.stdout.write(SYNTH_USAGE + '\n');
@@ -49,6 +50,7 @@ async function run(argv: string[]): Promise<number> {
       return 0;
     }
     case 'validate': {
+      const { EXAMPLE_SPECS, validate, VALIDATE_USAGE } = await import('./synth-command.js');
       const { values, positionals } = parseArgs({ args: rest, options: { config: { type: 'string' }, help: { type: 'boolean' } }, allowPositionals: true });
       if (values.help) {
         process.stdout.write(VALIDATE_USAGE + '\n');
