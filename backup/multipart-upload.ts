@@ -1,9 +1,9 @@
 /**
  * One object uploaded from a stream of chunks of unknown length, as S3
- * multipart parts cut from a fixed pool of part buffers: at most
- * `partsInFlight` parts are being sent while the next one fills, so memory
- * is `(partsInFlight + 1) * partSize` however large the object, and reading
- * waits (the source is back-pressured) only while every buffer is taken.
+ * multipart parts cut from a fixed pool of `partBuffers` part buffers: the
+ * part being filled and the ones being sent, so memory is
+ * `partBuffers * partSize` however large the object, and reading waits
+ * (the source is back-pressured) only while every buffer is being sent.
  *
  * It replaces `@aws-sdk/lib-storage`'s `Upload`, whose chunker concatenates
  * every part into a freshly allocated buffer and keeps the tail of the
@@ -32,8 +32,8 @@ export interface MultipartTarget {
 export interface MultipartOptions {
   /** Bytes per part (S3: at least 5 MiB, except the last). */
   readonly partSize: number;
-  /** Parts sent at once while the next one fills. */
-  readonly partsInFlight: number;
+  /** Part buffers: the one filling and those being sent (all of them while reading waits). */
+  readonly partBuffers: number;
   readonly signal?: AbortSignal;
   /** Sees every chunk, in order, as it is taken (a hash, a count): the caller's view of exactly the bytes sent. */
   readonly onChunk?: (chunk: Buffer) => void;
@@ -49,7 +49,7 @@ const MAX_PARTS = 10_000;
 export type ByteSource = (sink: (chunk: Buffer) => void | Promise<void>) => Promise<void>;
 
 export async function uploadMultipart(client: S3Client, target: MultipartTarget, source: ByteSource, options: MultipartOptions): Promise<{ readonly parts: number }> {
-  const { partSize, partsInFlight, signal, onChunk } = options;
+  const { partSize, partBuffers, signal, onChunk } = options;
   const { bucket, key, contentType } = target;
   const free: Buffer[] = [];
   let allocated = 0;
@@ -63,7 +63,7 @@ export async function uploadMultipart(client: S3Client, target: MultipartTarget,
   const takeNow = (): Buffer | undefined => {
     const buffer = free.pop();
     if (buffer) return buffer;
-    if (allocated === partsInFlight + 1) return undefined;
+    if (allocated >= partBuffers) return undefined;
     allocated += 1;
     // Not zeroed: a part is sent up to its fill, every byte of it written first.
     return Buffer.allocUnsafeSlow(partSize);

@@ -23,16 +23,16 @@ export interface S3Credentials {
 }
 
 /**
- * Parts sent at once while the next fills: two, as lib-storage's queue was,
- * so a store slower per request than the member's stream still keeps up;
- * with 8 MiB parts the buffers are at most 24 MiB.
+ * Part buffers: one filling while two are sent (three when reading waits),
+ * as lib-storage's queue of two was, so a store slower per request than the
+ * member's stream still keeps up; with 8 MiB parts, at most 24 MiB.
  */
-const PARTS_IN_FLIGHT = 2;
+const PART_BUFFERS = 3;
 
 export class ObjectStore {
   private readonly partSize: number;
 
-  constructor(private readonly client: S3Client, readonly bucket: string, partSizeMiB: number, private readonly partsInFlight = PARTS_IN_FLIGHT) {
+  constructor(private readonly client: S3Client, readonly bucket: string, partSizeMiB: number, private readonly partBuffers = PART_BUFFERS) {
     this.partSize = partSizeMiB * 1024 * 1024;
   }
 
@@ -55,7 +55,7 @@ export class ObjectStore {
     const hash = createHash('sha256');
     let bytes = 0;
     await uploadMultipart(this.client, { bucket: this.bucket, key, contentType: 'application/octet-stream' }, source, {
-      partSize: this.partSize, partsInFlight: this.partsInFlight, signal,
+      partSize: this.partSize, partBuffers: this.partBuffers, signal,
       onChunk: (chunk) => {
         hash.update(chunk);
         bytes += chunk.length;
