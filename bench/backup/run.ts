@@ -86,7 +86,11 @@ const binDir = locateBinaries(['etcd']);
 const tools = backupTools();
 const s3 = await startS3Server();
 const { cluster, pods, membership } = await startLocalEtcdCluster(3, binDir, join(dir, 'members'));
-const rows: [string, string][] = [['measured on', `${runtimeAndMachine()}, ${new Date().toISOString()}`]];
+/** Rows as they are measured: a larger size that fails leaves the smaller one's figures printed. */
+const print = (rows: readonly [string, string][]) => {
+  for (const [k, v] of rows) process.stdout.write(`${k.padEnd(80)}  ${v}\n`);
+};
+print([['measured on', `${runtimeAndMachine()}, ${new Date().toISOString()}`]]);
 try {
   const first = (await cluster.address('kv-0')).clientUrl;
   const configFile = join(dir, 'dkv.config.yaml');
@@ -160,7 +164,7 @@ try {
     const rssMax = Math.max(...backups.map((b) => b.peakMiB));
     const ratio = floor / backup;
     const all = (xs: readonly number[]) => xs.map((x) => x.toFixed(2)).join(', ');
-    rows.push(
+    print([
       [`size ${index + 1}: data written (values of 128 KiB, random, ${WRITERS} at a time)`, `${added} values in ${writeSeconds.toFixed(1)} s (${values} in all)`],
       ['  snapshot size', `${mb.toFixed(1)} MiB (${downloaded} bytes downloaded)`],
       ['  load average (1, 5, 15 min) before / after the runs', `${loadBefore} / ${loadAfter}`],
@@ -172,11 +176,9 @@ try {
       ['  restore floor: etcdutl snapshot restore by hand', `${restore.seconds.toFixed(2)} s, peak RSS ${restore.peakMiB.toFixed(0)} MiB`],
       ['  dkv restore: process start to exit (download, sha256 check, etcdutl)', `${initContainer.seconds.toFixed(2)} s (floor ${(downloadSeconds + restore.seconds).toFixed(2)} s)`],
       ['  dkv restore: peak RSS (largest of dkv and etcdutl)', `${initContainer.peakMiB.toFixed(0)} MiB`],
-    );
+    ]);
   }
   client.destroy();
-  const width = Math.max(...rows.map(([k]) => k.length));
-  for (const [k, v] of rows) process.stdout.write(`${k.padEnd(width)}  ${v}\n`);
 } finally {
   await cluster.stopAll();
   await s3.stop();
