@@ -18,10 +18,8 @@
  * aborted is aborted in the store too, leaving no parts to pay for. An
  * object that fits in one part is one PutObject, as lib-storage did.
  */
-import {
-  AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMultipartUploadCommand, PutObjectCommand, UploadPartCommand,
-  type CompletedPart, type S3Client,
-} from '@aws-sdk/client-s3';
+import type { CompletedPart, S3Client } from '@aws-sdk/client-s3';
+import { s3Sdk, type S3Sdk } from './s3-sdk.js';
 
 export interface MultipartTarget {
   readonly bucket: string;
@@ -48,7 +46,12 @@ const MAX_PARTS = 10_000;
 /** Bytes pushed into a sink, each chunk borrowed until the sink returns or its promise settles (engines/etcd/snapshot.ts streamEtcdSnapshot). */
 export type ByteSource = (sink: (chunk: Buffer) => void | Promise<void>) => Promise<void>;
 
-export async function uploadMultipart(client: S3Client, target: MultipartTarget, source: ByteSource, options: MultipartOptions): Promise<{ readonly parts: number }> {
+/** `connecting`: the client, which the first part waits for (s3-sdk.ts says why it may still be loading). */
+export async function uploadMultipart(connecting: Promise<S3Client>, target: MultipartTarget, source: ByteSource, options: MultipartOptions): Promise<{ readonly parts: number }> {
+  // Parts go out only once both are there; a failure to load either is the upload's failure, reported by the first that needs them.
+  let s3: { client: S3Client; sdk: S3Sdk } | undefined;
+  const ready = Promise.all([connecting, s3Sdk()]).then(([client, sdk]) => (s3 = { client, sdk }));
+  ready.catch(() => undefined);
   const { partSize, partBuffers, signal, onChunk } = options;
   const { bucket, key, contentType } = target;
   const free: Buffer[] = [];
@@ -78,7 +81,8 @@ export async function uploadMultipart(client: S3Client, target: MultipartTarget,
   };
   const send = async (buffer: Buffer, length: number, partNumber: number) => {
     try {
-      const answer = await client.send(new UploadPartCommand({
+      const { client, sdk } = s3!;
+      const answer = await client.send(new sdk.UploadPartCommand({
         Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: buffer.subarray(0, length), ContentLength: length,
       }), { abortSignal: signal });
       completed.push({ PartNumber: partNumber, ETag: answer.ETag });
@@ -100,7 +104,7 @@ export async function uploadMultipart(client: S3Client, target: MultipartTarget,
       sendPart(buffer, length, partNumber);
       return undefined;
     }
-    return client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: contentType }), { abortSignal: signal }).then((created) => {
+    return ready.then(({ client, sdk }) => client.send(new sdk.CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: contentType }), { abortSignal: signal })).then((created) => {
       uploadId = created.UploadId;
       sendPart(buffer, length, partNumber);
     });
@@ -144,20 +148,23 @@ export async function uploadMultipart(client: S3Client, target: MultipartTarget,
     throwIfFailed();
     if (uploadId === undefined) {
       const body = part ? part.subarray(0, filled) : Buffer.alloc(0);
-      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: body.length, ContentType: contentType }), { abortSignal: signal });
+      const { client, sdk } = await ready;
+      await client.send(new sdk.PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: body.length, ContentType: contentType }), { abortSignal: signal });
       return { parts: 1 };
     }
     if (part && filled > 0) await startPart(part, filled, partNumber);
     await Promise.all(inFlight);
     throwIfFailed();
     completed.sort((a, b) => a.PartNumber! - b.PartNumber!);
-    await client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: completed } }), { abortSignal: signal });
+    const { client, sdk } = s3!;
+    await client.send(new sdk.CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: completed } }), { abortSignal: signal });
     return { parts: completed.length };
   } catch (e) {
     await Promise.allSettled(inFlight);
-    if (uploadId !== undefined) {
+    if (uploadId !== undefined && s3) {
+      const { client, sdk } = s3;
       // Best effort, and not under the signal that may have ended the upload (a deadline): under a bound of its own.
-      await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }), { abortSignal: AbortSignal.timeout(ABORT_TIMEOUT_MS) }).catch(() => undefined);
+      await client.send(new sdk.AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }), { abortSignal: AbortSignal.timeout(ABORT_TIMEOUT_MS) }).catch(() => undefined);
     }
     throw e;
   }
