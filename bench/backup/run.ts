@@ -47,19 +47,19 @@ const TARGET_RSS_MIB = 128;
  */
 const DISK_PER_MIB = 3 * 2 + 2 + 2;
 
-/** Runs a command under /usr/bin/time: wall seconds and peak RSS (MiB) of the process. */
-function timed(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<{ seconds: number; peakMiB: number; stdout: string; stderr: string; status: number | null }> {
+/** Runs a command under /usr/bin/time: wall seconds, CPU seconds (user + system) and peak RSS (MiB) of the process. */
+function timed(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<{ seconds: number; cpuSeconds: number; peakMiB: number; stdout: string; stderr: string; status: number | null }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/time', ['-f', 'DKV_TIME %e %M', command, ...args], { env: env ?? process.env });
+    const child = spawn('/usr/bin/time', ['-f', 'DKV_TIME %e %M %U %S', command, ...args], { env: env ?? process.env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
     child.on('close', (status) => {
-      const match = /DKV_TIME ([\d.]+) (\d+)/.exec(stderr);
+      const match = /DKV_TIME ([\d.]+) (\d+) ([\d.]+) ([\d.]+)/.exec(stderr);
       if (!match) return reject(new Error(`no timing from /usr/bin/time: ${stderr}`));
-      resolve({ seconds: Number(match[1]), peakMiB: Number(match[2]) / 1024, stdout, stderr, status });
+      resolve({ seconds: Number(match[1]), cpuSeconds: Number(match[3]) + Number(match[4]), peakMiB: Number(match[2]) / 1024, stdout, stderr, status });
     });
   });
 }
@@ -116,11 +116,13 @@ try {
     const followerUrl = (await cluster.address(follower)).clientUrl;
     const loadBefore = load();
     const floors: number[] = [];
-    const backups: { seconds: number; peakMiB: number }[] = [];
+    const floorCpu: number[] = [];
+    const backups: { seconds: number; cpuSeconds: number; peakMiB: number }[] = [];
     let snapshotBytes = 0;
     for (let run = 0; run < runs; run++) {
       // Floor: the snapshot from the same follower, through the same reader, hashed and discarded.
       const floorStarted = performance.now();
+      const cpuBefore = process.cpuUsage();
       const hash = createHash('sha256');
       snapshotBytes = 0;
       await streamEtcdSnapshot(followerUrl, (chunk) => {
@@ -129,6 +131,8 @@ try {
       });
       hash.digest();
       floors.push((performance.now() - floorStarted) / 1000);
+      const cpu = process.cpuUsage(cpuBefore);
+      floorCpu.push((cpu.user + cpu.system) / 1e6);
       const backup = await timed(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), 'backup', '--cluster', 'kv', '--namespace', 'shop', '--size', '3',
         '--s3-path', `s3://${s3.bucket}/bench`, '--config', configFile, ...memberArgs], { PATH: process.env.PATH, HOME: process.env.HOME, ...s3.env });
       if (backup.status !== 0) throw new Error(`dkv backup failed: ${backup.stderr}`);
@@ -170,6 +174,7 @@ try {
       ['  load average (1, 5, 15 min) before / after the runs', `${loadBefore} / ${loadAfter}`],
       [`  floor: snapshot streamed from a follower, hashed, discarded (median of ${runs})`, `${floor.toFixed(2)} s (${(mb / floor).toFixed(0)} MiB/s); runs ${all(floors)}`],
       [`  dkv backup: process start to exit (median of ${runs})`, `${backup.toFixed(2)} s (${(mb / backup).toFixed(0)} MiB/s); runs ${all(backups.map((b) => b.seconds))}`],
+      ['  CPU seconds (user + system), median: floor\'s reader / dkv backup', `${median(floorCpu).toFixed(2)} / ${median(backups.map((b) => b.cpuSeconds)).toFixed(2)}`],
       ['  dkv backup throughput / floor\'s', `${ratio.toFixed(2)}x (target >= ${TARGET_RATIO}x: ${ratio >= TARGET_RATIO ? 'met' : 'not met'})`],
       ['  dkv backup: peak RSS, median (largest)', `${rss.toFixed(0)} MiB (${rssMax.toFixed(0)} MiB) (target <= ${TARGET_RSS_MIB} MiB: ${rssMax <= TARGET_RSS_MIB ? 'met' : rss <= TARGET_RSS_MIB ? 'met by the median only' : 'not met'})`],
       ['  restore floor: download from S3 by hand', `${downloadSeconds.toFixed(2)} s`],
