@@ -20,7 +20,7 @@
  * without a manifest (and a multipart upload the store aborts), which no
  * reader trusts and a later success sweeps away. A deadline bounds the run.
  */
-import { etcdSnapshot } from '../engines/etcd/snapshot.js';
+import { streamEtcdSnapshot } from '../engines/etcd/snapshot.js';
 import type { Membership, MemberStatus } from '../engines/membership.js';
 import type { Clock } from '../kube/clock.js';
 import type { Logger } from '../kube/log.js';
@@ -110,7 +110,7 @@ export async function runEtcdBackup(run: BackupRun): Promise<BackupResult> {
       annotations: { ...plan.annotations, [SNAPSHOT_ANNOTATIONS.engine]: 'etcd', [SNAPSHOT_ANNOTATIONS.serverVersion]: source.version ?? '', [SNAPSHOT_ANNOTATIONS.takenAt]: started.toISOString() },
     }, plan.cutTimeoutMs, run.signal);
     if (cut) log.info('volume snapshot cut', { volumeSnapshot: cut.name, creationTime: cut.creationTime, cutMs: Math.round(cut.cutMs) });
-    snapshot = await run.store.upload(`${folder}${stamp}/${SNAPSHOT_FILE}`, etcdSnapshot(run.endpoint(source.name), run.signal), run.signal);
+    snapshot = await run.store.upload(`${folder}${stamp}/${SNAPSHOT_FILE}`, (sink) => streamEtcdSnapshot(run.endpoint(source.name), sink, run.signal), run.signal);
     if (plan && cut) {
       const restoreSize = await plan.snapshots.ready(namespace, cut.name, plan.readyTimeoutMs, run.signal);
       volumeSnapshot = { namespace, name: cut.name, claim: plan.claimOf(source.name), creationTime: cut.creationTime, restoreSize, cutSeconds: Math.round(cut.cutMs) / 1000 };

@@ -13,7 +13,6 @@ import { createLogger } from '../kube/log.js';
 import { clusterIdentity } from '../model/cluster-identity.js';
 import { ObjectStore } from '../backup/object-store.js';
 import { SNAPSHOT_ANNOTATIONS, VolumeSnapshots } from '../backup/volume-snapshot.js';
-import { DATA_VOLUME } from '../constructs/stateful-set.js';
 import { KubeClient, resourcePath } from '../kube/client.js';
 import { runEtcdBackup } from '../backup/run-backup.js';
 import { BACKUP_LAYOUTS, parseS3Path, type BackupLayout } from '../backup/s3-location.js';
@@ -94,6 +93,8 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
     const { volumeSnapshots } = config.backup;
     const volumes = volumeSnapshots.className ? KubeClient.fromKubeconfig() : undefined;
     kubeClient = volumes;
+    // The generator's constructs (cdk8s) load only with volume snapshots: for the claim's name, not on every run's start.
+    const { DATA_VOLUME } = volumes ? await import('../constructs/stateful-set.js') : { DATA_VOLUME: '' };
     // The spec the members run, as the controller hashed it onto their StatefulSet.
     const statefulSet = volumes && await volumes.request<{ metadata: { annotations?: Record<string, string> } }>('GET', resourcePath('apps/v1', 'StatefulSet', namespace, identity.statefulSetName));
     const specHash = statefulSet?.metadata.annotations?.[config.hashAnnotation];

@@ -1,123 +1,189 @@
 /**
- * `npm run bench:backup`: backup and restore of a ~100 MiB etcd snapshot, on
- * real components (three etcd members from the generated StatefulSet, the
- * versitygw S3-compatible server, etcdutl), printed beside the floors the
- * runner cannot beat: for a backup, the same snapshot streamed from the same
- * member and thrown away; for a restore, the download and etcdutl by hand.
- * Figures only; nothing is asserted.
+ * `npm run bench:backup`: backup and restore of an etcd snapshot at two
+ * sizes (~110 MiB and ten times that), on real components (three etcd
+ * members from the generated StatefulSet, the versitygw S3-compatible
+ * server, etcdutl), printed beside the floors the runner cannot beat: for
+ * a backup, the same snapshot streamed from the same member (through the
+ * same reader, hashed) and thrown away; for a restore, the download and
+ * etcdutl by hand. Each size is measured `--runs` times, floor and backup
+ * in turn, and the medians are printed with the targets (throughput at
+ * least 0.9x the floor's, peak RSS at most 128 MiB) and the load average:
+ * on a shared machine a single run says little. Figures only; nothing is
+ * asserted, and no timing fails the run.
  *
- *   --mib <n>   data to write before the backup (default 100)
+ *   --mib <n>       data written before the first size (default 100; the second size writes ten times as much in all)
+ *   --runs <n>      floor and backup pairs per size (default 3)
+ *   --small-only    skip the larger size (it needs about 8 GiB free in the temporary directory, checked first)
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createWriteStream, mkdtempSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { packageRoot } from '../../api/package-root.js';
-import { etcdSnapshot } from '../../engines/etcd/snapshot.js';
+import { streamEtcdSnapshot } from '../../engines/etcd/snapshot.js';
 import { freePort, locateBinaries } from '../../test/cluster/control-plane.js';
 import { b64, etcdPost, startLocalEtcdCluster } from '../../test/support/etcd-members.js';
 import { backupTools, S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server } from '../../test/support/s3-server.js';
 import { runtimeAndMachine } from '../machine.js';
 
-const { values } = parseArgs({ options: { mib: { type: 'string', default: '100' } } });
-const mib = Number(values.mib);
+const { values: options } = parseArgs({ options: { mib: { type: 'string', default: '100' }, runs: { type: 'string', default: '3' }, 'small-only': { type: 'boolean', default: false } } });
+const mib = Number(options.mib);
+const runs = Math.max(1, Math.floor(Number(options.runs)));
+const sizes = options['small-only'] ? [mib] : [mib, 10 * mib];
 const VALUE_BYTES = 128 * 1024;
+/** Puts in flight while the data is written: enough to keep the members busy, few enough not to time out on a loaded machine. */
+const WRITERS = 8;
+const TARGET_RATIO = 0.9;
+const TARGET_RSS_MIB = 128;
+/**
+ * Disk the larger size needs, per MiB of data: three members' database and
+ * WAL (about twice the data each), two copies in the S3 server (the
+ * retention keeps one), the restore's download and data directory.
+ */
+const DISK_PER_MIB = 3 * 2 + 2 + 2;
 
-/** Runs a command under /usr/bin/time: wall seconds and peak RSS (MiB) of the process. */
-function timed(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<{ seconds: number; peakMiB: number; stdout: string; stderr: string; status: number | null }> {
+/** Runs a command under /usr/bin/time: wall seconds, CPU seconds (user + system) and peak RSS (MiB) of the process. */
+function timed(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<{ seconds: number; cpuSeconds: number; peakMiB: number; stdout: string; stderr: string; status: number | null }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/time', ['-f', 'DKV_TIME %e %M', command, ...args], { env: env ?? process.env });
+    const child = spawn('/usr/bin/time', ['-f', 'DKV_TIME %e %M %U %S', command, ...args], { env: env ?? process.env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
     child.on('close', (status) => {
-      const match = /DKV_TIME ([\d.]+) (\d+)/.exec(stderr);
+      const match = /DKV_TIME ([\d.]+) (\d+) ([\d.]+) ([\d.]+)/.exec(stderr);
       if (!match) return reject(new Error(`no timing from /usr/bin/time: ${stderr}`));
-      resolve({ seconds: Number(match[1]), peakMiB: Number(match[2]) / 1024, stdout, stderr, status });
+      resolve({ seconds: Number(match[1]), cpuSeconds: Number(match[3]) + Number(match[4]), peakMiB: Number(match[2]) / 1024, stdout, stderr, status });
     });
   });
 }
 
+const median = (xs: readonly number[]): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+};
+const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
+
 const dir = mkdtempSync(join(tmpdir(), 'dkv-bench-backup-'));
+const largest = sizes.at(-1)!;
+const freeMiB = (() => {
+  const fs = statfsSync(dir);
+  return (fs.bavail * fs.bsize) / (1024 * 1024);
+})();
+if (freeMiB < largest * DISK_PER_MIB) {
+  rmSync(dir, { recursive: true, force: true });
+  process.stderr.write(`bench:backup: ${largest} MiB of data needs about ${((largest * DISK_PER_MIB) / 1024).toFixed(1)} GiB free in ${tmpdir()}, which has ${(freeMiB / 1024).toFixed(1)} GiB; run with --small-only or a smaller --mib\n`);
+  process.exit(2);
+}
 const binDir = locateBinaries(['etcd']);
 const tools = backupTools();
 const s3 = await startS3Server();
 const { cluster, pods, membership } = await startLocalEtcdCluster(3, binDir, join(dir, 'members'));
+/** Rows as they are measured: a larger size that fails leaves the smaller one's figures printed. */
+const print = (rows: readonly [string, string][]) => {
+  for (const [k, v] of rows) process.stdout.write(`${k.padEnd(80)}  ${v}\n`);
+};
+print([['measured on', `${runtimeAndMachine()}, ${new Date().toISOString()}`]]);
 try {
   const first = (await cluster.address('kv-0')).clientUrl;
-  const values = Math.ceil((mib * 1024 * 1024) / VALUE_BYTES);
-  const writeStarted = performance.now();
-  for (let i = 0; i < values; i++) {
-    // Random bytes: nothing along the way can compress them away.
-    await etcdPost(first, '/v3/kv/put', { key: b64(`blob/${String(i).padStart(6, '0')}`), value: randomBytes(VALUE_BYTES).toString('base64') }, 30_000);
-  }
-  const writeSeconds = (performance.now() - writeStarted) / 1000;
-
-  const status = await membership.status();
-  const follower = status.members.filter((m) => !m.leader).at(-1)!.name;
-  const followerUrl = (await cluster.address(follower)).clientUrl;
-
-  // Floor: the snapshot from the same follower, hashed and discarded.
-  const floorStarted = performance.now();
-  const hash = createHash('sha256');
-  let snapshotBytes = 0;
-  for await (const chunk of etcdSnapshot(followerUrl)) {
-    hash.update(chunk);
-    snapshotBytes += chunk.length;
-  }
-  hash.digest();
-  const floorSeconds = (performance.now() - floorStarted) / 1000;
-
   const configFile = join(dir, 'dkv.config.yaml');
-  writeFileSync(configFile, `backup:\n  s3:\n    endpoint: ${s3.endpoint}\n    forcePathStyle: true\n`);
+  // retain: 1 bounds the S3 server's disk to two snapshots, whatever the runs.
+  writeFileSync(configFile, `backup:\n  retain: 1\n  s3:\n    endpoint: ${s3.endpoint}\n    forcePathStyle: true\n`);
   const memberArgs = (await Promise.all(pods.map(async (p) => ['--member', `${p}=${(await cluster.address(p)).clientUrl}`]))).flat();
-  const backup = await timed(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), 'backup', '--cluster', 'kv', '--namespace', 'shop', '--size', '3',
-    '--s3-path', `s3://${s3.bucket}/bench`, '--config', configFile, ...memberArgs], { PATH: process.env.PATH, HOME: process.env.HOME, ...s3.env });
-  if (backup.status !== 0) throw new Error(`dkv backup failed: ${backup.stderr}`);
-
-  // Restore: download the snapshot, then etcdutl restores it into a data directory.
   const client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY } });
-  const key = (await client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: 'bench/' }))).Contents!.map((o) => o.Key!).find((k) => k.endsWith('snapshot.db'))!;
-  const downloadStarted = performance.now();
-  const file = join(dir, 'snapshot.db');
-  await pipeline((await client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))).Body as Readable, createWriteStream(file));
-  const downloadSeconds = (performance.now() - downloadStarted) / 1000;
+  let written = 0;
+  for (const [index, size] of sizes.entries()) {
+    // Random bytes: nothing along the way can compress them away. Each size adds to the one before.
+    const values = Math.ceil((size * 1024 * 1024) / VALUE_BYTES);
+    const writeStarted = performance.now();
+    for (let i = written; i < values; i += WRITERS) {
+      await Promise.all(Array.from({ length: Math.min(WRITERS, values - i) }, (_, j) =>
+        etcdPost(first, '/v3/kv/put', { key: b64(`blob/${String(i + j).padStart(7, '0')}`), value: randomBytes(VALUE_BYTES).toString('base64') }, 60_000)));
+    }
+    const writeSeconds = (performance.now() - writeStarted) / 1000;
+    const added = values - written;
+    written = values;
+
+    const status = await membership.status();
+    const follower = status.members.filter((m) => !m.leader).at(-1)!.name;
+    const followerUrl = (await cluster.address(follower)).clientUrl;
+    const loadBefore = load();
+    const floors: number[] = [];
+    const floorCpu: number[] = [];
+    const backups: { seconds: number; cpuSeconds: number; peakMiB: number }[] = [];
+    let snapshotBytes = 0;
+    for (let run = 0; run < runs; run++) {
+      // Floor: the snapshot from the same follower, through the same reader, hashed and discarded.
+      const floorStarted = performance.now();
+      const cpuBefore = process.cpuUsage();
+      const hash = createHash('sha256');
+      snapshotBytes = 0;
+      await streamEtcdSnapshot(followerUrl, (chunk) => {
+        hash.update(chunk);
+        snapshotBytes += chunk.length;
+      });
+      hash.digest();
+      floors.push((performance.now() - floorStarted) / 1000);
+      const cpu = process.cpuUsage(cpuBefore);
+      floorCpu.push((cpu.user + cpu.system) / 1e6);
+      const backup = await timed(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), 'backup', '--cluster', 'kv', '--namespace', 'shop', '--size', '3',
+        '--s3-path', `s3://${s3.bucket}/bench`, '--config', configFile, ...memberArgs], { PATH: process.env.PATH, HOME: process.env.HOME, ...s3.env });
+      if (backup.status !== 0) throw new Error(`dkv backup failed: ${backup.stderr}`);
+      backups.push(backup);
+    }
+    const loadAfter = load();
+
+    // Restore: download the snapshot, then etcdutl restores it into a data directory.
+    const key = (await client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: 'bench/' }))).Contents!.map((o) => o.Key!).filter((k) => k.endsWith('snapshot.db')).sort().at(-1)!;
+    const downloadStarted = performance.now();
+    const file = join(dir, 'snapshot.db');
+    await pipeline((await client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))).Body as Readable, createWriteStream(file));
+    const downloadSeconds = (performance.now() - downloadStarted) / 1000;
+    const peer = await freePort();
+    const restore = await timed(join(tools, 'etcdutl'), ['snapshot', 'restore', file, `--data-dir=${join(dir, 'restored')}`, '--name=restored',
+      `--initial-cluster=restored=http://127.0.0.1:${peer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`]);
+    if (restore.status !== 0) throw new Error(`etcdutl snapshot restore failed: ${restore.stderr}`);
+
+    // What a restoring member's init container runs: dkv restore (download, sha256 against the manifest, etcdutl).
+    const folder = key.slice(0, -'snapshot.db'.length);
+    const initContainer = await timed(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), 'restore', `--from=s3://${s3.bucket}/${folder}`,
+      `--data-dir=${join(dir, 'member', 'etcd')}`, '--name=kv-0', `--initial-cluster=kv-0=http://127.0.0.1:${peer}`, '--initial-cluster-state=new',
+      '--initial-cluster-token=kv.shop', `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`, '--config', configFile, `--etcdutl=${join(tools, 'etcdutl')}`],
+    { PATH: process.env.PATH, HOME: process.env.HOME, ...s3.env });
+    if (initContainer.status !== 0) throw new Error(`dkv restore failed: ${initContainer.stderr}`);
+    const downloaded = statSync(file).size;
+    for (const path of [file, join(dir, 'restored'), join(dir, 'member')]) rmSync(path, { recursive: true, force: true });
+
+    const mb = snapshotBytes / (1024 * 1024);
+    const floor = median(floors);
+    const backup = median(backups.map((b) => b.seconds));
+    const rss = median(backups.map((b) => b.peakMiB));
+    const rssMax = Math.max(...backups.map((b) => b.peakMiB));
+    const ratio = floor / backup;
+    const all = (xs: readonly number[]) => xs.map((x) => x.toFixed(2)).join(', ');
+    print([
+      [`size ${index + 1}: data written (values of 128 KiB, random, ${WRITERS} at a time)`, `${added} values in ${writeSeconds.toFixed(1)} s (${values} in all)`],
+      ['  snapshot size', `${mb.toFixed(1)} MiB (${downloaded} bytes downloaded)`],
+      ['  load average (1, 5, 15 min) before / after the runs', `${loadBefore} / ${loadAfter}`],
+      [`  floor: snapshot streamed from a follower, hashed, discarded (median of ${runs})`, `${floor.toFixed(2)} s (${(mb / floor).toFixed(0)} MiB/s); runs ${all(floors)}`],
+      [`  dkv backup: process start to exit (median of ${runs})`, `${backup.toFixed(2)} s (${(mb / backup).toFixed(0)} MiB/s); runs ${all(backups.map((b) => b.seconds))}`],
+      ['  CPU seconds (user + system), median: floor\'s reader / dkv backup', `${median(floorCpu).toFixed(2)} / ${median(backups.map((b) => b.cpuSeconds)).toFixed(2)}`],
+      ['  dkv backup throughput / floor\'s', `${ratio.toFixed(2)}x (target >= ${TARGET_RATIO}x: ${ratio >= TARGET_RATIO ? 'met' : 'not met'})`],
+      ['  dkv backup: peak RSS, median (largest)', `${rss.toFixed(0)} MiB (${rssMax.toFixed(0)} MiB) (target <= ${TARGET_RSS_MIB} MiB: ${rssMax <= TARGET_RSS_MIB ? 'met' : rss <= TARGET_RSS_MIB ? 'met by the median only' : 'not met'})`],
+      ['  restore floor: download from S3 by hand', `${downloadSeconds.toFixed(2)} s`],
+      ['  restore floor: etcdutl snapshot restore by hand', `${restore.seconds.toFixed(2)} s, peak RSS ${restore.peakMiB.toFixed(0)} MiB`],
+      ['  dkv restore: process start to exit (download, sha256 check, etcdutl)', `${initContainer.seconds.toFixed(2)} s (floor ${(downloadSeconds + restore.seconds).toFixed(2)} s)`],
+      ['  dkv restore: peak RSS (largest of dkv and etcdutl)', `${initContainer.peakMiB.toFixed(0)} MiB`],
+    ]);
+  }
   client.destroy();
-  const peer = await freePort();
-  const restore = await timed(join(tools, 'etcdutl'), ['snapshot', 'restore', file, `--data-dir=${join(dir, 'restored')}`, '--name=restored',
-    `--initial-cluster=restored=http://127.0.0.1:${peer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`]);
-  if (restore.status !== 0) throw new Error(`etcdutl snapshot restore failed: ${restore.stderr}`);
-
-  // What a restoring member's init container runs: dkv restore (download, sha256 against the manifest, etcdutl).
-  const folder = key.slice(0, -'snapshot.db'.length);
-  const initContainer = await timed(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), 'restore', `--from=s3://${s3.bucket}/${folder}`,
-    `--data-dir=${join(dir, 'member', 'etcd')}`, '--name=kv-0', `--initial-cluster=kv-0=http://127.0.0.1:${peer}`, '--initial-cluster-state=new',
-    '--initial-cluster-token=kv.shop', `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`, '--config', configFile, `--etcdutl=${join(tools, 'etcdutl')}`],
-  { PATH: process.env.PATH, HOME: process.env.HOME, ...s3.env });
-  if (initContainer.status !== 0) throw new Error(`dkv restore failed: ${initContainer.stderr}`);
-
-  const mb = snapshotBytes / (1024 * 1024);
-  const rows: [string, string][] = [
-    ['measured on', runtimeAndMachine()],
-    ['data written (values of 128 KiB, random)', `${values} values in ${writeSeconds.toFixed(1)} s`],
-    ['snapshot size', `${mb.toFixed(1)} MiB (${statSync(file).size} bytes downloaded)`],
-    ['floor: snapshot streamed from a follower, hashed, discarded', `${floorSeconds.toFixed(2)} s (${(mb / floorSeconds).toFixed(0)} MiB/s)`],
-    ['dkv backup: process start to exit (snapshot -> multipart S3 upload, manifest, retention)', `${backup.seconds.toFixed(2)} s (${(mb / backup.seconds).toFixed(0)} MiB/s)`],
-    ['dkv backup: peak RSS', `${backup.peakMiB.toFixed(0)} MiB (for a ${mb.toFixed(0)} MiB snapshot)`],
-    ['restore floor: download from S3 by hand', `${downloadSeconds.toFixed(2)} s`],
-    ['restore floor: etcdutl snapshot restore by hand', `${restore.seconds.toFixed(2)} s, peak RSS ${restore.peakMiB.toFixed(0)} MiB`],
-    ['dkv restore: process start to exit (download, sha256 check, etcdutl)', `${initContainer.seconds.toFixed(2)} s (floor ${(downloadSeconds + restore.seconds).toFixed(2)} s)`],
-    ['dkv restore: peak RSS (largest of dkv and etcdutl)', `${initContainer.peakMiB.toFixed(0)} MiB`],
-  ];
-  const width = Math.max(...rows.map(([k]) => k.length));
-  for (const [k, v] of rows) process.stdout.write(`${k.padEnd(width)}  ${v}\n`);
 } finally {
   await cluster.stopAll();
   await s3.stop();
