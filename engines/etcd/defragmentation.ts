@@ -105,7 +105,18 @@ export function openWindow(window: MaintenanceWindow, now: number): { openedAt?:
   }
 }
 
+/** A cluster this full is looked at every NEAR_FULL_LOOK_MS: NOSPACE, when it comes, is seen and recovered within seconds. */
+export const NEAR_FULL_SHARE = 0.75;
+const NEAR_FULL_LOOK_MS = 5_000;
+
 export function decideDefragmentationStep(input: DefragmentationInput): DefragmentationStep {
+  const step = decide(input);
+  const fullest = Math.max(0, ...input.membership.members.map((m) => m.dbSizeBytes ?? 0));
+  if (fullest < NEAR_FULL_SHARE * input.quotaBytes || (step.requeueAfterMs ?? Infinity) <= NEAR_FULL_LOOK_MS) return step;
+  return { ...step, requeueAfterMs: NEAR_FULL_LOOK_MS };
+}
+
+function decide(input: DefragmentationInput): DefragmentationStep {
   const { membership } = input;
   const nospace = membership.alarms.filter((a) => a.alarm === 'NOSPACE');
   const idle = (message: string): DefragmentationStep => ({ reason: 'Idle', message });

@@ -58,6 +58,13 @@ describe('defragmentation, one member at a time', () => {
     expect(step([member(0, 200, 150), member(1, 200, 150), member(2, 200, 150)], { minFreePercent: 20 }).action).toMatchObject({ type: 'defragment', pod: 'kv-1' });
   });
 
+  it('looks again within seconds at a cluster near its quota, so that NOSPACE is seen soon after it is raised', () => {
+    const calm = step([member(0, 200, 150), member(1, 200, 150), member(2, 200, 150)]);
+    expect(calm.requeueAfterMs).toBeUndefined();
+    const nearlyFull = step([member(0, 800, 700), member(1, 200, 150), member(2, 200, 150)]);
+    expect(nearlyFull).toMatchObject({ reason: 'Idle', requeueAfterMs: 5_000 });
+  });
+
   it('does NOT defragment a database below the size floor, however free', () => {
     const s = step([member(0, 40, 1), member(1, 40, 1), member(2, 40, 1)]);
     expect(s.action).toBeUndefined();
