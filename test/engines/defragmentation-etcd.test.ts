@@ -132,7 +132,9 @@ describeWithEtcd('defragmentation of a real etcd cluster', () => {
 const named = (a: DefragmentationAction) => (a.type === 'defragment' ? `defragment ${a.pod}` : a.type === 'moveLeader' ? `moveLeader ${a.fromPod}` : a.type);
 
 /** Takes the decision's steps until it has none, as reconciles would: one call each, read again after it. */
-async function defragmentAll(membership: EtcdMembership): Promise<{ actions: DefragmentationAction[]; busy: { pod: string; start: number; end: number }[]; transfers: { start: number; end: number }[]; steps: string[] }> {
+interface Pass { actions: DefragmentationAction[]; busy: { pod: string; start: number; end: number }[]; transfers: { start: number; end: number }[]; steps: string[] }
+
+async function defragmentAll(membership: EtcdMembership): Promise<Pass> {
   const actions: DefragmentationAction[] = [];
   const transfers: { start: number; end: number }[] = [];
   const steps: string[] = [];
