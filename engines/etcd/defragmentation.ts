@@ -54,8 +54,12 @@ export interface DefragmentationInput {
   readonly lastDefragmented: Readonly<Record<string, number>>;
   /** Another Day-2 step that may take a member down is under way: its words (scaling, upgrade, storage). */
   readonly otherStep?: string;
-  /** The revision this controller last compacted the cluster at in a NOSPACE recovery (its memory; lost on a restart, which only compacts again). */
-  readonly compactedRevision?: number;
+  /**
+   * The revision this controller last compacted the cluster at in a NOSPACE
+   * recovery, and when (its memory; lost on a restart, which only compacts
+   * and defragments again).
+   */
+  readonly compacted?: { readonly revision: number; readonly at: number };
   readonly now: number;
 }
 
@@ -140,7 +144,7 @@ function decide(input: DefragmentationInput): DefragmentationStep {
 
   if (nospace.length > 0) {
     const revision = Math.max(0, ...voters.map((m) => m.revision ?? 0));
-    if (revision > 0 && (input.compactedRevision ?? 0) < revision) {
+    if (revision > 0 && (input.compacted?.revision ?? 0) < revision) {
       return { reason: 'Recovering', message: `NOSPACE: compacting at revision ${revision}, then defragmenting each member over ${mib(recoveryTarget(input))}`, action: { type: 'compact', revision }, requeueAfterMs: 0 };
     }
     if (candidates.length === 0) {
@@ -175,13 +179,20 @@ export function recoveryTarget(input: Pick<DefragmentationInput, 'quotaBytes' | 
 
 type Candidates = { kind: 'candidates'; members: MemberStatus[]; why: string } | { kind: 'step'; step: DefragmentationStep };
 
-/** Under NOSPACE: every voter over the target, unless what is in use alone does not fit below it. */
+/**
+ * Under NOSPACE: every voter over the target not yet defragmented since the
+ * compaction. One that was, and is still over it, holds that much in use:
+ * no defragmentation can help. (Its size in use alone says less: pages a
+ * compaction freed stay "pending" in the file's count until the next write,
+ * and a cluster under NOSPACE writes nothing.)
+ */
 function recoveryCandidates(input: DefragmentationInput): Candidates {
   const target = recoveryTarget(input);
   const voters = input.membership.members.filter((m) => !m.learner && m.dbSizeBytes !== undefined);
-  const compacted = input.compactedRevision !== undefined;
-  const tooFull = voters.filter((m) => (m.dbSizeInUseBytes ?? m.dbSizeBytes!) >= target);
-  if (compacted && tooFull.length > 0) {
+  const over = voters.filter((m) => m.dbSizeBytes! >= target);
+  const sinceCompaction = (m: MemberStatus) => input.compacted !== undefined && (input.lastDefragmented[m.name] ?? -Infinity) >= input.compacted.at;
+  const tooFull = over.filter(sinceCompaction);
+  if (tooFull.length > 0) {
     return {
       kind: 'step', step: {
         reason: 'QuotaTooSmall', requeueAfterMs: 30_000,
@@ -190,7 +201,7 @@ function recoveryCandidates(input: DefragmentationInput): Candidates {
       },
     };
   }
-  return { kind: 'candidates', members: voters.filter((m) => m.dbSizeBytes! >= target), why: 'to recover from NOSPACE' };
+  return { kind: 'candidates', members: over, why: 'to recover from NOSPACE' };
 }
 
 /** In maintenance: members mostly free, large enough, not yet defragmented in this window (or interval). */

@@ -193,7 +193,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const storageUnderWay = storage.step.kind === 'resizeClaim' || storage.step.kind === 'waiting' ? storage.step.message : undefined;
   const maintenanceDecision = membership && maintenanceStep({
     config, resource, previous: cr.status as DistributedKVStatus | undefined, membership, storageStep: storageUnderWay,
-    compactedRevision: ctx.memory.compactedRevision(key), detectOnly: detectOnly || outcome.failures.length > 0, now: ctx.now(),
+    compacted: ctx.memory.compaction(key), detectOnly: detectOnly || outcome.failures.length > 0, now: ctx.now(),
   });
   const maintenance = maintenanceDecision && await actOnMaintenance(ctx, key, maintenanceDecision);
   const reported = await reportOutcome(ctx, { cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step, maintenance });
@@ -249,7 +249,7 @@ async function actOnMaintenance(ctx: ReconcileContext, key: string, decision: Ma
         await via.compact(action.revision).catch((e: Error) => {
           if (!/required revision has been compacted/.test(e.message)) throw e;
         });
-        ctx.memory.compacted(key, action.revision);
+        ctx.memory.compacted(key, action.revision, started);
         break;
       case 'disarm': for (const alarm of action.alarms) await via.disarm(alarm); break;
     }

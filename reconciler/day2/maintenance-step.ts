@@ -55,8 +55,8 @@ export interface MaintenanceInput {
   readonly membership: MembershipStepResult;
   /** A storage step under way (growing claims, replacing the StatefulSet), in words. */
   readonly storageStep?: string;
-  /** The revision this controller last compacted the cluster at (its memory). */
-  readonly compactedRevision?: number;
+  /** The revision this controller last compacted the cluster at, and when (its memory). */
+  readonly compacted?: { readonly revision: number; readonly at: number };
   readonly detectOnly: boolean;
   readonly now: number;
 }
@@ -83,7 +83,7 @@ export function maintenanceStep(input: MaintenanceInput): MaintenanceDecision | 
     nospaceMarginPercent: config.maintenance.nospaceMarginPercent,
     window: defragmentation?.window,
     lastDefragmented: Object.fromEntries(Object.entries(previousTimes).map(([pod, time]) => [pod, Date.parse(time)])),
-    otherStep, compactedRevision: input.compactedRevision, now: input.now,
+    otherStep, compacted: input.compacted, now: input.now,
   });
   const base: MaintenanceStepResult = { reason: step.reason, message: step.message, quotaBytes, alarms, lastDefragmented: previousTimes, requeueAfterMs: step.requeueAfterMs };
   const { action } = step;

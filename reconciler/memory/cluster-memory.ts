@@ -32,7 +32,7 @@ export class ClusterMemory {
   /** The last message reported in an Event, by cluster and reason. */
   private readonly reports = new Map<string, Map<string, string>>();
   /** The revision a NOSPACE recovery last compacted each cluster at (lost on a restart: it compacts again, which etcd answers as done). */
-  private readonly compactions = new Map<string, number>();
+  private readonly compactions = new Map<string, { revision: number; at: number }>();
 
   constructor(private readonly fightPolicy: FieldFightPolicy = DEFAULT_FIELD_FIGHT_POLICY) {}
 
@@ -74,12 +74,12 @@ export class ClusterMemory {
     for (const reason of reported?.keys() ?? []) if (!current.includes(reason)) reported!.delete(reason);
   }
 
-  compactedRevision(cluster: string): number | undefined {
+  compaction(cluster: string): { revision: number; at: number } | undefined {
     return this.compactions.get(cluster);
   }
 
-  compacted(cluster: string, revision: number): void {
-    this.compactions.set(cluster, revision);
+  compacted(cluster: string, revision: number, at: number): void {
+    this.compactions.set(cluster, { revision, at });
   }
 
   /** The cluster is gone. */

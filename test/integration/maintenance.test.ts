@@ -110,23 +110,24 @@ describeWithCluster('maintenance of a real etcd cluster by the controller', () =
     expect((await status()).status.quotaBytes).toBe(QUOTA);
     monitor.start();
 
-    // Overwrite 20 keys of 256 KiB until etcd refuses: every revision is kept (no auto-compaction on this branch's members).
+    // Overwrite 20 keys of 256 KiB (every revision is kept: no auto-compaction on this branch's members) past 75% of the
+    // quota; once a look saw that, the controller looks every 5 s. Then on until etcd refuses.
     const url = cluster.addressOf('kv-0').clientUrl;
     const value = b64('v'.repeat(256 * 1024));
-    const put = (key: string) => etcdPost(url, '/v3/kv/put', { key: b64(key), value }, 10_000);
-    let nospaceAt: number | undefined;
     let writes = 0;
-    for (let round = 0; round < 20 && nospaceAt === undefined; round++) {
-      for (let k = 0; k < 20; k++) {
-        try {
-          await put(`blob/${k}`);
-          writes++;
-        } catch (e) {
-          expect((e as Error).message).toMatch(/database space exceeded/);
-          nospaceAt = Date.now();
-          break;
-        }
-      }
+    const put = async () => {
+      await etcdPost(url, '/v3/kv/put', { key: b64(`blob/${writes % 20}`), value }, 10_000);
+      writes++;
+    };
+    const dbSize = async () => Number((await etcdPost(url, '/v3/maintenance/status', {})).dbSize);
+    while (writes < 200 && await dbSize() < 0.8 * QUOTA) await put();
+    await eventually('a look to see the cluster 75% full', async () => ((await status()).status.databaseFullPercent >= 75 ? true : undefined), 40_000, 200);
+    let nospaceAt: number | undefined;
+    while (writes < 200 && nospaceAt === undefined) {
+      await put().catch((e: Error) => {
+        expect(e.message).toMatch(/database space exceeded/);
+        nospaceAt = Date.now();
+      });
     }
     expect(nospaceAt).toBeDefined();
 
@@ -136,6 +137,7 @@ describeWithCluster('maintenance of a real etcd cluster by the controller', () =
       return conditionOf(cr, 'Alarm')?.reason === 'NOSPACE' ? cr : undefined;
     }, 30_000, 100);
     const seenMs = Date.now() - nospaceAt!;
+    expect(seenMs).toBeLessThan(15_000); // one look (5 s) and a reconcile, on a shared machine
     expect(conditionOf(seen, 'Alarm')).toMatchObject({ status: 'True', message: expect.stringMatching(/^NOSPACE on kv-\d/) });
     expect(conditionOf(seen, 'Available')).toMatchObject({ status: 'True', reason: 'QuorumAvailable', message: expect.stringMatching(/writes are refused until NOSPACE is disarmed/) });
     expect(seen.status.members.some((m: any) => (m.alarms ?? []).includes('NOSPACE'))).toBe(true);
