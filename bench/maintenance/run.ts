@@ -72,18 +72,35 @@ async function start(name: string, extraArgs: readonly string[], binDir: string,
   return { cluster, membership, pods };
 }
 
-/** `overwrites` puts spread over `keys` keys, `concurrency` at a time, round-robin over the members. */
-async function overwrite(run: Running): Promise<number> {
+/**
+ * `overwrites` puts spread over `keys` keys, `concurrency` at a time,
+ * round-robin over the members. A put that fails (a request in flight while
+ * leadership moves, a machine too busy) is tried again, at most 5 times, and
+ * counted.
+ */
+async function overwrite(run: Running): Promise<{ ms: number; retried: number; lastError?: string }> {
   const started = Date.now();
   const value = b64('v'.repeat(valueBytes));
   let next = 0;
+  let retried = 0;
+  let lastError: string | undefined;
   await Promise.all(Array.from({ length: concurrency }, async (_, worker) => {
     const url = run.cluster.addressOf(run.pods[worker % run.pods.length]).clientUrl;
     for (let n = next++; n < overwrites; n = next++) {
-      await etcdPost(url, '/v3/kv/put', { key: b64(`key/${n % keys}`), value }, 30_000);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await etcdPost(url, '/v3/kv/put', { key: b64(`key/${n % keys}`), value }, 30_000);
+          break;
+        } catch (e) {
+          lastError = (e as Error).message;
+          if (attempt === 5) throw e;
+          retried++;
+          await new Promise((r) => setTimeout(r, 1_000));
+        }
+      }
     }
   }));
-  return Date.now() - started;
+  return { ms: Date.now() - started, retried, lastError };
 }
 
 /** The controller's part while the load runs: a look every 2 s, and the step it decides. */
@@ -93,6 +110,16 @@ async function maintain(run: Running, done: () => boolean): Promise<string[]> {
   const made: string[] = [];
   const lastDefragmented: Record<string, number> = {};
   while (!done()) {
+    try {
+      await look();
+    } catch (e) {
+      made.push(`a look failed: ${(e as Error).message}`);
+    }
+    await new Promise((r) => setTimeout(r, 2_000));
+  }
+  return made;
+
+  async function look(): Promise<void> {
     const step = decideDefragmentationStep({
       membership: await run.membership.status(), quotaBytes, minFreePercent: 50,
       minSizeBytes: config.maintenance.minDefragmentationSizeMiB * MIB, intervalMs: config.maintenance.defragmentationIntervalMinutes * 60_000,
@@ -106,9 +133,7 @@ async function maintain(run: Running, done: () => boolean): Promise<string[]> {
       await run.membership.moveLeader(step.action.toId);
       made.push(`moved leadership off ${step.action.fromPod}`);
     }
-    await new Promise((r) => setTimeout(r, 2_000));
   }
-  return made;
 }
 
 async function sizes(run: Running): Promise<string> {
@@ -120,6 +145,8 @@ async function main(): Promise<void> {
   const binDir = locateBinaries(['etcd']);
   const dir = mkdtempSync(join(tmpdir(), 'dkv-bench-maintenance-'));
   const runs: Running[] = [];
+  let onDone = false;
+  let maintenance: Promise<string[]> | undefined;
   try {
     const off = await start('off', [], binDir, dir);
     runs.push(off);
@@ -127,21 +154,24 @@ async function main(): Promise<void> {
     runs.push(on);
     console.log(`${overwrites} overwrites of ${keys} keys (${valueBytes} B values, ${concurrency} at a time), ${size} member(s) per cluster, both clusters at once; ${runtimeAndMachine()}, ${new Date().toISOString()}`);
     const onStarted = Date.now();
-    let onDone = false;
-    const maintenance = maintain(on, () => onDone);
-    const [offMs, onMs] = await Promise.all([overwrite(off), overwrite(on)]);
+    maintenance = maintain(on, () => onDone);
+    const [offLoad, onLoad] = await Promise.all([overwrite(off), overwrite(on)]);
+    const timing = (l: typeof offLoad) => `${(l.ms / 1000).toFixed(1)} s${l.retried ? `, ${l.retried} put(s) retried (last: ${l.lastError})` : ''}`;
     console.log('member: db size / db size in use');
-    console.log(`after the load, maintenance off (baseline, etcd's defaults): ${await sizes(off)}   [${(offMs / 1000).toFixed(1)} s]`);
-    console.log(`after the load, maintenance on: ${await sizes(on)}   [${(onMs / 1000).toFixed(1)} s]`);
+    console.log(`after the load, maintenance off (baseline, etcd's defaults): ${await sizes(off)}   [${timing(offLoad)}]`);
+    console.log(`after the load, maintenance on: ${await sizes(on)}   [${timing(onLoad)}]`);
     // The compactor's first run (and one more look after it); the controller keeps looking meanwhile.
     const settleUntil = onStarted + REVISION_COMPACTOR_MS + 20_000;
     while (Date.now() < settleUntil) await new Promise((r) => setTimeout(r, 1_000));
     onDone = true;
     const made = await maintenance;
+    const failedLooks = made.filter((m) => m.startsWith('a look failed'));
     console.log(`${((Date.now() - onStarted) / 1000).toFixed(0)} s after the start, maintenance off (baseline): ${await sizes(off)}`);
     console.log(`${((Date.now() - onStarted) / 1000).toFixed(0)} s after the start, maintenance on (${AUTO_COMPACTION.join(' ')}, the controller's defragmentation): ${await sizes(on)}   `
-      + `[${made.length} maintenance step(s)${made.length ? `: ${made.join(', ')}` : ''}]`);
+      + `[${made.length - failedLooks.length} maintenance step(s)${made.length ? `: ${made.join(', ')}` : ''}]`);
   } finally {
+    onDone = true;
+    await maintenance;
     for (const run of runs) await run.cluster.stopAll();
     rmSync(dir, { recursive: true, force: true });
   }
