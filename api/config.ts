@@ -60,6 +60,7 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     conversion: { ...base.conversion, ...overrides.conversion },
     fleet: { ...base.fleet, ...overrides.fleet },
     sharding: { ...base.sharding, ...overrides.sharding },
+    maintenance: { ...base.maintenance, ...overrides.maintenance },
     backup: mergeBackup(base.backup, overrides.backup as BackupOverrides | undefined),
   };
 }

@@ -105,6 +105,19 @@ export interface GeneratorConfig {
     /** The label every generated object carries: its cluster's bucket, so a replica watches only its clusters' children. */
     readonly bucketLabel: string;
   };
+  /**
+   * How the controller defragments members and recovers from NOSPACE
+   * (engines/etcd/defragmentation.ts); the spec's
+   * maintenance.defragmentation says when and at which free share.
+   */
+  readonly maintenance: {
+    /** Database files smaller than this (MiB) are not defragmented for their free share alone: too little to win for a member's pause. */
+    readonly minDefragmentationSizeMiB: number;
+    /** Without a window in the spec: each member at most once per this many minutes. */
+    readonly defragmentationIntervalMinutes: number;
+    /** NOSPACE is disarmed once every member's database is this share below the quota, so the next writes do not raise it again at once. */
+    readonly nospaceMarginPercent: number;
+  };
   /** Where and how `dkv backup` stores backups (the location itself is the spec's `backup.s3Path`). */
   readonly backup: {
     /** Complete backups kept per cluster; older ones are deleted after each success. */

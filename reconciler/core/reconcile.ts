@@ -32,6 +32,7 @@ import { memberPods, membershipNotYet, membershipReader, membershipStep, type Me
 import { planWrites } from './plan-writes.js';
 import { readObject } from './read-object.js';
 import { storageReader, storageStep, volumeSizeOf } from '../day2/storage-step.js';
+import { maintenanceNotYet, maintenanceStep, type MaintenanceDecision, type MaintenanceStepResult } from '../day2/maintenance-step.js';
 import { withBucketLabel } from './bucket-label.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 import { recordBackupMetrics, refuse, refuseWith, reportFinalBackup, reportOutcome } from './report.js';
@@ -189,7 +190,14 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   }
 
   const outcome = await executeWrites(ctx, cr, key, plan, detectOnly);
-  const reported = await reportOutcome(ctx, { cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step });
+  // Day-2: one maintenance step (defragmentation, NOSPACE recovery), once this reconcile's own changes are made.
+  const storageUnderWay = storage.step.kind === 'resizeClaim' || storage.step.kind === 'waiting' ? storage.step.message : undefined;
+  const maintenanceDecision = membership && maintenanceStep({
+    config, resource, previous: cr.status as DistributedKVStatus | undefined, membership, storageStep: storageUnderWay, volumeSizeNow: volumeSizeOf(own.statefulSet),
+    compacted: ctx.memory.compaction(key), detectOnly: detectOnly || outcome.failures.length > 0, now: ctx.now(),
+  });
+  const maintenance = maintenanceDecision && await actOnMaintenance(ctx, key, maintenanceDecision);
+  const reported = await reportOutcome(ctx, { cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step, maintenance });
 
   if (outcome.failures.length > 0) throw new Error(`${outcome.failures.length} write(s) failed: ${outcome.failures.join('; ')}`);
   const holds = [...plan.held, ...outcome.fights].map((f) => f.until);
@@ -197,6 +205,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     plan.conflicts.length > 0 ? ctx.objectConflictRecheckMs : undefined,
     holds.length > 0 ? Math.max(1000, Math.min(...holds) - ctx.now()) : undefined,
     membership?.requeueAfterMs,
+    maintenance?.requeueAfterMs,
     storage.requeueAfterMs,
     // A create found its name taken: the next reconcile reads that object and decides whose it is, at once.
     outcome.taken.length > 0 ? 0 : undefined,
@@ -218,6 +227,39 @@ async function actOnMembership(ctx: ReconcileContext, key: string, decision: Mem
     if (write.kind === 'membership') ctx.log.warn('membership change refused or failed', { key, action: write.action.type, error });
     else ctx.log.warn('upgrade step refused or failed', { key, action: write.kind === 'moveLeader' ? 'moveLeader' : 'deletePod', error });
     return membershipNotYet(decision, error);
+  }
+}
+
+/**
+ * Makes the maintenance step's call (a defragmentation waits until the member
+ * is done: the next step, and every other change, waits for it); when the
+ * member refuses it, reports that it is not made yet. A compaction etcd
+ * answers "already compacted" was made, by an earlier controller or etcd's
+ * own auto-compaction.
+ */
+async function actOnMaintenance(ctx: ReconcileContext, key: string, decision: MaintenanceDecision): Promise<MaintenanceStepResult> {
+  const { write } = decision;
+  if (!write) return decision.result;
+  const { action, via } = write;
+  const started = ctx.now();
+  try {
+    switch (action.type) {
+      case 'defragment': await via.defragment(action.pod); break;
+      case 'moveLeader': await via.moveLeader(action.toId); break;
+      case 'compact':
+        await via.compact(action.revision).catch((e: Error) => {
+          if (!/required revision has been compacted/.test(e.message)) throw e;
+        });
+        ctx.memory.compacted(key, action.revision, started);
+        break;
+      case 'disarm': for (const alarm of action.alarms) await via.disarm(alarm); break;
+    }
+    ctx.log.info('maintenance', { key, change: decision.result.changed, ms: ctx.now() - started });
+    return decision.result;
+  } catch (e) {
+    const error = (e as Error).message;
+    ctx.log.warn('maintenance step refused or failed', { key, action: action.type, error });
+    return maintenanceNotYet(decision, error);
   }
 }
 

@@ -14,6 +14,7 @@ import type { CachedObject } from '../../kube/informer.js';
 import { KubeApiError, resourcePath } from '../../kube/client.js';
 import type { FinalBackupDecision } from '../day2/final-backup.js';
 import type { MembershipStepResult } from '../day2/membership-step.js';
+import type { MaintenanceStepResult } from '../day2/maintenance-step.js';
 import type { StorageStep } from '../../engines/storage-growth.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
 import { objectName, TerminalError, type ReconcileContext } from './reconcile-context.js';
@@ -32,6 +33,8 @@ export interface ReconcileReport {
   readonly membership?: MembershipStepResult;
   /** Where a volume growth stands. */
   readonly storage?: StorageStep;
+  /** The maintenance step of this reconcile (etcd, when the members answered). */
+  readonly maintenance?: MaintenanceStepResult;
 }
 
 export function describeHeld(field: HeldField): string {
@@ -43,7 +46,7 @@ export function describeHeld(field: HeldField): string {
  * cluster's status nor this process has reported the same message for the
  * same reason. A problem that persists is reported once.
  */
-function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: DegradedReason | 'QuorumLost' | 'SizeWarning', message: string): boolean {
+function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: DegradedReason | 'QuorumLost' | 'SizeWarning' | 'QuotaTooSmall', message: string): boolean {
   const news = ctx.memory.isNews(key, reason, message);
   const inStatus = (cr.status as DistributedKVStatus | undefined)?.conditions?.some((c) => c.reason === reason && c.message === message);
   return news && !inStatus;
@@ -83,7 +86,15 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   if (membership?.restarted) events.push(record('Normal', 'MemberRestarted', membership.restarted));
   if (membership?.phase === 'QuorumLost' && isNews(ctx, cr, key, 'QuorumLost', membership.message)) events.push(record('Warning', 'QuorumLost', membership.message));
   if (membership?.warning && isNews(ctx, cr, key, 'SizeWarning', membership.warning)) events.push(record('Warning', 'SizeWarning', membership.warning));
-  ctx.memory.resolvedExcept(key, [conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : '', membership?.phase === 'QuorumLost' ? 'QuorumLost' : '', membership?.warning ? 'SizeWarning' : ''].filter(Boolean));
+  const maintenance = report.maintenance;
+  if (maintenance?.changed) events.push(record('Normal', maintenance.changedReason!, maintenance.changed));
+  const raised = raisedAlarms(ctx, cr, key, maintenance);
+  for (const { alarm, message } of raised.news) events.push(record('Warning', `Alarm${alarm}`, message));
+  if (maintenance?.reason === 'QuotaTooSmall' && isNews(ctx, cr, key, 'QuotaTooSmall', maintenance.message)) events.push(record('Warning', 'QuotaTooSmall', maintenance.message));
+  ctx.memory.resolvedExcept(key, [
+    conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : '', membership?.phase === 'QuorumLost' ? 'QuorumLost' : '', membership?.warning ? 'SizeWarning' : '',
+    maintenance?.reason === 'QuotaTooSmall' ? 'QuotaTooSmall' : '', ...raised.active,
+  ].filter(Boolean));
   await Promise.all(events);
   // A create found its name taken by an object no cache shows (execute-writes.ts): the next reconcile,
   // at once, reads it and reports. A status written now would describe objects this one has not seen.
@@ -113,8 +124,31 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     degraded,
     membership: membership && { phase: membership.phase, message: membership.message, members: membership.members, upgrade: membership.upgrade },
     storage: report.storage && report.storage.kind !== 'unchanged' && report.storage.kind !== 'refused' ? report.storage : undefined,
+    maintenance,
   });
   return { degraded: degraded?.reason, backupStaleAtMs: backup?.staleAtMs };
+}
+
+/**
+ * The alarms this reconcile found (`active`, as memory keys) and those that
+ * are news (one Event each when raised, not one per reconcile, nor one per
+ * member it spreads to): news unless this process reported it since it was
+ * last raised, or the status's Alarm condition already names it.
+ */
+function raisedAlarms(ctx: ReconcileContext, cr: CachedObject, key: string, maintenance: MaintenanceStepResult | undefined): { active: string[]; news: { alarm: string; message: string }[] } {
+  if (!maintenance) return { active: [], news: [] };
+  const shown = (cr.status as DistributedKVStatus | undefined)?.conditions?.find((c) => c.type === 'Alarm' && c.status === 'True')?.message ?? '';
+  const kinds = [...new Set(maintenance.alarms.map((a) => a.alarm))];
+  const news = kinds
+    .filter((alarm) => ctx.memory.isNews(key, `Alarm${alarm}`, alarm) && !new RegExp(`\\b${alarm} on\\b`).test(shown))
+    .map((alarm) => {
+      const members = [...new Set(maintenance.alarms.filter((a) => a.alarm === alarm).map((a) => a.member))].sort().join(', ');
+      const what = alarm === 'NOSPACE'
+        ? 'the database reached its quota and the cluster refuses writes; the controller compacts, defragments and disarms it'
+        : 'its data differs from the other members\'; it is never disarmed automatically';
+      return { alarm, message: `${alarm} on ${members}: ${what}` };
+    });
+  return { active: kinds.map((k) => `Alarm${k}`), news };
 }
 
 /**

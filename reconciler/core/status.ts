@@ -11,6 +11,7 @@ import { canonicalJson } from '../../model/desired-hash.js';
 import type { ScalingPhase } from '../../engines/etcd/scaling.js';
 import { hasQuorum, type MemberStatus } from '../../engines/membership.js';
 import type { BackupObservation } from '../day2/backup-status.js';
+import type { MaintenanceStepResult } from '../day2/maintenance-step.js';
 import { standbyCondition, type FleetRole } from '../fleet/fleet-role.js';
 
 export interface ObservedState {
@@ -25,6 +26,8 @@ export interface ObservedState {
   readonly generatedObjects: readonly GeneratedObject[];
   /** Why the cluster is degraded, if it is. */
   readonly degraded?: { readonly reason: DegradedReason; readonly message: string };
+  /** For etcd: where defragmentation and NOSPACE recovery stand, the quota and the alarms. */
+  readonly maintenance?: Pick<MaintenanceStepResult, 'reason' | 'message' | 'quotaBytes' | 'alarms' | 'lastDefragmented'>;
   /** A volume growth under way, or blocked. */
   readonly storage?: { readonly kind: string; readonly message: string };
   /** For engines with a membership: where the membership step stands, and the members as they answered. */
@@ -64,13 +67,16 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
 
   const members = observed.membership?.members;
   const voters = members?.filter((m) => !m.learner);
+  const alarms = observed.maintenance?.alarms ?? [];
+  // A full cluster still has its quorum and serves reads: Available says so, and that writes wait for the alarm.
+  const refusingWrites = alarms.some((a) => a.alarm === 'NOSPACE') ? '; writes are refused until NOSPACE is disarmed (see the Alarm condition)' : '';
   if (observed.membership?.phase === 'QuorumLost') {
     conditions.push({ type: 'Available', status: 'False', reason: 'QuorumLost', message: observed.membership.message });
   } else if (voters && voters.length > 0) {
     // The members' own word: healthy and knowing a leader, which a ready pod alone does not prove.
     const healthy = voters.filter((m) => m.healthy).length;
     conditions.push(hasQuorum({ voters: voters.length, healthyVoters: healthy })
-      ? { type: 'Available', status: 'True', reason: 'QuorumAvailable', message: `${healthy} of ${voters.length} voting members healthy; a majority (${quorum(voters.length)}) accepts writes` }
+      ? { type: 'Available', status: 'True', reason: 'QuorumAvailable', message: `${healthy} of ${voters.length} voting members healthy; a majority (${quorum(voters.length)}) accepts writes${refusingWrites}` }
       : { type: 'Available', status: 'False', reason: 'QuorumUnavailable', message: `${healthy} of ${voters.length} voting members healthy; ${quorum(voters.length)} are needed for a majority` });
   } else if (size === undefined || !observed.statefulSet) {
     conditions.push({ type: 'Available', status: 'False', reason: notCreatedReason, message: observed.size === undefined ? 'the spec cannot be acted on and no StatefulSet runs; see the Degraded condition' : 'the StatefulSet does not exist yet' });
@@ -101,6 +107,12 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
         ? { type: 'Upgrading', status: 'True', reason: 'RollingMembers', message: upgrade.message }
         : { type: 'Upgrading', status: 'False', reason: 'UpToDate', message: upgrade.message });
     }
+  }
+
+  if (observed.maintenance) {
+    const { reason, message } = observed.maintenance;
+    conditions.push({ type: 'Maintenance', status: reason === 'Defragmenting' || reason === 'Recovering' ? 'True' : 'False', reason, message });
+    conditions.push(alarmCondition(alarms));
   }
 
   if (observed.storage) {
@@ -134,11 +146,54 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
     status.updatedMembers = upgrade.updatedMembers;
   }
   if (members) {
-    status.members = members.map((m) => ({ name: m.name || m.id, role: m.learner ? 'learner' : m.leader ? 'leader' : 'follower', healthy: m.healthy }));
+    const maintenance = observed.maintenance;
+    const before = new Map((previous?.members ?? []).map((m) => [m.name, m]));
+    status.members = members.map((m) => {
+      const name = m.name || m.id;
+      const reported: NonNullable<DistributedKVStatus['members']>[number] = { name, role: m.learner ? 'learner' : m.leader ? 'leader' : 'follower', healthy: m.healthy };
+      if (!maintenance) return reported;
+      const dbSizeBytes = steadySize(m.dbSizeBytes, before.get(name)?.dbSizeBytes);
+      const dbSizeInUseBytes = steadySize(m.dbSizeInUseBytes, before.get(name)?.dbSizeInUseBytes);
+      if (dbSizeBytes !== undefined) reported.dbSizeBytes = dbSizeBytes;
+      if (dbSizeInUseBytes !== undefined) reported.dbSizeInUseBytes = dbSizeInUseBytes;
+      const own = maintenance.alarms.filter((a) => a.member === name).map((a) => a.alarm);
+      if (own.length > 0) reported.alarms = [...new Set(own)].sort();
+      if (maintenance.lastDefragmented[name]) reported.lastDefragmentationTime = maintenance.lastDefragmented[name];
+      return reported;
+    });
+    if (maintenance) {
+      status.quotaBytes = maintenance.quotaBytes;
+      const fullest = Math.max(0, ...status.members.map((m) => m.dbSizeBytes ?? 0));
+      if (maintenance.quotaBytes > 0) status.databaseFullPercent = Math.floor((fullest / maintenance.quotaBytes) * 100);
+    }
   }
   if (observed.backup?.lastBackupTime) status.lastBackupTime = observed.backup.lastBackupTime;
   if (observed.backup?.lastBackupFailureTime) status.lastBackupFailureTime = observed.backup.lastBackupFailureTime;
   return status;
+}
+
+const MIB = 2 ** 20;
+
+/**
+ * A database size as status reports it: whole MiB, and the previous value
+ * while it moved by no more than one. A member's file grows and shrinks by
+ * pages with every write and compaction; reported to the byte (or rounded
+ * alone, flapping at a MiB boundary), a busy cluster's status would change on
+ * every look at its members, each a status write. Fullness is a matter of MiB.
+ */
+export function steadySize(bytes: number | undefined, previous: number | undefined): number | undefined {
+  if (bytes === undefined) return undefined;
+  const rounded = Math.round(bytes / MIB) * MIB;
+  return previous !== undefined && Math.abs(rounded - previous) <= MIB ? previous : rounded;
+}
+
+/** The Alarm condition: which alarms the cluster holds, naming the members (CORRUPT first: it is never disarmed automatically). */
+function alarmCondition(alarms: readonly { readonly member: string; readonly alarm: 'NOSPACE' | 'CORRUPT' }[]): ConditionInput {
+  if (alarms.length === 0) return { type: 'Alarm', status: 'False', reason: 'NoAlarm', message: 'no member holds an alarm' };
+  const kinds = (['CORRUPT', 'NOSPACE'] as const).filter((k) => alarms.some((a) => a.alarm === k));
+  const what = { NOSPACE: 'the database reached its quota: the cluster refuses writes', CORRUPT: 'its data differs from the other members\'' };
+  const message = kinds.map((k) => `${k} on ${[...new Set(alarms.filter((a) => a.alarm === k).map((a) => a.member))].sort().join(', ')} (${what[k]})`).join('; ');
+  return { type: 'Alarm', status: 'True', reason: kinds[0], message };
 }
 
 /** Whether writing `next` would change anything. */

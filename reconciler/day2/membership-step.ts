@@ -29,6 +29,8 @@ export interface MembershipStepResult {
   readonly message: string;
   /** The members as last read, when they answered. */
   readonly members?: readonly MemberStatus[];
+  /** The whole membership as last read (alarms, leader), when it answered, and the client it was read with: the maintenance step (maintenance-step.ts) reads no second time. */
+  readonly membership?: { readonly status: MembershipStatus; readonly via: Membership };
   /** The change made in this step, in words (for an Event). */
   readonly changed?: string;
   /** Sizes that work but deserve a warning (an Event, once). */
@@ -119,19 +121,20 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
   const podsSettled = statefulSet !== undefined && (stsStatus?.observedGeneration ?? 0) >= (statefulSet.metadata.generation ?? 0) && stsStatus?.replicas === replicas;
   const step = decideScalingStep({ size: resource.spec.size, replicas, recorded: recordedPlan(configMap), membership: status, pod: (i) => memberName(identity, i), podsSettled });
   const members = 'members' in status ? status.members : undefined;
+  const answered = 'members' in status ? { status, via: membership } : undefined;
   const warning = sizeWarning(resource.spec.size, members?.filter((m) => !m.learner).length);
   if (!step.action || detectOnly) {
     const plan = detectOnly ? recordedPlan(configMap) ?? step.planIfActionFails : step.plan;
-    const result: MembershipStepResult = { plan, phase: step.phase, message: step.message, members, warning, requeueAfterMs: step.requeueAfterMs };
+    const result: MembershipStepResult = { plan, phase: step.phase, message: step.message, members, membership: answered, warning, requeueAfterMs: step.requeueAfterMs };
     // One change at a time: members are restarted for an upgrade only while the membership is stable.
     if (step.phase !== 'Stable' || !statefulSet || !('members' in status)) return { result };
     return upgradeStep(read, cr, resource, identity, statefulSet, status, membership, detectOnly, result);
   }
   const peer = step.action.type === 'addLearner' ? addresses.peer(namespace, step.action.pod, identity) : '';
   return {
-    result: { plan: step.plan, phase: step.phase, message: step.message, members, changed: describeMembershipAction(step.action), warning, requeueAfterMs: step.requeueAfterMs },
+    result: { plan: step.plan, phase: step.phase, message: step.message, members, membership: answered, changed: describeMembershipAction(step.action), warning, requeueAfterMs: step.requeueAfterMs },
     write: { kind: 'membership', action: step.action, peerUrl: peer, via: membership },
-    ifWriteFails: { plan: step.planIfActionFails, phase: step.phase, message: step.message, members, warning, requeueAfterMs: step.requeueAfterMs },
+    ifWriteFails: { plan: step.planIfActionFails, phase: step.phase, message: step.message, members, membership: answered, warning, requeueAfterMs: step.requeueAfterMs },
   };
 }
 

@@ -31,6 +31,8 @@ export class ClusterMemory {
   private readonly clusters = new Map<string, Map<string, ObjectMemory>>();
   /** The last message reported in an Event, by cluster and reason. */
   private readonly reports = new Map<string, Map<string, string>>();
+  /** The revision a NOSPACE recovery last compacted each cluster at (lost on a restart: it compacts again, which etcd answers as done). */
+  private readonly compactions = new Map<string, { revision: number; at: number }>();
 
   constructor(private readonly fightPolicy: FieldFightPolicy = DEFAULT_FIELD_FIGHT_POLICY) {}
 
@@ -72,10 +74,19 @@ export class ClusterMemory {
     for (const reason of reported?.keys() ?? []) if (!current.includes(reason)) reported!.delete(reason);
   }
 
+  compaction(cluster: string): { revision: number; at: number } | undefined {
+    return this.compactions.get(cluster);
+  }
+
+  compacted(cluster: string, revision: number, at: number): void {
+    this.compactions.set(cluster, { revision, at });
+  }
+
   /** The cluster is gone. */
   forget(cluster: string): void {
     this.clusters.delete(cluster);
     this.reports.delete(cluster);
+    this.compactions.delete(cluster);
   }
 
   /** Objects remembered, over every cluster (for tests and metrics). */

@@ -1,0 +1,191 @@
+/**
+ * NOSPACE recovery through the whole controller, on real components (the
+ * API server, kube-controller-manager, kwok's nodes, real etcd members run
+ * by test/support/etcd-kubelet.ts), under the invariant monitor: a 3-member
+ * cluster with a small quota is filled until etcd raises NOSPACE and refuses
+ * writes; the status says so within one look at the members, and the
+ * controller compacts, defragments each member (the leader last, after a
+ * transfer) and disarms the alarm, so writes succeed again with no human
+ * step. Once recovered, a quiet cluster costs no write to the API server.
+ *
+ * The members run with a 16 MiB quota: spec.maintenance.quota, which the
+ * generator renders as --quota-backend-bytes and the status reports
+ * fullness against.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadDefaultConfig } from '../../api/config.js';
+import { customResourceDefinition } from '../../api/crd.js';
+import { EtcdMembership } from '../../engines/etcd/membership.js';
+import { KubeClient, resourcePath } from '../../kube/client.js';
+import { createLogger } from '../../kube/log.js';
+import type { GeneratorConfig } from '../../model/generator-config.js';
+import { Controller } from '../../reconciler/core/controller.js';
+import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
+import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
+import { byRole, synth } from '../generator/support.js';
+import { EtcdKubelet } from '../support/etcd-kubelet.js';
+import { b64, etcdPost, LocalEtcdCluster } from '../support/etcd-members.js';
+import { clusterPath } from './controller-harness.js';
+import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
+import { InvariantMonitor } from '../support/invariant-monitor.js';
+
+const MIB = 2 ** 20;
+const QUOTA = 16 * MIB;
+const config: GeneratorConfig = {
+  ...loadDefaultConfig(),
+  // Test databases are small: any size is worth defragmenting here.
+  maintenance: { ...loadDefaultConfig().maintenance, minDefragmentationSizeMiB: 1 },
+};
+const NAME = 'kv';
+const pods = [0, 1, 2].map((i) => `${NAME}-${i}`);
+
+describeWithCluster('maintenance of a real etcd cluster by the controller', () => {
+  let plane: ControlPlane;
+  let client: KubeClient;
+  let controllerClient: KubeClient;
+  let namespace: string;
+  let dir: string;
+  let cluster: LocalEtcdCluster;
+  let kubelet: EtcdKubelet;
+  let controller: Controller | undefined;
+  let monitor: InvariantMonitor;
+  const controllerWrites: string[] = [];
+
+  beforeAll(async () => {
+    plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>] } });
+    client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+    controllerClient = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+    const send = controllerClient.request.bind(controllerClient);
+    controllerClient.request = (method, path, options) => {
+      if (method !== 'GET') controllerWrites.push(`${method} ${path} ${JSON.stringify(options?.body ?? null).slice(0, 2000)}`);
+      return send(method, path, options);
+    };
+    await installCrd(client);
+    namespace = await createNamespace(client, 'maintenance');
+    dir = mkdtempSync(join(tmpdir(), 'dkv-maintenance-'));
+    const { statefulSet } = byRole(synth({ name: NAME, namespace, size: 3 }, config));
+    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data);
+    for (const pod of pods) await cluster.address(pod);
+    kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
+    kubelet.start();
+    controller = new Controller({
+      client: controllerClient, config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
+      memberAddresses: { client: (_ns, pod) => cluster.addressOf(pod).clientUrl, peer: (_ns, pod) => cluster.addressOf(pod).peerUrl },
+      memberTimeoutMs: 1000,
+    });
+    await controller.startCaches();
+    await controller.startWorkers();
+    monitor = new InvariantMonitor(new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000));
+  }, 180_000 + LATER_BINARIES_BUILD_MS);
+
+  afterAll(async () => {
+    await monitor?.stop();
+    await controller?.stop();
+    await kubelet?.stop();
+    client?.close();
+    controllerClient?.close();
+    await plane?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const status = () => client.request('GET', clusterPath(namespace, NAME));
+  const conditionOf = (cr: any, type: string) => cr.status?.conditions?.find((c: any) => c.type === type);
+  const events = async () => (await client.request('GET', `/api/v1/namespaces/${namespace}/events`)).items as any[];
+
+  it('recovers a cluster that reached its quota (NOSPACE): status says so within one look, then compaction, defragmentation and disarm make it writable, with no human step', async () => {
+    await client.request('POST', `/apis/example.com/v1beta1/namespaces/${namespace}/distributedkvs`, {
+      body: { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: NAME, namespace }, spec: { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0', maintenance: { quota: '16Mi' } } },
+    });
+    await eventually('3 healthy members reported with their database sizes', async () => {
+      const cr = await status();
+      const members = cr.status?.members ?? [];
+      return members.length === 3 && members.every((m: any) => m.healthy && typeof m.dbSizeBytes === 'number') ? cr : undefined;
+    }, 60_000, 200).catch(async (e: Error) => {
+      throw new Error(`${e.message}\nstatus: ${JSON.stringify((await status()).status, null, 1)}\nkubelet: ${kubelet.errors.join('; ')}`);
+    });
+    expect((await status()).status.quotaBytes).toBe(QUOTA);
+    monitor.start();
+
+    // Overwrite 20 keys of 256 KiB (every revision is kept: no auto-compaction on this branch's members) past 75% of the
+    // quota; once a look saw that, the controller looks every 5 s. Then on until etcd refuses.
+    const url = cluster.addressOf('kv-0').clientUrl;
+    const value = b64('v'.repeat(256 * 1024));
+    let writes = 0;
+    const put = async () => {
+      await etcdPost(url, '/v3/kv/put', { key: b64(`blob/${writes % 20}`), value }, 10_000);
+      writes++;
+    };
+    const dbSize = async () => Number((await etcdPost(url, '/v3/maintenance/status', {})).dbSize);
+    while (writes < 200 && await dbSize() < 0.8 * QUOTA) await put();
+    await eventually('a look to see the cluster 75% full', async () => ((await status()).status.databaseFullPercent >= 75 ? true : undefined), 40_000, 200);
+    let nospaceAt: number | undefined;
+    while (writes < 200 && nospaceAt === undefined) {
+      await put().catch((e: Error) => {
+        expect(e.message).toMatch(/database space exceeded/);
+        nospaceAt = Date.now();
+      });
+    }
+    expect(nospaceAt).toBeDefined();
+
+    // Within one look at the members (every 5 s once a member's database passes 75% of the quota): the alarm, by name.
+    const seen = await eventually('the Alarm condition to name NOSPACE', async () => {
+      const cr = await status();
+      return conditionOf(cr, 'Alarm')?.reason === 'NOSPACE' ? cr : undefined;
+    }, 30_000, 100);
+    const seenMs = Date.now() - nospaceAt!;
+    expect(seenMs).toBeLessThan(15_000); // one look (5 s) and a reconcile, on a shared machine
+    expect(conditionOf(seen, 'Alarm')).toMatchObject({ status: 'True', message: expect.stringMatching(/^NOSPACE on kv-\d/) });
+    expect(conditionOf(seen, 'Available')).toMatchObject({ status: 'True', reason: 'QuorumAvailable', message: expect.stringMatching(/writes are refused until NOSPACE is disarmed/) });
+    expect(seen.status.members.some((m: any) => (m.alarms ?? []).includes('NOSPACE'))).toBe(true);
+
+    // No human step: writes succeed again.
+    await eventually('a write to succeed again', async () => {
+      try {
+        await etcdPost(url, '/v3/kv/put', { key: b64('after/0'), value: b64('ok') }, 2_000);
+        return true;
+      } catch {
+        return undefined;
+      }
+    }, 90_000, 200).catch(async (e: Error) => {
+      const cr = await status();
+      throw new Error(`${e.message}\nMaintenance: ${JSON.stringify(conditionOf(cr, 'Maintenance'))}\nmembers: ${JSON.stringify(cr.status.members)}\n`
+        + `events: ${(await events()).map((v) => `${v.reason}: ${v.message}`).join('\n')}`);
+    });
+    const writableMs = Date.now() - nospaceAt!;
+
+    const recovered = await eventually('status to show the alarm gone and maintenance idle', async () => {
+      const cr = await status();
+      return conditionOf(cr, 'Alarm')?.status === 'False' && conditionOf(cr, 'Maintenance')?.status === 'False' ? cr : undefined;
+    }, 30_000, 200);
+    expect(recovered.status.members.every((m: any) => m.dbSizeBytes < QUOTA * 0.9 && !m.alarms && m.lastDefragmentationTime)).toBe(true);
+    expect(recovered.status.databaseFullPercent).toBeLessThan(90);
+    const reasons = (await events()).map((e) => e.reason);
+    const count = (reason: string) => reasons.filter((r) => r === reason).length;
+    expect({ raised: count('AlarmNOSPACE'), disarmed: count('AlarmDisarmed'), defragmented: count('Defragmented'), moved: count('LeadershipMoved') })
+      .toEqual({ raised: 1, disarmed: 1, defragmented: 3, moved: 1 });
+    expect(count('Compacted')).toBeGreaterThanOrEqual(1);
+    const disarmed = (await events()).find((e) => e.reason === 'AlarmDisarmed');
+    expect(disarmed.message).toMatch(/NOSPACE disarmed: every member's database is below 14 MiB/);
+
+    await monitor.stop();
+    expect(monitor.violations).toEqual([]);
+    expect(monitor.maxDown()).toBeLessThanOrEqual(1);
+    expect(kubelet.errors).toEqual([]);
+
+    // Recovered and quiet: the controller writes nothing to the API server, though it keeps looking at the members.
+    await eventually('the controller to stop writing', async () => {
+      const before = controllerWrites.length;
+      await new Promise((r) => setTimeout(r, 3_000));
+      return controllerWrites.length === before ? true : undefined;
+    }, 60_000, 0);
+    const before = controllerWrites.length;
+    await new Promise((r) => setTimeout(r, 12_000)); // a measured window, not a wait for a condition
+    const steadyWrites = controllerWrites.slice(before);
+    expect(steadyWrites).toEqual([]);
+    console.log(`NOSPACE recovery (${new Date().toISOString()}): ${writes} puts of 256 KiB filled a ${QUOTA / MIB} MiB quota; status showed NOSPACE ${(seenMs / 1000).toFixed(1)} s after the first refused write, `
+      + `writable again after ${(writableMs / 1000).toFixed(1)} s; members now ${recovered.status.members.map((m: any) => `${m.name} ${m.dbSizeBytes / MIB} MiB`).join(', ')}; `
+      + `${monitor.readings.length} monitor readings, at most ${monitor.maxDown()} member(s) down; ${steadyWrites.length} API writes in 12 s once quiet`);
+  }, 300_000);
+});
