@@ -20,6 +20,14 @@ import { Worker } from 'node:worker_threads';
 /** Fewer spec files than this render on one thread: the worker's start (some 0.15 s of CPU) would cost more than it saves. */
 export const PARALLEL_FROM_FILES = 200;
 
+/**
+ * Fewer cores than this render on one thread unless DKV_RENDER_THREADS=2
+ * asks for two: on two cores the second thread competes with V8's own
+ * garbage-collection and compiler threads, and measured nothing
+ * (2026-11-26, 1,000 specs, quiet machine: 0.78 s on one thread, 0.79 s on two).
+ */
+export const TWO_THREADS_FROM_CORES = 4;
+
 /** What the worker is given: the specs (structured-cloned), the counter both threads claim from, and where the files go (their headers name it). */
 export interface RenderJob {
   readonly specs: readonly { readonly file: string; readonly resource: unknown }[];
@@ -45,12 +53,15 @@ export interface RenderHelper {
 }
 
 /**
- * Starts the worker when it pays: `fileCount` spec files or more, at least
- * two cores, and `DKV_RENDER_THREADS` not `1` (one thread, as for a
- * comparison). The worker loads the configuration from `configFile` itself.
+ * Starts the worker when it pays: `fileCount` spec files or more, and
+ * TWO_THREADS_FROM_CORES cores or more, or `DKV_RENDER_THREADS=2` (on any
+ * machine with two cores); `DKV_RENDER_THREADS=1` keeps one thread always.
+ * The worker loads the configuration from `configFile` itself.
  */
 export function startRenderHelper(fileCount: number, configFile: string | undefined, threshold = PARALLEL_FROM_FILES): RenderHelper | undefined {
-  if (fileCount < threshold || availableParallelism() < 2 || process.env.DKV_RENDER_THREADS === '1') return undefined;
+  const asked = process.env.DKV_RENDER_THREADS;
+  const cores = availableParallelism();
+  if (fileCount < threshold || asked === '1' || cores < 2 || (asked !== '2' && cores < TWO_THREADS_FROM_CORES)) return undefined;
   const worker = new Worker(new URL('./render-worker.js', import.meta.url), { workerData: { configFile } });
   worker.unref(); // it never keeps the process alive on its own
   let gone = false;

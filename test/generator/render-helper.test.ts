@@ -5,6 +5,7 @@
  * in spec order.
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
@@ -32,13 +33,23 @@ function sleep(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
+/** A helper started as DKV_RENDER_THREADS=2 asks, whatever this machine's cores. */
+function asTwoThreads<T>(start: () => T | undefined): T {
+  process.env.DKV_RENDER_THREADS = '2';
+  try {
+    return start()!;
+  } finally {
+    delete process.env.DKV_RENDER_THREADS;
+  }
+}
+
 describe('dkv synth on two threads', () => {
   it('writes the same files, byte for byte, as on one thread', () => {
     const dir = temporaryDirectory();
     const specs = join(dir, 'specs');
     mkdirSync(specs);
     for (let i = 0; i < 240; i++) writeFileSync(join(specs, `kv-${i}.yaml`), stringify(fleetDocument(i)));
-    const two = dkv(['synth', '--specs', specs, '--out', 'two'], dir);
+    const two = dkv(['synth', '--specs', specs, '--out', 'two'], dir, { DKV_RENDER_THREADS: '2' });
     const one = dkv(['synth', '--specs', specs, '--out', 'one'], dir, { DKV_RENDER_THREADS: '1' });
     expect(two).toMatchObject({ status: 0, stderr: 'synthesized 240 cluster(s) into two (241 files)\n' });
     expect(one).toMatchObject({ status: 0, stderr: 'synthesized 240 cluster(s) into one (241 files)\n' });
@@ -49,7 +60,7 @@ describe('dkv synth on two threads', () => {
   it('puts what each thread rendered back in spec order, the worker rendering its share', async () => {
     const { startRenderHelper } = await compiledHelper();
     const specs = Array.from({ length: 80 }, (_, i) => ({ file: `/specs/kv-${i}.yaml`, resource: validResource(fleetDocument(i)) }));
-    const helper = startRenderHelper(specs.length, undefined, 1)!;
+    const helper = asTwoThreads(() => startRenderHelper(specs.length, undefined, 1));
     expect(helper).toBeDefined();
     let here = 0;
     const { files, byWorker } = await helper.render({ specs, outDir: '/out' }, (i) => {
@@ -72,7 +83,7 @@ describe('dkv synth on two threads', () => {
       if (i === 41) throw new Error('spec 41 cannot be rendered');
       return renderManifest(specs[i] as (typeof good)[number] & { resource: ReturnType<typeof validResource> }, DEFAULT_CONFIG, '/out');
     };
-    const helper = startRenderHelper(specs.length, undefined, 1)!;
+    const helper = asTwoThreads(() => startRenderHelper(specs.length, undefined, 1));
     await expect(helper.render({ specs, outDir: '/out' }, renderHere)).rejects.toThrow('spec 7 cannot be rendered');
     // Spec 41 alone: this thread is slow, so the worker, started by then, most likely meets it first and stops there.
     const late = good.map((spec, i) => (i === 41 ? { file: spec.file, resource: { metadata: {} } } : spec));
@@ -81,20 +92,24 @@ describe('dkv synth on two threads', () => {
       if (i === 41) throw new Error('spec 41 cannot be rendered');
       return renderManifest(late[i] as (typeof good)[number] & { resource: ReturnType<typeof validResource> }, DEFAULT_CONFIG, '/out');
     };
-    await expect(startRenderHelper(late.length, undefined, 1)!.render({ specs: late, outDir: '/out' }, slowHere)).rejects.toThrow('spec 41 cannot be rendered');
+    await expect(asTwoThreads(() => startRenderHelper(late.length, undefined, 1)).render({ specs: late, outDir: '/out' }, slowHere)).rejects.toThrow('spec 41 cannot be rendered');
   }, CLI_TIMEOUT_MS);
 
-  it('renders on one thread below the threshold, on one core, or when DKV_RENDER_THREADS=1', async () => {
-    const { startRenderHelper, PARALLEL_FROM_FILES } = await compiledHelper();
+  it('renders on one thread below the threshold, below four cores unless asked for two, or when DKV_RENDER_THREADS=1', async () => {
+    const { startRenderHelper, PARALLEL_FROM_FILES, TWO_THREADS_FROM_CORES } = await compiledHelper();
     expect(startRenderHelper(PARALLEL_FROM_FILES - 1, undefined)).toBeUndefined();
-    process.env.DKV_RENDER_THREADS = '1';
+    const byDefault = startRenderHelper(PARALLEL_FROM_FILES, undefined);
+    expect(byDefault !== undefined).toBe(availableParallelism() >= TWO_THREADS_FROM_CORES);
+    byDefault?.stop();
     try {
+      process.env.DKV_RENDER_THREADS = '1';
       expect(startRenderHelper(PARALLEL_FROM_FILES, undefined)).toBeUndefined();
+      process.env.DKV_RENDER_THREADS = '2';
+      const asked = startRenderHelper(PARALLEL_FROM_FILES, undefined);
+      expect(asked).toBeDefined();
+      asked!.stop();
     } finally {
       delete process.env.DKV_RENDER_THREADS;
     }
-    const helper = startRenderHelper(PARALLEL_FROM_FILES, undefined);
-    expect(helper).toBeDefined();
-    helper!.stop();
   });
 });
