@@ -57,6 +57,7 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     conversion: { ...base.conversion, ...overrides.conversion },
     fleet: { ...base.fleet, ...overrides.fleet },
     sharding: { ...base.sharding, ...overrides.sharding },
+    healing: { ...base.healing, ...overrides.healing },
     backup: mergeBackup(base.backup, overrides.backup as BackupOverrides | undefined),
   };
 }

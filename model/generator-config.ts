@@ -81,6 +81,17 @@ export interface GeneratorConfig {
     /** The label every generated object carries: its cluster's bucket, so a replica watches only its clusters' children. */
     readonly bucketLabel: string;
   };
+  /** Member replacement and quorum-loss recovery (engines/etcd/replacement.ts, docs/auto-healing.md). */
+  readonly healing: {
+    /** How long a voting member may stay unhealthy, for no reason the controller can read, before it is replaced. */
+    readonly unhealthySeconds: number;
+    /** How long a learner may take to be promoted before it is removed and added again with an empty volume. */
+    readonly learnerCatchUpSeconds: number;
+    /** Written on a member's claim with the member's id: the replacement is decided, and every later step reads it there. */
+    readonly replacementAnnotation: string;
+    /** Set by a user on a DistributedKV that lost its quorum: the member pod to rebuild the cluster from, or `auto`. */
+    readonly recoveryAnnotation: string;
+  };
   /** Where and how `dkv backup` stores backups (the location itself is the spec's `backup.s3Path`). */
   readonly backup: {
     /** Complete backups kept per cluster; older ones are deleted after each success. */

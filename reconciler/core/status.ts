@@ -33,6 +33,10 @@ export interface ObservedState {
     readonly message: string;
     readonly members?: readonly MemberStatus[];
     readonly upgrade?: { readonly upgrading: boolean; readonly message: string; readonly currentVersion: string; readonly targetVersion: string; readonly updatedMembers: number };
+    /** The Healing condition: a member replacement under way, an unhealthy member waited for, or none. */
+    readonly healing?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
+    /** Since when each unhealthy member (by its status name) has been unhealthy. */
+    readonly unhealthySince?: ReadonlyMap<string, string>;
   };
 }
 
@@ -96,6 +100,8 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
     conditions.push(phase === 'Stable'
       ? { type: 'Scaling', status: 'False', reason: 'Stable', message }
       : { type: 'Scaling', status: 'True', reason: phase, message });
+    const { healing } = observed.membership;
+    if (healing) conditions.push({ type: 'Healing', ...healing });
     if (upgrade) {
       conditions.push(upgrade.upgrading
         ? { type: 'Upgrading', status: 'True', reason: 'RollingMembers', message: upgrade.message }
@@ -134,7 +140,11 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
     status.updatedMembers = upgrade.updatedMembers;
   }
   if (members) {
-    status.members = members.map((m) => ({ name: m.name || m.id, role: m.learner ? 'learner' : m.leader ? 'leader' : 'follower', healthy: m.healthy }));
+    const since = observed.membership?.unhealthySince;
+    status.members = members.map((m) => {
+      const unhealthySince = m.healthy ? undefined : since?.get(m.name || m.id);
+      return { name: m.name || m.id, role: m.learner ? 'learner' : m.leader ? 'leader' : 'follower', healthy: m.healthy, ...(unhealthySince ? { unhealthySince } : {}) };
+    });
   }
   if (observed.backup?.lastBackupTime) status.lastBackupTime = observed.backup.lastBackupTime;
   if (observed.backup?.lastBackupFailureTime) status.lastBackupFailureTime = observed.backup.lastBackupFailureTime;
