@@ -11,10 +11,14 @@
  *                   decision, written where the next reconcile reads it;
  *   2. remove:      the marked member leaves the membership (only while it
  *                   is still listed: a resumed step never removes twice);
- *   3. delete:      the marked claim, then the pod (uid preconditions), so
- *                   the StatefulSet creates both again, the volume empty;
- *   4. add learner: the cluster is one member short and an unmarked claim
- *                   (a new, empty volume) waits for it.
+ *   3. add learner: the same pod, at the same peer URL, is added back as a
+ *                   learner (a new member id) while its claim is still marked;
+ *   4. delete:      the marked claim, then the pod (uid preconditions), so
+ *                   the StatefulSet creates both again, the volume empty, and
+ *                   the new pod finds its learner in the membership.
+ *
+ * A cluster one member short with no marked claim (a member someone removed
+ * by hand) gets the add step alone: its pod's volume is taken as it is.
  *
  * What leads to a replacement (a `signal`) and what only to waiting is
  * replacementSignal's to say; docs/auto-healing.md lists both. Gates: at
@@ -172,6 +176,13 @@ export function decideReplacementStep(input: ReplacementInput): ReplacementStep 
         return { phase: 'Replacing', pod, message: `replacing ${pod}: its removal waits, the others would not hold a quorum without it (${healthyRest} of ${rest.length} healthy)`, requeueAfterMs: 5_000 };
       }
       return { action: { type: 'remove', id: member.id, pod }, phase: 'Replacing', pod, message: `replacing ${pod}: removing member ${member.id} from the membership`, requeueAfterMs: SOON_MS };
+    }
+    // Added back before its volume is emptied: the pod the StatefulSet creates then finds itself in the
+    // membership when it starts, instead of exiting until a kubelet's backoff lets it try again.
+    const learner = members.find((m) => m.learner && podOf(m) === pod);
+    if (!learner) {
+      if (members.some((m) => m.learner)) return { phase: 'Replacing', pod, message: `replacing ${pod}: waiting for the other learner to be promoted`, requeueAfterMs: SOON_MS };
+      return { action: { type: 'addLearner', pod, peerUrl: input.peerUrl(pod) }, phase: 'Replacing', pod, message: `replacing ${pod}: adding it back as a learner, to join with an empty volume`, requeueAfterMs: SOON_MS };
     }
     const livePod = input.pods.get(pod);
     if (!claim.deleting || (livePod && !livePod.deleting)) {

@@ -181,27 +181,39 @@ describe('resuming a replacement from the world, whatever step a controller was 
     expect(s!.action).toBeUndefined();
   });
 
-  it('marked and removed: deletes the claim and the pod (by uid), never removes anyone again', () => {
+  const learner2 = member(2, { id: 'm9', learner: true, leader: false, healthy: false, name: '' });
+  const fourAndLearner = [...five().filter((m) => m.id !== 'm2'), learner2];
+
+  it('marked and removed: adds the pod back as a learner at its peer URL before its volume is emptied, never removes anyone again', () => {
     const four = five().filter((m) => m.id !== 'm2');
+    expect(decideReplacementStep(input(5, four, marked))).toMatchObject({ action: { type: 'addLearner', pod: 'kv-2', peerUrl: 'http://kv-2.kv-peers:2380' } });
+  });
+
+  it('marked and removed while another learner is being added: waits for it', () => {
+    const four = [...five().filter((m) => m.id !== 'm2' && m.id !== 'm4'), member(4, { learner: true })];
     const s = decideReplacementStep(input(5, four, marked));
+    expect(s).toMatchObject({ phase: 'Replacing' });
+    expect(s!.action).toBeUndefined();
+  });
+
+  it('marked, removed and added back: deletes the claim and the pod (by uid)', () => {
+    const s = decideReplacementStep(input(5, fourAndLearner, marked));
     expect(s).toMatchObject({ action: { type: 'deleteVolume', pod: 'kv-2', claim: { name: 'data-kv-2', uid: 'claim-uid-2' }, podUid: 'pod-uid-2' } });
   });
 
   it('removed, the claim already being deleted (held by its pod): deletes the pod only', () => {
-    const four = five().filter((m) => m.id !== 'm2');
-    const s = decideReplacementStep(input(5, four, { claims: { 2: claimOf(2, { replacing: 'm2', deleting: true }) } }));
+    const s = decideReplacementStep(input(5, fourAndLearner, { claims: { 2: claimOf(2, { replacing: 'm2', deleting: true }) } }));
     expect(s).toMatchObject({ action: { type: 'deleteVolume', pod: 'kv-2', podUid: 'pod-uid-2' } });
     expect((s!.action as { claim?: unknown }).claim).toBeUndefined();
   });
 
   it('removed, claim and pod going: waits for them', () => {
-    const four = five().filter((m) => m.id !== 'm2');
-    const s = decideReplacementStep(input(5, four, { claims: { 2: claimOf(2, { replacing: 'm2', deleting: true }) }, pods: { 2: podOf(2, { deleting: true }) } }));
+    const s = decideReplacementStep(input(5, fourAndLearner, { claims: { 2: claimOf(2, { replacing: 'm2', deleting: true }) }, pods: { 2: podOf(2, { deleting: true }) } }));
     expect(s).toMatchObject({ phase: 'Replacing', message: expect.stringMatching(/waiting for its old pod and claim to go/) });
     expect(s!.action).toBeUndefined();
   });
 
-  it('one member short with a new, unmarked claim: adds the pod back as a learner at its peer URL', () => {
+  it('one member short with no marked claim (a member removed by hand): adds the pod back as a learner at its peer URL', () => {
     const four = five().filter((m) => m.id !== 'm2');
     const s = decideReplacementStep(input(5, four, { claims: { 2: claimOf(2, { uid: 'new-claim' }) } }));
     expect(s).toMatchObject({ action: { type: 'addLearner', pod: 'kv-2', peerUrl: 'http://kv-2.kv-peers:2380' } });
