@@ -21,10 +21,13 @@
  * by hand) gets the add step alone: its pod's volume is taken as it is.
  *
  * What leads to a replacement (a `signal`) and what only to waiting is
- * replacementSignal's to say; docs/auto-healing.md lists both. Gates: at
- * most one replacement at a time (one marked claim), never while a learner
- * or another change is under way, and only when the others hold a quorum
- * without the member.
+ * replacementSignal's to say; docs/auto-healing.md lists both. Gates: one
+ * replacement starts at a time, never while a learner or another change is
+ * under way, and only when the others hold a quorum without the member. One
+ * exception, etcd's own: it adds a member only while its leader is connected
+ * to every voting member, so a second member that is due while the first
+ * waits to be added back is removed before either is added (each removal,
+ * each add and each promotion still one step; never two learners).
  */
 import { hasQuorum, type MemberStatus, type MembershipStatus } from '../membership.js';
 
@@ -164,12 +167,16 @@ export function decideReplacementStep(input: ReplacementInput): ReplacementStep 
   }
 
   // A replacement under way: its marked claim says which member, and the world says how far it came.
-  const marked = ordinals.map((p) => input.claims.get(p)).filter((c): c is HealingClaim => c?.replacing !== undefined);
+  const marked = ordinals
+    .map((pod) => ({ pod, claim: input.claims.get(pod) }))
+    .filter((c): c is { pod: string; claim: HealingClaim } => c.claim?.replacing !== undefined)
+    .sort((a, b) => ordinalOf(a.pod) - ordinalOf(b.pod));
   if (marked.length > 0) {
-    const claim = marked.sort((a, b) => ordinalOf(a.name) - ordinalOf(b.name))[0];
-    const pod = ordinals.find((p) => input.claims.get(p) === claim)!;
-    const member = members.find((m) => m.id === claim.replacing);
-    if (member) {
+    // Removals first, one per step: a marked member still listed leaves.
+    const listed = marked.find((c) => members.some((m) => m.id === c.claim.replacing));
+    if (listed) {
+      const { pod } = listed;
+      const member = members.find((m) => m.id === listed.claim.replacing)!;
       const rest = members.filter((m) => m !== member && !m.learner);
       const healthyRest = rest.filter((m) => m.healthy).length;
       if (!member.learner && !hasQuorum({ voters: rest.length, healthyVoters: healthyRest })) {
@@ -177,21 +184,45 @@ export function decideReplacementStep(input: ReplacementInput): ReplacementStep 
       }
       return { action: { type: 'remove', id: member.id, pod }, phase: 'Replacing', pod, message: `replacing ${pod}: removing member ${member.id} from the membership`, requeueAfterMs: SOON_MS };
     }
+    // A learner added back for a marked pod: its old claim and pod go, so it starts empty.
+    const joining = marked.find((c) => members.some((m) => m.learner && podOf(m) === c.pod));
+    if (joining) {
+      const { pod, claim } = joining;
+      const livePod = input.pods.get(pod);
+      if (!claim.deleting || (livePod && !livePod.deleting)) {
+        return {
+          action: { type: 'deleteVolume', pod, claim: claim.deleting ? undefined : { name: claim.name, uid: claim.uid }, podUid: livePod && !livePod.deleting ? livePod.uid : undefined },
+          phase: 'Replacing', pod, message: `replacing ${pod}: deleting its claim ${claim.name} and its pod so the StatefulSet creates both again, the volume empty`, requeueAfterMs: SOON_MS,
+        };
+      }
+      return { phase: 'Replacing', pod, message: `replacing ${pod}: waiting for its old pod and claim to go`, requeueAfterMs: SOON_MS };
+    }
+    const { pod } = marked[0];
+    if (members.some((m) => m.learner)) return { phase: 'Replacing', pod, message: `replacing ${pod}: waiting for the other learner to be promoted`, requeueAfterMs: SOON_MS };
+    // etcd adds a member, even a learner, only while its leader is connected to every voting member. Another
+    // voter that is down blocks the add: when it is due for replacement itself (and the rest hold a quorum
+    // without it) it is marked and removed too, each removal a step of its own; otherwise the add waits for it.
+    const down = members.filter((m) => !m.learner && !m.healthy);
+    if (down.length > 0) {
+      const voters = members.filter((m) => !m.learner);
+      const due = down
+        .map((m) => ({ member: m, pod: podOf(m) }))
+        .filter((j): j is { member: MemberStatus; pod: string } => j.pod !== undefined)
+        .sort((a, b) => ordinalOf(a.pod) - ordinalOf(b.pod))
+        .map((j) => ({ ...j, claim: input.claims.get(j.pod), signal: replacementSignal(j.member, input.pods.get(j.pod), input.claims.get(j.pod), input) }))
+        .find((j) => j.signal?.replace && j.claim && hasQuorum({ voters: voters.length - 1, healthyVoters: voters.filter((m) => m.healthy).length }));
+      if (due) {
+        const reason = (due.signal as Extract<Signal, { replace: true }>).reason;
+        return {
+          action: { type: 'mark', pod: due.pod, claim: { name: due.claim!.name, uid: due.claim!.uid }, memberId: due.member.id, reason },
+          phase: 'Replacing', pod: due.pod, message: `replacing ${due.pod} too: ${reason}; ${pod} cannot be added back while it is a voting member that is down`, requeueAfterMs: SOON_MS,
+        };
+      }
+      return { phase: 'Replacing', pod, message: `replacing ${pod}: adding it back waits, etcd adds a member only while every voting member is connected; down: ${down.map((m) => m.name || m.id).join(', ')}`, requeueAfterMs: 5_000 };
+    }
     // Added back before its volume is emptied: the pod the StatefulSet creates then finds itself in the
     // membership when it starts, instead of exiting until a kubelet's backoff lets it try again.
-    const learner = members.find((m) => m.learner && podOf(m) === pod);
-    if (!learner) {
-      if (members.some((m) => m.learner)) return { phase: 'Replacing', pod, message: `replacing ${pod}: waiting for the other learner to be promoted`, requeueAfterMs: SOON_MS };
-      return { action: { type: 'addLearner', pod, peerUrl: input.peerUrl(pod) }, phase: 'Replacing', pod, message: `replacing ${pod}: adding it back as a learner, to join with an empty volume`, requeueAfterMs: SOON_MS };
-    }
-    const livePod = input.pods.get(pod);
-    if (!claim.deleting || (livePod && !livePod.deleting)) {
-      return {
-        action: { type: 'deleteVolume', pod, claim: claim.deleting ? undefined : { name: claim.name, uid: claim.uid }, podUid: livePod && !livePod.deleting ? livePod.uid : undefined },
-        phase: 'Replacing', pod, message: `replacing ${pod}: deleting its claim ${claim.name} and its pod so the StatefulSet creates both again, the volume empty`, requeueAfterMs: SOON_MS,
-      };
-    }
-    return { phase: 'Replacing', pod, message: `replacing ${pod}: waiting for its old pod and claim to go`, requeueAfterMs: SOON_MS };
+    return { action: { type: 'addLearner', pod, peerUrl: input.peerUrl(pod) }, phase: 'Replacing', pod, message: `replacing ${pod}: adding it back as a learner, to join with an empty volume`, requeueAfterMs: SOON_MS };
   }
 
   const voters = members.filter((m) => !m.learner);

@@ -189,6 +189,26 @@ describe('resuming a replacement from the world, whatever step a controller was 
     expect(decideReplacementStep(input(5, four, marked))).toMatchObject({ action: { type: 'addLearner', pod: 'kv-2', peerUrl: 'http://kv-2.kv-peers:2380' } });
   });
 
+  it('marked and removed while another voter is down and due: marks that one too, as etcd adds no member while a voter is down', () => {
+    const four = five().filter((m) => m.id !== 'm2').map((m) => (m.id === 'm4' ? { ...m, healthy: false } : m));
+    const s = decideReplacementStep(input(5, four, { ...marked, unhealthySince: since({ m4: NOW - 700_000 }) }));
+    expect(s).toMatchObject({ action: { type: 'mark', pod: 'kv-4', memberId: 'm4' }, message: expect.stringMatching(/kv-2 cannot be added back while it is a voting member that is down/) });
+    // Both marked: the still-listed one is removed next; then one learner at a time.
+    const both = { claims: { 2: claimOf(2, { replacing: 'm2' }), 4: claimOf(4, { replacing: 'm4' }) }, unhealthySince: since({ m4: NOW - 700_000 }) };
+    expect(decideReplacementStep(input(5, four, both))).toMatchObject({ action: { type: 'remove', id: 'm4', pod: 'kv-4' } });
+    const three = four.filter((m) => m.id !== 'm4');
+    expect(decideReplacementStep(input(5, three, both))).toMatchObject({ action: { type: 'addLearner', pod: 'kv-2' } });
+    const learner = member(2, { id: 'm9', learner: true, leader: false, healthy: false, name: '' });
+    expect(decideReplacementStep(input(5, [...three, learner], both))).toMatchObject({ action: { type: 'deleteVolume', pod: 'kv-2' } });
+  });
+
+  it('marked and removed while another voter is down but not due: the add waits for it, nothing else is removed', () => {
+    const four = five().filter((m) => m.id !== 'm2').map((m) => (m.id === 'm4' ? { ...m, healthy: false } : m));
+    const s = decideReplacementStep(input(5, four, { ...marked, unhealthySince: since({ m4: NOW - 5_000 }) }));
+    expect(s).toMatchObject({ phase: 'Replacing', message: expect.stringMatching(/adding it back waits, etcd adds a member only while every voting member is connected; down: kv-4/) });
+    expect(s!.action).toBeUndefined();
+  });
+
   it('marked and removed while another learner is being added: waits for it', () => {
     const four = [...five().filter((m) => m.id !== 'm2' && m.id !== 'm4'), member(4, { learner: true })];
     const s = decideReplacementStep(input(5, four, marked));

@@ -176,7 +176,7 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
     console.log(`member replacement (claim deleted): failure -> settled in ${((Date.now() - started) / 1000).toFixed(1)} s; at most ${monitor.maxDown()} voting member(s) down`);
   }, 150_000);
 
-  it('replaces two failed members of five one at a time, never both at once, keeping the quorum throughout', async () => {
+  it('replaces two failed members of five with one membership change at a time and never two learners, keeping the quorum throughout', async () => {
     const monitor = new InvariantMonitor(membership());
     monitor.start();
     const replacingBefore = (await events('MemberReplacing')).length;
@@ -188,10 +188,13 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
     await settled();
     await monitor.stop();
     // The test took two members down; the controller never took a third, never removed one while a learner was added.
+    // etcd adds a member only while every voter is connected, so both dead members left before either came back:
+    // 3 healthy voters of 3, then one learner at a time.
     const readings = monitor.readings;
     expect(readings.every((r) => r.quorum)).toBe(true);
     expect(readings.every((r) => r.learners <= 1)).toBe(true);
-    expect(Math.min(...readings.map((r) => r.voters))).toBe(SIZE - 1);
+    expect(Math.min(...readings.map((r) => r.voters))).toBe(SIZE - 2);
+    expect(readings.filter((r) => r.voters === SIZE - 2).every((r) => r.down === 0)).toBe(true);
     expect(monitor.violations.filter((v) => !/^2 voting members down/.test(v))).toEqual([]);
     expect((await events('MemberReplacing')).length - replacingBefore).toBe(2);
     await everyKeyOnEveryMember();
