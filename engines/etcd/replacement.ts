@@ -89,6 +89,8 @@ export type ReplacementAction =
   /** Delete the marked claim (if not being deleted already), then the pod (if any): the StatefulSet creates both again. */
   | { readonly type: 'deleteVolume'; readonly pod: string; readonly claim?: { readonly name: string; readonly uid: string }; readonly podUid?: string }
   | { readonly type: 'addLearner'; readonly pod: string; readonly peerUrl: string }
+  /** A replaced member's learner, caught up, while another replacement is under way. */
+  | { readonly type: 'promote'; readonly id: string; readonly pod: string }
   /** A CORRUPT alarm of a member no longer in the membership: it would keep the cluster refusing requests. */
   | { readonly type: 'disarm'; readonly memberId: string };
 
@@ -198,7 +200,13 @@ export function decideReplacementStep(input: ReplacementInput): ReplacementStep 
       return { phase: 'Replacing', pod, message: `replacing ${pod}: waiting for its old pod and claim to go`, requeueAfterMs: SOON_MS };
     }
     const { pod } = marked[0];
-    if (members.some((m) => m.learner)) return { phase: 'Replacing', pod, message: `replacing ${pod}: waiting for the other learner to be promoted`, requeueAfterMs: SOON_MS };
+    // Another replaced member's learner: promoted here (the scaling step, which would promote it, does not run
+    // while a claim is marked), once it runs; etcd refuses it until it has caught up.
+    const other = members.find((m) => m.learner);
+    if (other) {
+      if (other.name && other.healthy) return { action: { type: 'promote', id: other.id, pod: other.name }, phase: 'Replacing', pod: other.name, message: `replacing ${other.name}: promoting it to a voting member; ${pod} is added back next`, requeueAfterMs: SOON_MS };
+      return { phase: 'Replacing', pod, message: `replacing ${pod}: waiting for the other learner to run and be promoted`, requeueAfterMs: SOON_MS };
+    }
     // etcd adds a member, even a learner, only while its leader is connected to every voting member. Another
     // voter that is down blocks the add: when it is due for replacement itself (and the rest hold a quorum
     // without it) it is marked and removed too, each removal a step of its own; otherwise the add waits for it.

@@ -262,6 +262,7 @@ async function makeHealingWrite(ctx: ReconcileContext, write: Extract<MemberWrit
       return;
     case 'remove': await via.remove(action.id); return;
     case 'addLearner': await via.addLearner(action.peerUrl); return;
+    case 'promote': await via.promote(action.id); return;
     case 'disarm': await via.disarm({ memberId: action.memberId, alarm: 'CORRUPT' }); return;
     case 'deleteVolume':
       // The claim first: its protection keeps it until the pod is gone, so the StatefulSet cannot create the pod again on it.

@@ -53,7 +53,7 @@ export interface HealingDecision {
   /** Since when each unhealthy member (by its status name) has been unhealthy, for status. */
   readonly unhealthySince: ReadonlyMap<string, string>;
   /** An Event the step's write earns (MemberReplacing when it is decided). */
-  readonly event?: { readonly reason: 'MemberReplacing'; readonly message: string };
+  readonly event?: { readonly reason: 'MemberReplacing' | 'MemberReplaced'; readonly message: string };
 }
 
 const statusName = (m: MemberStatus): string => m.name || m.id;
@@ -87,7 +87,8 @@ export async function healingStep(read: HealingReader, input: HealingInput): Pro
     otherChange: input.otherChange,
   });
   if (step?.phase === 'Replacing') {
-    const event = step.action?.type === 'mark' ? { reason: 'MemberReplacing' as const, message: `replacing ${step.action.pod} (member ${step.action.memberId}): ${step.action.reason}` } : undefined;
+    const event = step.action?.type === 'mark' ? { reason: 'MemberReplacing' as const, message: `replacing ${step.action.pod} (member ${step.action.memberId}): ${step.action.reason}` }
+      : step.action?.type === 'promote' ? { reason: 'MemberReplaced' as const, message: `${step.action.pod} replaced: it joined with an empty volume, caught up and votes again` } : undefined;
     return { step, report: { status: 'True', reason: 'Replacing', message: step.message }, unhealthySince, event };
   }
   // A replacement's last step is the scaling step's promotion of the learner: until then, it is still under way.
@@ -107,6 +108,7 @@ export function describeReplacementAction(action: ReplacementAction): string {
     case 'remove': return `removed ${action.pod} (member ${action.id}) from the membership to replace it`;
     case 'deleteVolume': return `deleted ${action.pod}'s ${action.claim ? 'claim and ' : ''}pod so the StatefulSet creates them again, the volume empty`;
     case 'addLearner': return `added ${action.pod} to the membership as a learner, to join empty`;
+    case 'promote': return `promoted ${action.pod} to a voting member`;
     case 'disarm': return `disarmed the CORRUPT alarm of the replaced member ${action.memberId}`;
   }
 }

@@ -200,6 +200,12 @@ describe('resuming a replacement from the world, whatever step a controller was 
     expect(decideReplacementStep(input(5, three, both))).toMatchObject({ action: { type: 'addLearner', pod: 'kv-2' } });
     const learner = member(2, { id: 'm9', learner: true, leader: false, healthy: false, name: '' });
     expect(decideReplacementStep(input(5, [...three, learner], both))).toMatchObject({ action: { type: 'deleteVolume', pod: 'kv-2' } });
+    // kv-2's claim went; kv-4's is still marked: kv-2's learner is promoted here once it runs, then kv-4 is added back.
+    const kv4Only = { claims: { 4: claimOf(4, { replacing: 'm4' }) } };
+    expect(decideReplacementStep(input(5, [...three, learner], kv4Only))).toMatchObject({ phase: 'Replacing', message: expect.stringMatching(/waiting for the other learner/) });
+    const running = member(2, { id: 'm9', learner: true, leader: false });
+    expect(decideReplacementStep(input(5, [...three, running], kv4Only))).toMatchObject({ action: { type: 'promote', id: 'm9', pod: 'kv-2' } });
+    expect(decideReplacementStep(input(5, [...three, { ...running, learner: false }], kv4Only))).toMatchObject({ action: { type: 'addLearner', pod: 'kv-4' } });
   });
 
   it('marked and removed while another voter is down but not due: the add waits for it, nothing else is removed', () => {
@@ -209,11 +215,13 @@ describe('resuming a replacement from the world, whatever step a controller was 
     expect(s!.action).toBeUndefined();
   });
 
-  it('marked and removed while another learner is being added: waits for it', () => {
-    const four = [...five().filter((m) => m.id !== 'm2' && m.id !== 'm4'), member(4, { learner: true })];
-    const s = decideReplacementStep(input(5, four, marked));
+  it('marked and removed while another learner is being added: waits for it to run, promotes it, and only then adds this one', () => {
+    const starting = [...five().filter((m) => m.id !== 'm2' && m.id !== 'm4'), member(4, { learner: true, healthy: false })];
+    const s = decideReplacementStep(input(5, starting, marked));
     expect(s).toMatchObject({ phase: 'Replacing' });
     expect(s!.action).toBeUndefined();
+    const running = [...five().filter((m) => m.id !== 'm2' && m.id !== 'm4'), member(4, { learner: true })];
+    expect(decideReplacementStep(input(5, running, marked))).toMatchObject({ action: { type: 'promote', id: 'm4', pod: 'kv-4' } });
   });
 
   it('marked, removed and added back: deletes the claim and the pod (by uid)', () => {
