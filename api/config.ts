@@ -61,6 +61,7 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     fleet: { ...base.fleet, ...overrides.fleet },
     sharding: { ...base.sharding, ...overrides.sharding },
     maintenance: { ...base.maintenance, ...overrides.maintenance },
+    healing: { ...base.healing, ...overrides.healing },
     backup: mergeBackup(base.backup, overrides.backup as BackupOverrides | undefined),
   };
 }

@@ -179,6 +179,10 @@ export interface DistributedKVStatus {
      */
     alarms?: string[];
     /**
+     * Since when the controller has seen this member unhealthy, without a break (absent while it is healthy): the clock of its replacement (`healing.unhealthySeconds` in the configuration).
+     */
+    unhealthySince?: string;
+    /**
      * When the controller last defragmented this member.
      */
     lastDefragmentationTime?: string;

@@ -118,6 +118,17 @@ export interface GeneratorConfig {
     /** NOSPACE is disarmed once every member's database is this share below the quota, so the next writes do not raise it again at once. */
     readonly nospaceMarginPercent: number;
   };
+  /** Member replacement and quorum-loss recovery (engines/etcd/replacement.ts, docs/auto-healing.md). */
+  readonly healing: {
+    /** How long a voting member may stay unhealthy, for no reason the controller can read, before it is replaced. */
+    readonly unhealthySeconds: number;
+    /** How long a learner may take to be promoted before it is removed and added again with an empty volume. */
+    readonly learnerCatchUpSeconds: number;
+    /** Written on a member's claim with the member's id: the replacement is decided, and every later step reads it there. */
+    readonly replacementAnnotation: string;
+    /** Set by a user on a DistributedKV that lost its quorum: the member pod to rebuild the cluster from, or `auto`. */
+    readonly recoveryAnnotation: string;
+  };
   /** Where and how `dkv backup` stores backups (the location itself is the spec's `backup.s3Path`). */
   readonly backup: {
     /** Complete backups kept per cluster; older ones are deleted after each success. */

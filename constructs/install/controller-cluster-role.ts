@@ -40,17 +40,20 @@ const JOBS: k8s.PolicyRule = { apiGroups: ['batch'], resources: ['jobs'], verbs:
 const CONFIG_MAPS: k8s.PolicyRule = { apiGroups: [''], resources: ['configmaps'], verbs: GENERATED };
 
 /**
- * Members' pods (etcd engine): read while an upgrade is under way, deleted
- * one at a time (with uid and resourceVersion preconditions) to restart a member.
+ * Members' pods (etcd engine): read while an upgrade is under way or a member
+ * is unhealthy, deleted one at a time (with uid preconditions) to restart a
+ * member or to replace one (docs/auto-healing.md).
  */
 const PODS: k8s.PolicyRule = { apiGroups: [''], resources: ['pods'], verbs: ['list', 'delete'] };
 
 /**
  * Storage growth: members' claims grow one at a time where their
  * StorageClass allows it. A restoring cluster with no claims yet is new: its
- * backup is checked before anything is created.
+ * backup is checked before anything is created. Member replacement marks the
+ * replaced member's claim and deletes it (uid precondition), so the
+ * StatefulSet creates it again empty.
  */
-const CLAIMS: k8s.PolicyRule = { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'patch'] };
+const CLAIMS: k8s.PolicyRule = { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'patch', 'delete'] };
 
 /** Whether a claim's StorageClass allows expansion (cluster-scoped: see ControllerClusterRole). */
 const STORAGE_CLASSES: k8s.PolicyRule = { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list'] };

@@ -19,7 +19,8 @@
 import type { MembershipPlan } from '../engine.js';
 import { hasQuorum, type MemberStatus, type MembershipStatus } from '../membership.js';
 
-export type ScalingPhase = 'Stable' | 'ScalingOut' | 'ScalingIn' | 'Waiting' | 'Unreachable' | 'QuorumLost';
+/** `Replacing`: a member replacement (replacement.ts) holds the membership; no scaling step runs meanwhile. */
+export type ScalingPhase = 'Stable' | 'ScalingOut' | 'ScalingIn' | 'Waiting' | 'Unreachable' | 'QuorumLost' | 'Replacing';
 
 /** The one membership change of this step. */
 export type MembershipAction =

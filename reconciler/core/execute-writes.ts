@@ -13,6 +13,7 @@ import { ifAbsent, isNameTaken } from './create-if-absent.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
 import type { StorageWrite } from '../day2/storage-step.js';
 import { describeMembershipAction, type MemberWrite } from '../day2/membership-step.js';
+import { describeReplacementAction } from '../day2/member-replacement.js';
 import { objectName, type ReconcileContext } from './reconcile-context.js';
 
 export interface WriteOutcome {
@@ -226,6 +227,11 @@ export async function makeMemberWrite(ctx: ReconcileContext, key: string, write:
     ctx.log.info('membership changed', { key, change: describeMembershipAction(action) });
     return;
   }
+  if (write.kind === 'healing') {
+    await makeHealingWrite(ctx, write);
+    ctx.log.info('member replacement', { key, change: describeReplacementAction(write.action) });
+    return;
+  }
   if (write.kind === 'moveLeader') {
     await write.via.moveLeader(write.toId);
     ctx.log.info('membership changed', { key, change: `moved leadership from ${write.fromPod} to ${write.toPod}` });
@@ -237,4 +243,38 @@ export async function makeMemberWrite(ctx: ReconcileContext, key: string, write:
     body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: pod.uid, resourceVersion: pod.resourceVersion } },
   });
   ctx.log.info('member restarted for an upgrade', { key, pod: pod.name, reason: write.reason, image: write.image });
+}
+
+/**
+ * One step of a member replacement (engines/etcd/replacement.ts decides it).
+ * The claim and the pod are written only as the ones judged (uid): a claim
+ * or pod the StatefulSet created since is never marked or deleted.
+ */
+async function makeHealingWrite(ctx: ReconcileContext, write: Extract<MemberWrite, { kind: 'healing' }>): Promise<void> {
+  const { action, namespace, via } = write;
+  const gone = (e: unknown) => e instanceof KubeApiError && e.status === 404;
+  switch (action.type) {
+    case 'mark':
+      // The uid in the patch is a precondition: a claim created again under the same name answers 409.
+      await ctx.client.request('PATCH', resourcePath('v1', 'PersistentVolumeClaim', namespace, action.claim.name), {
+        body: { metadata: { uid: action.claim.uid, annotations: { [write.annotation]: action.memberId } } }, contentType: 'application/merge-patch+json',
+      });
+      return;
+    case 'remove': await via.remove(action.id); return;
+    case 'addLearner': await via.addLearner(action.peerUrl); return;
+    case 'promote': await via.promote(action.id); return;
+    case 'disarm': await via.disarm({ memberId: action.memberId, alarm: 'CORRUPT' }); return;
+    case 'deleteVolume':
+      // The claim first: its protection keeps it until the pod is gone, so the StatefulSet cannot create the pod again on it.
+      if (action.claim) {
+        await ctx.client.request('DELETE', resourcePath('v1', 'PersistentVolumeClaim', namespace, action.claim.name), {
+          body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: action.claim.uid } },
+        }).catch((e) => { if (!gone(e)) throw e; });
+      }
+      if (action.podUid) {
+        await ctx.client.request('DELETE', resourcePath('v1', 'Pod', namespace, action.pod), {
+          body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: action.podUid } },
+        }).catch((e) => { if (!gone(e)) throw e; });
+      }
+  }
 }

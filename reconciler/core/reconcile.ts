@@ -116,7 +116,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     configMap: ours(cr, ctx.owned.get('v1/ConfigMap')?.get(`${namespace}/${identity.memberConfigName}`)),
   };
   const membershipDecision = await membershipStep(
-    membershipReader(ctx.client, config, own, { addresses: ctx.memberAddresses, timeoutMs: ctx.memberTimeoutMs, term: ctx.term }), cr, resource, detectOnly,
+    membershipReader(ctx.client, config, own, { addresses: ctx.memberAddresses, timeoutMs: ctx.memberTimeoutMs, term: ctx.term, now: ctx.now }), cr, resource, detectOnly,
   );
   const membership = membershipDecision && await actOnMembership(ctx, key, membershipDecision);
   let desired: KubeObject[];
@@ -225,6 +225,7 @@ async function actOnMembership(ctx: ReconcileContext, key: string, decision: Mem
   } catch (e) {
     const error = (e as Error).message;
     if (write.kind === 'membership') ctx.log.warn('membership change refused or failed', { key, action: write.action.type, error });
+    else if (write.kind === 'healing') ctx.log.warn('replacement step refused or failed', { key, action: write.action.type, error });
     else ctx.log.warn('upgrade step refused or failed', { key, action: write.kind === 'moveLeader' ? 'moveLeader' : 'deletePod', error });
     return membershipNotYet(decision, error);
   }

@@ -84,6 +84,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   const membership = report.membership;
   if (membership?.changed) events.push(record('Normal', 'MembershipChanged', `${membership.changed} (${membership.message})`));
   if (membership?.restarted) events.push(record('Normal', 'MemberRestarted', membership.restarted));
+  if (membership?.healingEvent) events.push(record('Normal', membership.healingEvent.reason, membership.healingEvent.message));
   if (membership?.phase === 'QuorumLost' && isNews(ctx, cr, key, 'QuorumLost', membership.message)) events.push(record('Warning', 'QuorumLost', membership.message));
   if (membership?.warning && isNews(ctx, cr, key, 'SizeWarning', membership.warning)) events.push(record('Warning', 'SizeWarning', membership.warning));
   const maintenance = report.maintenance;
@@ -122,7 +123,9 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     backup,
     generatedObjects,
     degraded,
-    membership: membership && { phase: membership.phase, message: membership.message, members: membership.members, upgrade: membership.upgrade },
+    membership: membership && {
+      phase: membership.phase, message: membership.message, members: membership.members, upgrade: membership.upgrade, healing: membership.healing, unhealthySince: membership.unhealthySince,
+    },
     storage: report.storage && report.storage.kind !== 'unchanged' && report.storage.kind !== 'refused' ? report.storage : undefined,
     maintenance,
   });

@@ -36,6 +36,10 @@ export interface ObservedState {
     readonly message: string;
     readonly members?: readonly MemberStatus[];
     readonly upgrade?: { readonly upgrading: boolean; readonly message: string; readonly currentVersion: string; readonly targetVersion: string; readonly updatedMembers: number };
+    /** The Healing condition: a member replacement under way, an unhealthy member waited for, or none. */
+    readonly healing?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
+    /** Since when each unhealthy member (by its status name) has been unhealthy. */
+    readonly unhealthySince?: ReadonlyMap<string, string>;
   };
 }
 
@@ -102,6 +106,8 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
     conditions.push(phase === 'Stable'
       ? { type: 'Scaling', status: 'False', reason: 'Stable', message }
       : { type: 'Scaling', status: 'True', reason: phase, message });
+    const { healing } = observed.membership;
+    if (healing) conditions.push({ type: 'Healing', ...healing });
     if (upgrade) {
       conditions.push(upgrade.upgrading
         ? { type: 'Upgrading', status: 'True', reason: 'RollingMembers', message: upgrade.message }
@@ -147,10 +153,13 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
   }
   if (members) {
     const maintenance = observed.maintenance;
+    const since = observed.membership?.unhealthySince;
     const before = new Map((previous?.members ?? []).map((m) => [m.name, m]));
     status.members = members.map((m) => {
       const name = m.name || m.id;
       const reported: NonNullable<DistributedKVStatus['members']>[number] = { name, role: m.learner ? 'learner' : m.leader ? 'leader' : 'follower', healthy: m.healthy };
+      const unhealthySince = m.healthy ? undefined : since?.get(name);
+      if (unhealthySince) reported.unhealthySince = unhealthySince;
       if (!maintenance) return reported;
       const dbSizeBytes = steadySize(m.dbSizeBytes, before.get(name)?.dbSizeBytes);
       const dbSizeInUseBytes = steadySize(m.dbSizeInUseBytes, before.get(name)?.dbSizeInUseBytes);

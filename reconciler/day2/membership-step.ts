@@ -15,12 +15,16 @@ import { clientUrl, memberName, peerUrl } from '../../engines/etcd/peer-urls.js'
 import { decideScalingStep, type MembershipAction, type ScalingPhase } from '../../engines/etcd/scaling.js';
 import { decideUpgradeStep, type MemberPod, type UpgradeStep } from '../../engines/etcd/upgrade.js';
 import type { KubeClient } from '../../kube/client.js';
-import type { Membership, MembershipStatus, MemberStatus } from '../../engines/membership.js';
+import { hasQuorum, type Membership, type MembershipStatus, type MemberStatus } from '../../engines/membership.js';
+import type { ReplacementAction } from '../../engines/etcd/replacement.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { clusterIdentity, type ClusterIdentity } from '../../model/cluster-identity.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
 import { sizeWarning } from '../../model/quorum.js';
 import { readMemberPods } from './member-pods.js';
+import { describeReplacementAction, healingReader, healingStep, type HealingReader, type HealingReport } from './member-replacement.js';
+import type { DistributedKVStatus } from '../../imports/distributedkv.js';
+import { quantityValue } from '../../model/quantity.js';
 import type { MemberAddresses } from './member-addresses.js';
 
 export interface MembershipStepResult {
@@ -39,6 +43,12 @@ export interface MembershipStepResult {
   readonly restarted?: string;
   /** Where a rolling upgrade stands, once membership is stable. */
   readonly upgrade?: Omit<UpgradeStep, 'action' | 'requeueAfterMs'>;
+  /** The Healing condition (member replacement, member-replacement.ts). */
+  readonly healing?: HealingReport;
+  /** Since when each unhealthy member (by its status name) has been unhealthy: the clock of its replacement. */
+  readonly unhealthySince?: ReadonlyMap<string, string>;
+  /** A replacement decided (MemberReplacing) or finished (MemberReplaced) in this step, for an Event. */
+  readonly healingEvent?: { readonly reason: 'MemberReplacing' | 'MemberReplaced'; readonly message: string };
   readonly requeueAfterMs?: number;
 }
 
@@ -66,7 +76,9 @@ export type MemberWrite =
   /** Leadership moves off a member before the upgrade restarts it. */
   | { readonly kind: 'moveLeader'; readonly toId: string; readonly fromPod: string; readonly toPod: string; readonly via: Membership }
   /** A member restarts onto the new pod template: the pod that was judged is deleted (uid and resourceVersion preconditions). */
-  | { readonly kind: 'restartMember'; readonly namespace: string; readonly pod: MemberPod; readonly reason: string; readonly image: string };
+  | { readonly kind: 'restartMember'; readonly namespace: string; readonly pod: MemberPod; readonly reason: string; readonly image: string }
+  /** One step of a member replacement (engines/etcd/replacement.ts): mark its claim, remove it, delete its claim and pod, add it back, disarm. */
+  | { readonly kind: 'healing'; readonly namespace: string; readonly action: ReplacementAction; readonly annotation: string; readonly via: Membership };
 
 /** What the membership step decided: what to render and report, and the change to make for it. */
 export interface MembershipDecision {
@@ -88,6 +100,9 @@ export interface MembershipReader {
   members(pods: () => readonly string[], endpoint: (pod: string) => string): Membership;
   /** The StatefulSet's pods, read fresh. */
   memberPods(namespace: string, identity: ClusterIdentity): Promise<MemberPod[]>;
+  /** Member pods and claims as replacement reads them, fresh. */
+  readonly healing: HealingReader;
+  readonly now: () => number;
 }
 
 /**
@@ -97,7 +112,7 @@ export interface MembershipReader {
  */
 export function membershipNotYet(decision: MembershipDecision, error: string): MembershipStepResult {
   const failed = decision.ifWriteFails ?? decision.result;
-  if (decision.write?.kind === 'membership') return { ...failed, message: `${failed.message}: not yet (${error})` };
+  if (decision.write?.kind === 'membership' || decision.write?.kind === 'healing') return { ...failed, message: `${failed.message}: not yet (${error})` };
   return { ...failed, upgrade: failed.upgrade && { ...failed.upgrade, message: `${failed.upgrade.message}: not yet (${error})` } };
 }
 
@@ -123,19 +138,61 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
   const members = 'members' in status ? status.members : undefined;
   const answered = 'members' in status ? { status, via: membership } : undefined;
   const warning = sizeWarning(resource.spec.size, members?.filter((m) => !m.learner).length);
+
+  // Healing first: a replacement under way holds the StatefulSet at its size and every other change.
+  const healing = 'members' in status && statefulSet && replicas !== undefined && hasQuorum(status)
+    ? await healingStep(read.healing, {
+      config, namespace, identity, size: resource.spec.size, replicas, membership: status, previous: cr.status as DistributedKVStatus | undefined,
+      pod: (i) => memberName(identity, i), peerUrl: (pod) => addresses.peer(namespace, pod, identity), now: read.now(),
+      otherChange: otherChange(statefulSet, resource, podsSettled),
+    })
+    : undefined;
+  const healed = healing && { healing: healing.report, unhealthySince: healing.unhealthySince };
+  if (healing?.step?.phase === 'Replacing' && replicas !== undefined) {
+    const plan: MembershipPlan = { replicas, state: 'existing' };
+    const result: MembershipStepResult = { plan, phase: 'Replacing', message: healing.step.message, members, warning, requeueAfterMs: healing.step.requeueAfterMs, ...healed };
+    const { action } = healing.step;
+    if (!action || detectOnly) return { result };
+    return {
+      result: { ...result, changed: describeReplacementAction(action), healingEvent: healing.event },
+      write: { kind: 'healing', namespace, action, annotation: config.healing.replacementAnnotation, via: membership },
+      ifWriteFails: result,
+    };
+  }
+  const healingRequeue = healing?.step?.requeueAfterMs;
+  const soonest = (ms: number | undefined) => (healingRequeue === undefined ? ms : Math.min(ms ?? Infinity, healingRequeue));
   if (!step.action || detectOnly) {
     const plan = detectOnly ? recordedPlan(configMap) ?? step.planIfActionFails : step.plan;
-    const result: MembershipStepResult = { plan, phase: step.phase, message: step.message, members, membership: answered, warning, requeueAfterMs: step.requeueAfterMs };
+    const result: MembershipStepResult = { plan, phase: step.phase, message: step.message, members, membership: answered, warning, requeueAfterMs: soonest(step.requeueAfterMs), ...healed };
     // One change at a time: members are restarted for an upgrade only while the membership is stable.
     if (step.phase !== 'Stable' || !statefulSet || !('members' in status)) return { result };
     return upgradeStep(read, cr, resource, identity, statefulSet, status, membership, detectOnly, result);
   }
   const peer = step.action.type === 'addLearner' ? addresses.peer(namespace, step.action.pod, identity) : '';
+  // The promotion of a replaced member's learner ends its replacement.
+  const replaced = step.action.type === 'promote' && healing?.report.reason === 'Replacing'
+    ? { reason: 'MemberReplaced' as const, message: `${step.action.pod} replaced: it joined with an empty volume, caught up and votes again` }
+    : undefined;
   return {
-    result: { plan: step.plan, phase: step.phase, message: step.message, members, membership: answered, changed: describeMembershipAction(step.action), warning, requeueAfterMs: step.requeueAfterMs },
+    result: {
+      plan: step.plan, phase: step.phase, message: step.message, members, membership: answered, changed: describeMembershipAction(step.action), warning,
+      requeueAfterMs: soonest(step.requeueAfterMs), ...healed, healingEvent: replaced,
+    },
     write: { kind: 'membership', action: step.action, peerUrl: peer, via: membership },
-    ifWriteFails: { plan: step.planIfActionFails, phase: step.phase, message: step.message, members, membership: answered, warning, requeueAfterMs: step.requeueAfterMs },
+    ifWriteFails: { plan: step.planIfActionFails, phase: step.phase, message: step.message, members, membership: answered, warning, requeueAfterMs: soonest(step.requeueAfterMs), ...healed },
   };
+}
+
+/** Another change under way that a replacement must not start during, in words. */
+function otherChange(statefulSet: CachedObject, resource: ValidResource, podsSettled: boolean): string | undefined {
+  if (!podsSettled) return 'the StatefulSet has not caught up with its pods yet';
+  const sts = statefulSet as CachedObject & { status?: { updateRevision?: string; currentRevision?: string } };
+  if (templateImage(statefulSet) !== resource.spec.image || sts.status?.updateRevision !== sts.status?.currentRevision) return 'a rolling upgrade is under way';
+  const template = (statefulSet.spec as { volumeClaimTemplates?: { spec?: { resources?: { requests?: { storage?: string } } } }[] } | undefined)?.volumeClaimTemplates?.[0];
+  const live = template?.spec?.resources?.requests?.storage;
+  const wanted = resource.spec.storage?.size ?? '10Gi';
+  if (live && quantityValue(live) !== quantityValue(wanted)) return 'the members\' volumes are growing';
+  return undefined;
 }
 
 /** The image the live StatefulSet's pod template runs (its member container's). */
@@ -200,10 +257,10 @@ async function upgradeStep(
 /** The reader against the cache, the members (etcd's client API, fenced by the leadership term) and the API server. */
 export function membershipReader(
   client: KubeClient, config: GeneratorConfig, own: { readonly statefulSet?: CachedObject; readonly configMap?: CachedObject },
-  options: { readonly addresses?: MemberAddresses; readonly timeoutMs?: number; readonly term?: AbortSignal } = {},
+  options: { readonly addresses?: MemberAddresses; readonly timeoutMs?: number; readonly term?: AbortSignal; readonly now?: () => number } = {},
 ): MembershipReader {
   return {
-    config, ...own, addresses: options.addresses,
+    config, ...own, addresses: options.addresses, healing: healingReader(client), now: options.now ?? Date.now,
     members: (pods, endpoint) => new EtcdMembership(pods, endpoint, options.timeoutMs, options.term),
     memberPods: (namespace, identity) => memberPods(client, namespace, identity),
   };

@@ -194,6 +194,7 @@ describe('the controller\'s permissions', () => {
     { resource: '/persistentvolumeclaims', verbs: ['get'], file: 'reconciler/day2/storage-step.ts', call: "getOrUndefined<ClaimObject>(client, resourcePath('v1', 'PersistentVolumeClaim', namespace, name))" },
     { resource: '/persistentvolumeclaims', verbs: ['list'], file: 'reconciler/day2/restore-source.ts', call: "resourcePath('v1', 'PersistentVolumeClaim', " },
     { resource: '/persistentvolumeclaims', verbs: ['patch'], file: 'reconciler/core/execute-writes.ts', call: "request('PATCH', resourcePath('v1', 'PersistentVolumeClaim', namespace, write.claim)" },
+    { resource: '/persistentvolumeclaims', verbs: ['delete'], file: 'reconciler/core/execute-writes.ts', call: "request('DELETE', resourcePath('v1', 'PersistentVolumeClaim', namespace, action.claim.name)" },
     { resource: 'storage.k8s.io/storageclasses', verbs: ['get'], file: 'reconciler/day2/storage-step.ts', call: '`/apis/storage.k8s.io/v1/storageclasses/${encodeURIComponent(name)}`' },
     { resource: 'storage.k8s.io/storageclasses', verbs: ['list'], file: 'reconciler/day2/storage-step.ts', call: "('GET', '/apis/storage.k8s.io/v1/storageclasses')" },
     { resource: 'snapshot.storage.k8s.io/volumesnapshots', verbs: ['get'], file: 'reconciler/day2/restore-source.ts', call: "('GET', `${VOLUME_SNAPSHOTS}/namespaces/" },

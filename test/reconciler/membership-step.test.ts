@@ -11,6 +11,7 @@ import type { MemberPod } from '../../engines/etcd/upgrade.js';
 import type { Membership, MembershipStatus, MemberStatus } from '../../engines/membership.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { membershipNotYet, membershipStep, type MembershipReader } from '../../reconciler/day2/membership-step.js';
+import type { HealingClaim } from '../../engines/etcd/replacement.js';
 
 const config = loadConfig();
 const ETCD = 'registry.k8s.io/etcd:3.6.8-0';
@@ -42,8 +43,17 @@ function statefulSet(replicas: number, image = ETCD, status: Record<string, unkn
 }
 const configMap = (replicas: number) => ({ metadata: { name: 'kv-members' }, data: { ETCD_INITIAL_CLUSTER: Array.from({ length: replicas }, (_, i) => `kv-${i}=http://kv-${i}:2380`).join(','), ETCD_INITIAL_CLUSTER_STATE: 'existing' } }) as unknown as CachedObject;
 
-function reader(status: MembershipStatus, sts?: CachedObject, pods: MemberPod[] = []): MembershipReader {
-  return { config, statefulSet: sts, configMap: sts && configMap(sts.spec!.replicas as number), members: () => members(status), memberPods: async () => pods };
+const NOW = Date.parse('2026-11-26T12:00:00Z');
+/** The claims of `replicas` members, bound; `over` replaces some by ordinal. */
+const claimsOf = (replicas: number, over: Record<number, Partial<HealingClaim>> = {}): Map<string, HealingClaim> =>
+  new Map(Array.from({ length: replicas }, (_, i) => [`kv-${i}`, { name: `data-kv-${i}`, uid: `claim-${i}`, deleting: false, phase: 'Bound', ...over[i] }]));
+
+function reader(status: MembershipStatus, sts?: CachedObject, pods: MemberPod[] = [], claims?: Map<string, HealingClaim>): MembershipReader {
+  return {
+    config, statefulSet: sts, configMap: sts && configMap(sts.spec!.replicas as number), members: () => members(status), memberPods: async () => pods,
+    healing: { pods: async () => new Map(), claims: async () => claims ?? claimsOf((sts?.spec?.replicas as number | undefined) ?? 0) },
+    now: () => NOW,
+  };
 }
 
 describe('the membership step', () => {
@@ -82,5 +92,46 @@ describe('the membership step', () => {
     const notYet = membershipNotYet(decision, 'the pod changed');
     expect(notYet.restarted).toBeUndefined();
     expect(notYet.upgrade?.message).toMatch(/: not yet \(the pod changed\)$/);
+  });
+
+  describe('member replacement', () => {
+    const withStatus = (members: { name: string; healthy: boolean; unhealthySince?: string }[], conditions: unknown[] = []) =>
+      ({ ...cr, status: { members: members.map((m) => ({ role: 'follower', ...m })), conditions } }) as unknown as CachedObject;
+
+    it('starts a member\'s clock when it is first seen unhealthy, and keeps it while it stays unhealthy', async () => {
+      const sick = statusOf([member(0), member(1, { healthy: false }), member(2)]);
+      const first = (await membershipStep(reader(sick, statefulSet(3)), cr, resource(3), false))!;
+      expect(first.write).toBeUndefined();
+      expect(first.result.unhealthySince).toEqual(new Map([['kv-1', '2026-11-26T12:00:00Z']]));
+      expect(first.result.healing).toMatchObject({ status: 'False', reason: 'MemberUnhealthy', message: expect.stringMatching(/kv-1 unhealthy for 0 s/) });
+      const later = (await membershipStep(reader(sick, statefulSet(3)), withStatus([{ name: 'kv-1', healthy: false, unhealthySince: '2026-11-26T11:49:00Z' }]), resource(3), false))!;
+      expect(later.result.unhealthySince).toEqual(new Map([['kv-1', '2026-11-26T11:49:00Z']]));
+      // 11 minutes: longer than the default 10.
+      expect(later.write).toMatchObject({ kind: 'healing', action: { type: 'mark', pod: 'kv-1', memberId: 'id1', claim: { name: 'data-kv-1', uid: 'claim-1' } }, annotation: config.healing.replacementAnnotation });
+      expect(later.result).toMatchObject({ phase: 'Replacing', plan: { replicas: 3, state: 'existing' }, healing: { status: 'True', reason: 'Replacing' }, healingEvent: { reason: 'MemberReplacing' } });
+    });
+
+    it('holds the StatefulSet at its size while the removed member is one short, where scaling would have lowered replicas', async () => {
+      const short = statusOf([member(0), member(2)]);
+      const decision = (await membershipStep(reader(short, statefulSet(3), [], claimsOf(3, { 1: { uid: 'new-claim' } })), cr, resource(3), false))!;
+      expect(decision.write).toMatchObject({ kind: 'healing', action: { type: 'addLearner', pod: 'kv-1', peerUrl: 'http://kv-1.kv-peers:2380' } });
+      expect(decision.result.plan).toEqual({ replicas: 3, state: 'existing' });
+    });
+
+    it('starts no replacement during an upgrade', async () => {
+      const sick = statusOf([member(0), member(1, { healthy: false }), member(2)]);
+      const cluster = withStatus([{ name: 'kv-1', healthy: false, unhealthySince: '2026-11-26T11:00:00Z' }]);
+      const decision = (await membershipStep(reader(sick, statefulSet(3, ETCD, { updateRevision: 'r2' })), cluster, resource(3), false))!;
+      expect(decision.write?.kind).not.toBe('healing');
+      expect(decision.result.healing).toMatchObject({ status: 'False', reason: 'MemberUnhealthy', message: expect.stringMatching(/waits: a rolling upgrade is under way/) });
+    });
+
+    it('says MemberReplaced when the replaced member\'s learner is promoted', async () => {
+      const joined = statusOf([member(0), member(1, { learner: true }), member(2)]);
+      const cluster = withStatus([], [{ type: 'Healing', status: 'True', reason: 'Replacing', message: 'replacing kv-1: adding it as a learner' }]);
+      const decision = (await membershipStep(reader(joined, statefulSet(3)), cluster, resource(3), false))!;
+      expect(decision.write).toMatchObject({ kind: 'membership', action: { type: 'promote', pod: 'kv-1' } });
+      expect(decision.result.healingEvent).toMatchObject({ reason: 'MemberReplaced' });
+    });
   });
 });

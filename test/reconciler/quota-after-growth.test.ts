@@ -113,5 +113,10 @@ function reader(sts: CachedObject, pods: MemberPod[], leader: string): Membershi
   const refuse = async (): Promise<never> => { throw new Error('the step changed the members itself'); };
   const membership: Membership = { status: async () => status, addLearner: refuse, promote: refuse, remove: refuse, moveLeader: refuse, defragment: refuse, compact: refuse, disarm: refuse };
   const configMap = { metadata: { name: 'kv-members' }, data: { ETCD_INITIAL_CLUSTER: 'kv-0=a,kv-1=b,kv-2=c', ETCD_INITIAL_CLUSTER_STATE: 'new' } } as unknown as CachedObject;
-  return { config, statefulSet: sts, configMap, members: () => membership, memberPods: async () => pods };
+  // Every member's claim bound: nothing to heal.
+  const claims = new Map([0, 1, 2].map((i) => [`kv-${i}`, { name: `data-kv-${i}`, uid: `claim-${i}`, deleting: false, phase: 'Bound' }]));
+  return {
+    config, statefulSet: sts, configMap, members: () => membership, memberPods: async () => pods,
+    healing: { pods: async () => new Map(), claims: async () => claims }, now: () => Date.parse('2026-11-26T12:00:00Z'),
+  };
 }

@@ -1,0 +1,288 @@
+/**
+ * Member replacement (auto-healing), one step per reconcile, decided from
+ * what the world shows and nothing remembered (after etcd-druid's single
+ * member restoration and etcd-io/etcd-operator issue 333): a voting member
+ * whose data cannot come back is removed from the membership, its claim and
+ * pod are deleted so the StatefulSet creates both again, and it joins empty
+ * as a learner, promoted once caught up (the scale-out path,
+ * engines/etcd/scaling.ts, promotes it).
+ *
+ *   1. mark:        the member's claim is annotated with the member's id: the
+ *                   decision, written where the next reconcile reads it;
+ *   2. remove:      the marked member leaves the membership (only while it
+ *                   is still listed: a resumed step never removes twice);
+ *   3. add learner: the same pod, at the same peer URL, is added back as a
+ *                   learner (a new member id) while its claim is still marked;
+ *   4. delete:      the marked claim, then the pod (uid preconditions), so
+ *                   the StatefulSet creates both again, the volume empty, and
+ *                   the new pod finds its learner in the membership.
+ *
+ * A cluster one member short with no marked claim (a member someone removed
+ * by hand) gets the add step alone: its pod's volume is taken as it is.
+ *
+ * What leads to a replacement (a `signal`) and what only to waiting is
+ * replacementSignal's to say; docs/auto-healing.md lists both. Gates: one
+ * replacement starts at a time, never while a learner or another change is
+ * under way, and only when the others hold a quorum without the member. One
+ * exception, etcd's own: it adds a member only while its leader is connected
+ * to every voting member, so a second member that is due while the first
+ * waits to be added back is removed before either is added (each removal,
+ * each add and each promotion still one step; never two learners).
+ */
+import { hasQuorum, type MemberStatus, type MembershipStatus } from '../membership.js';
+
+/** A member pod as replacement reads it. */
+export interface HealingPod {
+  readonly name: string;
+  readonly uid: string;
+  readonly deleting: boolean;
+  /** When the pod was created (ms since the epoch). */
+  readonly createdAtMs: number;
+  /** The scheduler's word when it cannot place the pod (PodScheduled=False, Unschedulable). */
+  readonly unschedulable?: string;
+  /**
+   * The member container's last termination message: with
+   * `terminationMessagePolicy: FallbackToLogsOnError`, the tail of etcd's
+   * log when it exited.
+   */
+  readonly lastTermination?: string;
+}
+
+/** A member's claim as replacement reads it. */
+export interface HealingClaim {
+  readonly name: string;
+  readonly uid: string;
+  readonly deleting: boolean;
+  /** Pending, Bound or Lost. */
+  readonly phase?: string;
+  /** The member id the replacement annotation names: this volume's data belongs to a member being replaced. */
+  readonly replacing?: string;
+}
+
+export interface ReplacementInput {
+  /** spec.size */
+  readonly size: number;
+  /** The live StatefulSet's replicas. */
+  readonly replicas: number;
+  readonly membership: MembershipStatus;
+  /** The pod name of an ordinal, and the peer URL a member of that pod is added with. */
+  readonly pod: (ordinal: number) => string;
+  readonly peerUrl: (pod: string) => string;
+  /** Member pods and claims, by pod name. */
+  readonly pods: ReadonlyMap<string, HealingPod>;
+  readonly claims: ReadonlyMap<string, HealingClaim>;
+  /** Since when each member (by id) has been seen unhealthy, as status last reported it (ms since the epoch). */
+  readonly unhealthySince: ReadonlyMap<string, number>;
+  readonly now: number;
+  /** How long a member may stay unhealthy before it is replaced. */
+  readonly unhealthyAfterMs: number;
+  /** How long a learner may take to be promoted before it is removed and added again. */
+  readonly learnerCatchUpMs: number;
+  /** Another change under way (an upgrade, a storage step, a defragmentation), in words: no replacement starts. */
+  readonly otherChange?: string;
+}
+
+export type ReplacementAction =
+  /** Annotate the claim with the member id: the replacement is decided. */
+  | { readonly type: 'mark'; readonly pod: string; readonly claim: { readonly name: string; readonly uid: string }; readonly memberId: string; readonly reason: string }
+  | { readonly type: 'remove'; readonly id: string; readonly pod: string }
+  /** Delete the marked claim (if not being deleted already), then the pod (if any): the StatefulSet creates both again. */
+  | { readonly type: 'deleteVolume'; readonly pod: string; readonly claim?: { readonly name: string; readonly uid: string }; readonly podUid?: string }
+  | { readonly type: 'addLearner'; readonly pod: string; readonly peerUrl: string }
+  /** A replaced member's learner, caught up, while another replacement is under way. */
+  | { readonly type: 'promote'; readonly id: string; readonly pod: string }
+  /** A CORRUPT alarm of a member no longer in the membership: it would keep the cluster refusing requests. */
+  | { readonly type: 'disarm'; readonly memberId: string };
+
+export interface ReplacementStep {
+  readonly action?: ReplacementAction;
+  /** Replacing: a replacement is under way (no other change may start); Waiting: a member is unhealthy, not (yet) replaced. */
+  readonly phase: 'Replacing' | 'Waiting';
+  readonly message: string;
+  /** The pod being replaced, for the Events. */
+  readonly pod?: string;
+  readonly requeueAfterMs: number;
+}
+
+const SOON_MS = 2_000;
+
+/** Messages etcd exits with when its data directory cannot serve the member it belongs to. */
+const DATA_LOST = [
+  /has already been bootstrapped/,
+  /raft log corrupted, truncated, or lost/,
+  /tocommit\(\d+\) is out of range/,
+  /database file .* does not match with snapshot/,
+  /failed to find database snapshot file/,
+  /wal: crc mismatch/,
+  /member count is unequal/,
+];
+
+export type Signal =
+  | { readonly replace: true; readonly reason: string }
+  | { readonly replace: false; readonly waiting: string; readonly dueInMs?: number };
+
+/**
+ * Whether a voting member is to be replaced, and why; or why it is only
+ * waited for. Immediate: a CORRUPT alarm, a claim being deleted or Lost, a
+ * pod that cannot be scheduled because no node can reach its volume, an
+ * exit etcd makes only on lost data. After the timeout: any other ill health
+ * (a data directory wiped on a pod that reports no termination message, a
+ * partition that does not end). A restart, a short network loss, a GC pause
+ * end before it.
+ */
+export function replacementSignal(member: MemberStatus, pod: HealingPod | undefined, claim: HealingClaim | undefined, input: Pick<ReplacementInput, 'unhealthySince' | 'now' | 'unhealthyAfterMs'>): Signal | undefined {
+  if (member.alarms.includes('CORRUPT')) return { replace: true, reason: 'a CORRUPT alarm: its data differs from the others\'' };
+  if (claim?.deleting) return { replace: true, reason: `its claim ${claim.name} is being deleted` };
+  if (claim?.phase === 'Lost') return { replace: true, reason: `its claim ${claim.name} is Lost (its volume is gone)` };
+  if (member.healthy) return undefined;
+  if (pod?.unschedulable && /volume node affinity conflict|node\(s\) had volume node affinity/.test(pod.unschedulable)) {
+    return { replace: true, reason: `its pod cannot be scheduled: no node can reach its volume (${pod.unschedulable})` };
+  }
+  const lost = pod?.lastTermination && DATA_LOST.find((p) => p.test(pod.lastTermination!));
+  if (lost) return { replace: true, reason: `etcd exited on data it cannot use (${pod.lastTermination!.match(lost)![0]})` };
+  const since = input.unhealthySince.get(member.id) ?? input.now;
+  const unhealthyMs = input.now - since;
+  if (unhealthyMs >= input.unhealthyAfterMs) return { replace: true, reason: `unhealthy for ${Math.round(unhealthyMs / 1000)} s (${member.problem ?? 'unhealthy'}), longer than ${Math.round(input.unhealthyAfterMs / 1000)} s` };
+  return { replace: false, waiting: `${member.name || member.id} unhealthy for ${Math.round(unhealthyMs / 1000)} s (${member.problem ?? 'unhealthy'}); replaced after ${Math.round(input.unhealthyAfterMs / 1000)} s unless it recovers`, dueInMs: input.unhealthyAfterMs - unhealthyMs };
+}
+
+function ordinalOf(pod: string): number {
+  const match = /-(\d+)$/.exec(pod);
+  return match ? Number(match[1]) : Number.MAX_SAFE_INTEGER;
+}
+
+/**
+ * The one replacement step of this reconcile, or undefined when there is
+ * nothing to heal (the scaling step decides then).
+ */
+export function decideReplacementStep(input: ReplacementInput): ReplacementStep | undefined {
+  const { membership, replicas, size } = input;
+  const members = membership.members;
+  const podOf = (m: MemberStatus): string | undefined => m.name || [...Array(replicas).keys()].map(input.pod).find((p) => m.peerUrls.includes(input.peerUrl(p)));
+  const ids = new Set(members.map((m) => m.id));
+  const ordinals = [...Array(replicas).keys()].map(input.pod);
+
+  // A CORRUPT alarm outlives the member it names: a removed member's alarm is disarmed (the cluster refuses requests while it is armed).
+  const stale = membership.alarms.find((a) => a.alarm === 'CORRUPT' && !ids.has(a.memberId));
+  if (stale && hasQuorum(membership)) {
+    return { action: { type: 'disarm', memberId: stale.memberId }, phase: 'Replacing', message: `disarming the CORRUPT alarm of ${stale.memberId}, a member replaced and no longer in the membership`, requeueAfterMs: SOON_MS };
+  }
+
+  // A replacement under way: its marked claim says which member, and the world says how far it came.
+  const marked = ordinals
+    .map((pod) => ({ pod, claim: input.claims.get(pod) }))
+    .filter((c): c is { pod: string; claim: HealingClaim } => c.claim?.replacing !== undefined)
+    .sort((a, b) => ordinalOf(a.pod) - ordinalOf(b.pod));
+  if (marked.length > 0) {
+    // Removals first, one per step: a marked member still listed leaves.
+    const listed = marked.find((c) => members.some((m) => m.id === c.claim.replacing));
+    if (listed) {
+      const { pod } = listed;
+      const member = members.find((m) => m.id === listed.claim.replacing)!;
+      const rest = members.filter((m) => m !== member && !m.learner);
+      const healthyRest = rest.filter((m) => m.healthy).length;
+      if (!member.learner && !hasQuorum({ voters: rest.length, healthyVoters: healthyRest })) {
+        return { phase: 'Replacing', pod, message: `replacing ${pod}: its removal waits, the others would not hold a quorum without it (${healthyRest} of ${rest.length} healthy)`, requeueAfterMs: 5_000 };
+      }
+      return { action: { type: 'remove', id: member.id, pod }, phase: 'Replacing', pod, message: `replacing ${pod}: removing member ${member.id} from the membership`, requeueAfterMs: SOON_MS };
+    }
+    // A learner added back for a marked pod: its old claim and pod go, so it starts empty.
+    const joining = marked.find((c) => members.some((m) => m.learner && podOf(m) === c.pod));
+    if (joining) {
+      const { pod, claim } = joining;
+      const livePod = input.pods.get(pod);
+      if (!claim.deleting || (livePod && !livePod.deleting)) {
+        return {
+          action: { type: 'deleteVolume', pod, claim: claim.deleting ? undefined : { name: claim.name, uid: claim.uid }, podUid: livePod && !livePod.deleting ? livePod.uid : undefined },
+          phase: 'Replacing', pod, message: `replacing ${pod}: deleting its claim ${claim.name} and its pod so the StatefulSet creates both again, the volume empty`, requeueAfterMs: SOON_MS,
+        };
+      }
+      return { phase: 'Replacing', pod, message: `replacing ${pod}: waiting for its old pod and claim to go`, requeueAfterMs: SOON_MS };
+    }
+    const { pod } = marked[0];
+    // Another replaced member's learner: promoted here (the scaling step, which would promote it, does not run
+    // while a claim is marked), once it runs; etcd refuses it until it has caught up.
+    const other = members.find((m) => m.learner);
+    if (other) {
+      if (other.name && other.healthy) return { action: { type: 'promote', id: other.id, pod: other.name }, phase: 'Replacing', pod: other.name, message: `replacing ${other.name}: promoting it to a voting member; ${pod} is added back next`, requeueAfterMs: SOON_MS };
+      return { phase: 'Replacing', pod, message: `replacing ${pod}: waiting for the other learner to run and be promoted`, requeueAfterMs: SOON_MS };
+    }
+    // etcd adds a member, even a learner, only while its leader is connected to every voting member. Another
+    // voter that is down blocks the add: when it is due for replacement itself (and the rest hold a quorum
+    // without it) it is marked and removed too, each removal a step of its own; otherwise the add waits for it.
+    const down = members.filter((m) => !m.learner && !m.healthy);
+    if (down.length > 0) {
+      const voters = members.filter((m) => !m.learner);
+      const due = down
+        .map((m) => ({ member: m, pod: podOf(m) }))
+        .filter((j): j is { member: MemberStatus; pod: string } => j.pod !== undefined)
+        .sort((a, b) => ordinalOf(a.pod) - ordinalOf(b.pod))
+        .map((j) => ({ ...j, claim: input.claims.get(j.pod), signal: replacementSignal(j.member, input.pods.get(j.pod), input.claims.get(j.pod), input) }))
+        .find((j) => j.signal?.replace && j.claim && hasQuorum({ voters: voters.length - 1, healthyVoters: voters.filter((m) => m.healthy).length }));
+      if (due) {
+        const reason = (due.signal as Extract<Signal, { replace: true }>).reason;
+        return {
+          action: { type: 'mark', pod: due.pod, claim: { name: due.claim!.name, uid: due.claim!.uid }, memberId: due.member.id, reason },
+          phase: 'Replacing', pod: due.pod, message: `replacing ${due.pod} too: ${reason}; ${pod} cannot be added back while it is a voting member that is down`, requeueAfterMs: SOON_MS,
+        };
+      }
+      return { phase: 'Replacing', pod, message: `replacing ${pod}: adding it back waits, etcd adds a member only while every voting member is connected; down: ${down.map((m) => m.name || m.id).join(', ')}`, requeueAfterMs: 5_000 };
+    }
+    // Added back before its volume is emptied: the pod the StatefulSet creates then finds itself in the
+    // membership when it starts, instead of exiting until a kubelet's backoff lets it try again.
+    return { action: { type: 'addLearner', pod, peerUrl: input.peerUrl(pod) }, phase: 'Replacing', pod, message: `replacing ${pod}: adding it back as a learner, to join with an empty volume`, requeueAfterMs: SOON_MS };
+  }
+
+  const voters = members.filter((m) => !m.learner);
+  const learner = members.find((m) => m.learner);
+  if (learner) {
+    // A learner that never catches up is replaced like a member: removed, its volume emptied, added again.
+    const pod = podOf(learner);
+    const started = pod ? input.pods.get(pod)?.createdAtMs : undefined;
+    const claim = pod ? input.claims.get(pod) : undefined;
+    if (pod && claim && !claim.deleting && started !== undefined && input.now - started > input.learnerCatchUpMs) {
+      const reason = `a learner not promoted within ${Math.round(input.learnerCatchUpMs / 1000)} s`;
+      return { action: { type: 'mark', pod, claim: { name: claim.name, uid: claim.uid }, memberId: learner.id, reason }, phase: 'Replacing', pod, message: `replacing ${pod}: ${reason}`, requeueAfterMs: SOON_MS };
+    }
+    return undefined; // the scaling step promotes it
+  }
+
+  // One member short of the StatefulSet, and the pod without a member has a new (unmarked) claim: the add step.
+  const missing = ordinals.filter((p) => !members.some((m) => m.name === p));
+  if (size === replicas && voters.length === replicas - 1 && missing.length === 1) {
+    const pod = missing[0];
+    const claim = input.claims.get(pod);
+    if (!claim || claim.deleting) return { phase: 'Replacing', pod, message: `replacing ${pod}: waiting for the StatefulSet to create its new claim`, requeueAfterMs: SOON_MS };
+    return { action: { type: 'addLearner', pod, peerUrl: input.peerUrl(pod) }, phase: 'Replacing', pod, message: `replacing ${pod}: adding it as a learner, to join with an empty volume`, requeueAfterMs: SOON_MS };
+  }
+
+  // Start one: the first voter (by ordinal) with a signal, if the gates hold.
+  if (voters.length !== replicas || replicas !== size) return undefined;
+  const judged = voters
+    .map((m) => ({ member: m, pod: podOf(m) }))
+    .filter((j): j is { member: MemberStatus; pod: string } => j.pod !== undefined)
+    .sort((a, b) => ordinalOf(a.pod) - ordinalOf(b.pod))
+    .map((j) => ({ ...j, signal: replacementSignal(j.member, input.pods.get(j.pod), input.claims.get(j.pod), input) }))
+    .filter((j) => j.signal !== undefined);
+  const due = judged.find((j) => j.signal!.replace);
+  if (!due) {
+    const waiting = judged.map((j) => j.signal as Extract<Signal, { replace: false }>);
+    if (waiting.length === 0) return undefined;
+    const next = Math.min(...waiting.map((w) => w.dueInMs ?? 5_000));
+    return { phase: 'Waiting', message: waiting.map((w) => w.waiting).join('; '), requeueAfterMs: Math.max(1_000, Math.min(5_000, next)) };
+  }
+  const reason = (due.signal as Extract<Signal, { replace: true }>).reason;
+  const holdOff = (why: string): ReplacementStep => ({ phase: 'Waiting', pod: due.pod, message: `${due.pod} is to be replaced (${reason}); waits: ${why}`, requeueAfterMs: 5_000 });
+  if (input.otherChange) return holdOff(input.otherChange);
+  const rest = voters.filter((m) => m !== due.member);
+  const healthyRest = rest.filter((m) => m.healthy).length;
+  if (!hasQuorum({ voters: rest.length, healthyVoters: healthyRest })) {
+    return holdOff(`the others would not hold a quorum without it (${healthyRest} of ${rest.length} healthy)`);
+  }
+  const claim = input.claims.get(due.pod);
+  if (!claim) return holdOff(`its claim does not exist; the StatefulSet creates it with the pod`);
+  return {
+    action: { type: 'mark', pod: due.pod, claim: { name: claim.name, uid: claim.uid }, memberId: due.member.id, reason },
+    phase: 'Replacing', pod: due.pod, message: `replacing ${due.pod}: ${reason}`, requeueAfterMs: SOON_MS,
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * The healing part of the membership step: reads the member pods and claims
+ * (fresh, only while something is off) and the clock of each unhealthy
+ * member (status.members[].unhealthySince, what an earlier reconcile saw),
+ * lets engines/etcd/replacement.ts decide one step, and says the write and
+ * the Healing condition. The core makes the write (core/execute-writes.ts).
+ * Nothing is remembered in the process: a controller killed at any step
+ * finds the marked claim, the membership and the pods where it left them.
+ */
+import { resourcePath, type KubeClient } from '../../kube/client.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { equalitySelector } from '../../kube/label-selector.js';
+import type { DistributedKVStatus } from '../../imports/distributedkv.js';
+import { decideReplacementStep, type HealingClaim, type HealingPod, type ReplacementAction, type ReplacementStep } from '../../engines/etcd/replacement.js';
+import type { MembershipStatus, MemberStatus } from '../../engines/membership.js';
+import type { ClusterIdentity } from '../../model/cluster-identity.js';
+import type { GeneratorConfig } from '../../model/generator-config.js';
+import { metaTime } from '../../model/meta-time.js';
+import { DATA_VOLUME } from '../../constructs/stateful-set.js';
+import { readMemberPods } from './member-pods.js';
+
+/** The Healing condition, as status shows it. */
+export interface HealingReport {
+  readonly status: 'True' | 'False';
+  readonly reason: 'Replacing' | 'MemberUnhealthy' | 'Healthy' | 'Replaced';
+  readonly message: string;
+}
+
+/** What the healing step reads, fresh from the API server. */
+export interface HealingReader {
+  pods(namespace: string, identity: ClusterIdentity): Promise<ReadonlyMap<string, HealingPod>>;
+  claims(namespace: string, identity: ClusterIdentity, annotation: string): Promise<ReadonlyMap<string, HealingClaim>>;
+}
+
+export interface HealingInput {
+  readonly config: GeneratorConfig;
+  readonly namespace: string;
+  readonly identity: ClusterIdentity;
+  readonly size: number;
+  readonly replicas: number;
+  readonly membership: MembershipStatus;
+  readonly previous?: DistributedKVStatus;
+  readonly pod: (ordinal: number) => string;
+  readonly peerUrl: (pod: string) => string;
+  readonly now: number;
+  /** Another change under way, in words (an upgrade, a storage step): no replacement starts. */
+  readonly otherChange?: string;
+}
+
+export interface HealingDecision {
+  readonly step?: ReplacementStep;
+  readonly report: HealingReport;
+  /** Since when each unhealthy member (by its status name) has been unhealthy, for status. */
+  readonly unhealthySince: ReadonlyMap<string, string>;
+  /** An Event the step's write earns (MemberReplacing when it is decided). */
+  readonly event?: { readonly reason: 'MemberReplacing' | 'MemberReplaced'; readonly message: string };
+}
+
+const statusName = (m: MemberStatus): string => m.name || m.id;
+
+/** Whether anything may need healing: only then are pods and claims read (no request in a healthy steady state). */
+function worthALook(membership: MembershipStatus, replicas: number): boolean {
+  return membership.members.some((m) => !m.healthy || m.learner || m.alarms.length > 0) || membership.alarms.length > 0 || membership.voters !== replicas;
+}
+
+export async function healingStep(read: HealingReader, input: HealingInput): Promise<HealingDecision> {
+  const { membership, previous, now } = input;
+  const before = new Map((previous?.members ?? []).map((m) => [m.name, m]));
+  const unhealthySince = new Map<string, string>();
+  for (const m of membership.members.filter((x) => !x.healthy)) {
+    const earlier = before.get(statusName(m));
+    unhealthySince.set(statusName(m), earlier && !earlier.healthy && earlier.unhealthySince ? earlier.unhealthySince : metaTime(new Date(now)));
+  }
+  const previousHealing = previous?.conditions?.find((c) => c.type === 'Healing');
+  const healthy: HealingReport = { status: 'False', reason: 'Healthy', message: 'no member needs replacing' };
+  // A claim deleted under a healthy member is seen on the next look at the claims, which a healthy cluster reads
+  // on its periodic look too: cheap (one list), and the only way to see it before the member's pod restarts.
+  const look = worthALook(membership, input.replicas) || previousHealing?.status === 'True';
+  const annotation = input.config.healing.replacementAnnotation;
+  const [pods, claims] = look
+    ? await Promise.all([read.pods(input.namespace, input.identity), read.claims(input.namespace, input.identity, annotation)])
+    : [new Map<string, HealingPod>(), await read.claims(input.namespace, input.identity, annotation)];
+  const step = decideReplacementStep({
+    size: input.size, replicas: input.replicas, membership, pod: input.pod, peerUrl: input.peerUrl, pods, claims,
+    unhealthySince: new Map(membership.members.filter((m) => unhealthySince.has(statusName(m))).map((m) => [m.id, Date.parse(unhealthySince.get(statusName(m))!)])),
+    now, unhealthyAfterMs: input.config.healing.unhealthySeconds * 1000, learnerCatchUpMs: input.config.healing.learnerCatchUpSeconds * 1000,
+    otherChange: input.otherChange,
+  });
+  if (step?.phase === 'Replacing') {
+    const event = step.action?.type === 'mark' ? { reason: 'MemberReplacing' as const, message: `replacing ${step.action.pod} (member ${step.action.memberId}): ${step.action.reason}` }
+      : step.action?.type === 'promote' ? { reason: 'MemberReplaced' as const, message: `${step.action.pod} replaced: it joined with an empty volume, caught up and votes again` } : undefined;
+    return { step, report: { status: 'True', reason: 'Replacing', message: step.message }, unhealthySince, event };
+  }
+  // A replacement's last step is the scaling step's promotion of the learner: until then, it is still under way.
+  const learner = membership.members.find((m) => m.learner);
+  if (previousHealing?.reason === 'Replacing' && learner) {
+    return { step, report: { status: 'True', reason: 'Replacing', message: `${statusName(learner)} joined as a learner; promoted once it has caught up` }, unhealthySince };
+  }
+  if (step?.phase === 'Waiting') return { step, report: { status: 'False', reason: 'MemberUnhealthy', message: step.message }, unhealthySince };
+  if (previousHealing?.reason === 'Replacing') return { step, report: { status: 'False', reason: 'Replaced', message: `${previousHealing.message.replace(/^replacing (\S+?):.*$/, '$1')} replaced: every member votes again` }, unhealthySince };
+  return { step, report: previousHealing?.reason === 'Replaced' && membership.members.every((m) => m.healthy) ? previousHealing as HealingReport : healthy, unhealthySince };
+}
+
+/** A replacement step, in words (for an Event and the log). */
+export function describeReplacementAction(action: ReplacementAction): string {
+  switch (action.type) {
+    case 'mark': return `marked ${action.pod}'s claim for replacement (member ${action.memberId})`;
+    case 'remove': return `removed ${action.pod} (member ${action.id}) from the membership to replace it`;
+    case 'deleteVolume': return `deleted ${action.pod}'s ${action.claim ? 'claim and ' : ''}pod so the StatefulSet creates them again, the volume empty`;
+    case 'addLearner': return `added ${action.pod} to the membership as a learner, to join empty`;
+    case 'promote': return `promoted ${action.pod} to a voting member`;
+    case 'disarm': return `disarmed the CORRUPT alarm of the replaced member ${action.memberId}`;
+  }
+}
+
+interface PodObject extends CachedObject {
+  status?: {
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+    containerStatuses?: { lastState?: { terminated?: { message?: string } } }[];
+  };
+}
+
+/** The reader against the API server: the member pods (by selector) and the claims (by the volume template's labels). */
+export function healingReader(client: KubeClient): HealingReader {
+  return {
+    async pods(namespace, identity) {
+      const pods = await readMemberPods(client, namespace, identity.selector, identity.statefulSetName) as PodObject[];
+      return new Map(pods.map((p) => {
+        const scheduled = p.status?.conditions?.find((c) => c.type === 'PodScheduled');
+        const pod: HealingPod = {
+          name: p.metadata.name, uid: p.metadata.uid!, deleting: Boolean(p.metadata.deletionTimestamp),
+          createdAtMs: Date.parse(p.metadata.creationTimestamp ?? '') || 0,
+          unschedulable: scheduled?.status === 'False' && scheduled.reason === 'Unschedulable' ? scheduled.message ?? '' : undefined,
+          lastTermination: p.status?.containerStatuses?.[0]?.lastState?.terminated?.message,
+        };
+        return [p.metadata.name, pod];
+      }));
+    },
+    async claims(namespace, identity, annotation) {
+      const list = await client.request<{ items: (CachedObject & { status?: { phase?: string } })[] }>('GET', resourcePath('v1', 'PersistentVolumeClaim', namespace), { query: { labelSelector: equalitySelector(identity.serverLabels) } });
+      const member = new RegExp(`^${DATA_VOLUME}-(${identity.statefulSetName}-\\d+)$`);
+      const claims = new Map<string, HealingClaim>();
+      for (const c of list.items) {
+        const pod = member.exec(c.metadata.name)?.[1];
+        if (!pod) continue;
+        claims.set(pod, { name: c.metadata.name, uid: c.metadata.uid!, deleting: Boolean(c.metadata.deletionTimestamp), phase: c.status?.phase, replacing: c.metadata.annotations?.[annotation] });
+      }
+      return claims;
+    },
+  };
+}

@@ -1,0 +1,280 @@
+/**
+ * Member replacement, one step per reconcile, from what the world shows:
+ * each signal that leads to a replacement, each that only waits, each gate,
+ * and every state a controller killed between two steps leaves behind.
+ */
+import { decideReplacementStep, replacementSignal, type HealingClaim, type HealingPod, type ReplacementInput } from '../../engines/etcd/replacement.js';
+import type { MemberStatus, MembershipStatus } from '../../engines/membership.js';
+
+const NOW = 1_800_000_000_000;
+const pod = (i: number) => `kv-${i}`;
+const peerUrl = (p: string) => `http://${p}.kv-peers:2380`;
+
+function member(i: number, over: Partial<MemberStatus> = {}): MemberStatus {
+  return { id: `m${i}`, name: pod(i), peerUrls: [peerUrl(pod(i))], learner: false, healthy: true, leader: i === 0, alarms: [], ...over };
+}
+
+function membership(members: MemberStatus[], alarms: MembershipStatus['alarms'] = []): MembershipStatus {
+  const voters = members.filter((m) => !m.learner);
+  return { members, voters: voters.length, healthyVoters: voters.filter((m) => m.healthy).length, leaderId: members.find((m) => m.leader)?.id, alarms };
+}
+
+const podOf = (i: number, over: Partial<HealingPod> = {}): HealingPod => ({ name: pod(i), uid: `pod-uid-${i}`, deleting: false, createdAtMs: NOW - 3_600_000, ...over });
+const claimOf = (i: number, over: Partial<HealingClaim> = {}): HealingClaim => ({ name: `data-${pod(i)}`, uid: `claim-uid-${i}`, deleting: false, phase: 'Bound', ...over });
+
+/** A cluster of `n` whose pods and claims all exist; `over` replaces some. */
+function input(n: number, members: MemberStatus[], over: Partial<Omit<ReplacementInput, 'pods' | 'claims'>> & { pods?: Record<number, HealingPod | undefined>; claims?: Record<number, HealingClaim | undefined> } = {}): ReplacementInput {
+  const pods = new Map<string, HealingPod>();
+  const claims = new Map<string, HealingClaim>();
+  for (let i = 0; i < n; i++) {
+    const p = over.pods && i in over.pods ? over.pods[i] : podOf(i);
+    const c = over.claims && i in over.claims ? over.claims[i] : claimOf(i);
+    if (p) pods.set(pod(i), p);
+    if (c) claims.set(pod(i), c);
+  }
+  const { pods: _p, claims: _c, ...rest } = over;
+  return {
+    size: n, replicas: n, membership: membership(members), pod, peerUrl, pods, claims,
+    unhealthySince: new Map(), now: NOW, unhealthyAfterMs: 600_000, learnerCatchUpMs: 300_000, ...rest,
+  };
+}
+
+const five = (over: Record<number, Partial<MemberStatus>> = {}) => [0, 1, 2, 3, 4].map((i) => member(i, over[i]));
+const since = (entries: Record<string, number>) => new Map(Object.entries(entries));
+
+describe('what leads to a replacement', () => {
+  const bounds = { unhealthySince: new Map<string, number>(), now: NOW, unhealthyAfterMs: 600_000 };
+
+  it('a CORRUPT alarm, even on a member that answers', () => {
+    expect(replacementSignal(member(1, { alarms: ['CORRUPT'] }), podOf(1), claimOf(1), bounds)).toMatchObject({ replace: true, reason: expect.stringMatching(/CORRUPT/) });
+  });
+
+  it('a claim being deleted or Lost, even while the member still serves from the mounted volume', () => {
+    expect(replacementSignal(member(1), podOf(1), claimOf(1, { deleting: true }), bounds)).toMatchObject({ replace: true, reason: expect.stringMatching(/data-kv-1 is being deleted/) });
+    expect(replacementSignal(member(1), podOf(1), claimOf(1, { phase: 'Lost' }), bounds)).toMatchObject({ replace: true, reason: expect.stringMatching(/Lost/) });
+  });
+
+  it('a pod the scheduler cannot place because no node reaches its volume (its node is gone)', () => {
+    const stuck = podOf(1, { unschedulable: '0/3 nodes are available: 3 node(s) had volume node affinity conflict.' });
+    expect(replacementSignal(member(1, { healthy: false }), stuck, claimOf(1), bounds)).toMatchObject({ replace: true, reason: expect.stringMatching(/no node can reach its volume/) });
+  });
+
+  it('an exit etcd makes only on lost data, read from the pod\'s last termination message, without waiting for the timeout', () => {
+    for (const log of [
+      'panic: tocommit(57) is out of range [lastIndex(0)]. Was the raft log corrupted, truncated, or lost?',
+      '{"level":"fatal","msg":"discovery failed","error":"member 8e9e05c52164694d has already been bootstrapped"}',
+    ]) {
+      expect(replacementSignal(member(1, { healthy: false }), podOf(1, { lastTermination: log }), claimOf(1), bounds)).toMatchObject({ replace: true });
+    }
+  });
+
+  it('any other ill health that lasts longer than the configured time (a wiped data directory on a pod that reports no message)', () => {
+    const s = replacementSignal(member(1, { healthy: false, problem: 'connection refused' }), podOf(1), claimOf(1), { ...bounds, unhealthySince: since({ m1: NOW - 600_000 }) });
+    expect(s).toMatchObject({ replace: true, reason: 'unhealthy for 600 s (connection refused), longer than 600 s' });
+  });
+});
+
+describe('what only waits', () => {
+  const bounds = { unhealthySince: since({ m1: NOW - 30_000 }), now: NOW, unhealthyAfterMs: 600_000 };
+
+  it('a healthy member with a bound claim: nothing to say', () => {
+    expect(replacementSignal(member(1), podOf(1), claimOf(1), bounds)).toBeUndefined();
+  });
+
+  it('a restart, a short network loss, a GC pause: unhealthy for less than the configured time, whatever the problem', () => {
+    for (const problem of ['connection refused', 'context deadline exceeded', 'no leader']) {
+      expect(replacementSignal(member(1, { healthy: false, problem }), podOf(1), claimOf(1), bounds)).toEqual({
+        replace: false, waiting: `kv-1 unhealthy for 30 s (${problem}); replaced after 600 s unless it recovers`, dueInMs: 570_000,
+      });
+    }
+  });
+
+  it('an exit etcd makes for other reasons (a bad flag, a port taken) waits for the timeout too', () => {
+    expect(replacementSignal(member(1, { healthy: false }), podOf(1, { lastTermination: 'listen tcp :2380: bind: address already in use' }), claimOf(1), bounds)).toMatchObject({ replace: false });
+  });
+
+  it('a member first seen unhealthy now starts its clock now', () => {
+    expect(replacementSignal(member(2, { healthy: false }), podOf(2), claimOf(2), bounds)).toMatchObject({ replace: false, dueInMs: 600_000 });
+  });
+
+  it('a pod that is unschedulable for another reason (no room on any node)', () => {
+    const pending = podOf(1, { unschedulable: '0/3 nodes are available: 3 Insufficient memory.' });
+    expect(replacementSignal(member(1, { healthy: false }), pending, claimOf(1), bounds)).toMatchObject({ replace: false });
+  });
+});
+
+describe('starting a replacement, and its gates', () => {
+  const wiped = { unhealthySince: since({ m2: NOW - 700_000 }) };
+
+  it('marks the member\'s claim with its id: the decision is written where the next reconcile reads it', () => {
+    const s = decideReplacementStep(input(5, five({ 2: { healthy: false } }), wiped));
+    expect(s).toMatchObject({ phase: 'Replacing', pod: 'kv-2', action: { type: 'mark', pod: 'kv-2', claim: { name: 'data-kv-2', uid: 'claim-uid-2' }, memberId: 'm2' } });
+  });
+
+  it('nothing to heal: no step (the scaling step decides)', () => {
+    expect(decideReplacementStep(input(5, five()))).toBeUndefined();
+  });
+
+  it('a member unhealthy for a short while: waits, and looks again when it would be due', () => {
+    const s = decideReplacementStep(input(5, five({ 2: { healthy: false } }), { unhealthySince: since({ m2: NOW - 598_000 }) }));
+    expect(s).toMatchObject({ phase: 'Waiting', requeueAfterMs: 2_000 });
+    expect(s!.action).toBeUndefined();
+  });
+
+  it('two members failing at once: only one is marked, the lower ordinal', () => {
+    const s = decideReplacementStep(input(5, five({ 1: { healthy: false }, 3: { healthy: false } }), { unhealthySince: since({ m1: NOW - 700_000, m3: NOW - 700_000 }) }));
+    expect(s).toMatchObject({ action: { type: 'mark', pod: 'kv-1' } });
+  });
+
+  it('never a second replacement while one is under way (a marked claim), even when another member is due', () => {
+    const s = decideReplacementStep(input(5, five({ 1: { healthy: false }, 3: { healthy: false } }), {
+      unhealthySince: since({ m1: NOW - 700_000, m3: NOW - 700_000 }), claims: { 3: claimOf(3, { replacing: 'm3' }) },
+    }));
+    expect(s).toMatchObject({ action: { type: 'remove', id: 'm3', pod: 'kv-3' } });
+  });
+
+  it('not when the others would not hold a quorum without it', () => {
+    // 3 members, one down and one due: removing the due one leaves 1 of 2.
+    const members = [member(0), member(1, { healthy: false }), member(2, { healthy: false })];
+    const s = decideReplacementStep(input(3, members, { unhealthySince: since({ m1: NOW - 60_000, m2: NOW - 700_000 }) }));
+    expect(s).toMatchObject({ phase: 'Waiting', message: expect.stringMatching(/kv-2 is to be replaced .* waits: the others would not hold a quorum without it \(1 of 2 healthy\)/) });
+    expect(s!.action).toBeUndefined();
+  });
+
+  it('a member with a CORRUPT alarm in a cluster of 3 with the other two healthy is replaced', () => {
+    const members = [member(0), member(1, { alarms: ['CORRUPT'] }), member(2)];
+    expect(decideReplacementStep(input(3, members))).toMatchObject({ action: { type: 'mark', pod: 'kv-1', memberId: 'm1' } });
+  });
+
+  it('not during another change: an upgrade, a storage step, a defragmentation', () => {
+    const s = decideReplacementStep(input(5, five({ 2: { healthy: false } }), { ...wiped, otherChange: 'a rolling upgrade is under way' }));
+    expect(s).toMatchObject({ phase: 'Waiting', message: expect.stringMatching(/waits: a rolling upgrade is under way/) });
+    expect(s!.action).toBeUndefined();
+  });
+
+  it('not during scaling: the StatefulSet, the spec and the voters disagree', () => {
+    expect(decideReplacementStep(input(5, five({ 2: { healthy: false } }), { ...wiped, size: 7 }))?.action).toBeUndefined();
+    expect(decideReplacementStep(input(5, five({ 2: { healthy: false } }), { ...wiped, replicas: 6 }))?.action).toBeUndefined();
+  });
+
+  it('not while a learner is being added (the scaling step promotes it)', () => {
+    const members = [...five({ 2: { healthy: false } }), member(5, { learner: true, id: 'm5', leader: false })];
+    expect(decideReplacementStep(input(6, members, { ...wiped, size: 6, replicas: 6, pods: { 5: podOf(5, { createdAtMs: NOW - 10_000 }) } }))).toBeUndefined();
+  });
+
+  it('waits when the claim to mark does not exist', () => {
+    const s = decideReplacementStep(input(5, five({ 2: { healthy: false } }), { ...wiped, claims: { 2: undefined } }));
+    expect(s).toMatchObject({ phase: 'Waiting', message: expect.stringMatching(/its claim does not exist/) });
+  });
+});
+
+describe('resuming a replacement from the world, whatever step a controller was killed after', () => {
+  const marked = { claims: { 2: claimOf(2, { replacing: 'm2' }) } };
+
+  it('marked, still a member: removes it', () => {
+    expect(decideReplacementStep(input(5, five({ 2: { healthy: false } }), marked))).toMatchObject({ action: { type: 'remove', id: 'm2', pod: 'kv-2' } });
+  });
+
+  it('marked, still a member, but the others lost their majority meanwhile: waits', () => {
+    const s = decideReplacementStep(input(5, five({ 1: { healthy: false }, 2: { healthy: false }, 3: { healthy: false } }), marked));
+    expect(s).toMatchObject({ phase: 'Replacing' });
+    expect(s!.action).toBeUndefined();
+  });
+
+  const learner2 = member(2, { id: 'm9', learner: true, leader: false, healthy: false, name: '' });
+  const fourAndLearner = [...five().filter((m) => m.id !== 'm2'), learner2];
+
+  it('marked and removed: adds the pod back as a learner at its peer URL before its volume is emptied, never removes anyone again', () => {
+    const four = five().filter((m) => m.id !== 'm2');
+    expect(decideReplacementStep(input(5, four, marked))).toMatchObject({ action: { type: 'addLearner', pod: 'kv-2', peerUrl: 'http://kv-2.kv-peers:2380' } });
+  });
+
+  it('marked and removed while another voter is down and due: marks that one too, as etcd adds no member while a voter is down', () => {
+    const four = five().filter((m) => m.id !== 'm2').map((m) => (m.id === 'm4' ? { ...m, healthy: false } : m));
+    const s = decideReplacementStep(input(5, four, { ...marked, unhealthySince: since({ m4: NOW - 700_000 }) }));
+    expect(s).toMatchObject({ action: { type: 'mark', pod: 'kv-4', memberId: 'm4' }, message: expect.stringMatching(/kv-2 cannot be added back while it is a voting member that is down/) });
+    // Both marked: the still-listed one is removed next; then one learner at a time.
+    const both = { claims: { 2: claimOf(2, { replacing: 'm2' }), 4: claimOf(4, { replacing: 'm4' }) }, unhealthySince: since({ m4: NOW - 700_000 }) };
+    expect(decideReplacementStep(input(5, four, both))).toMatchObject({ action: { type: 'remove', id: 'm4', pod: 'kv-4' } });
+    const three = four.filter((m) => m.id !== 'm4');
+    expect(decideReplacementStep(input(5, three, both))).toMatchObject({ action: { type: 'addLearner', pod: 'kv-2' } });
+    const learner = member(2, { id: 'm9', learner: true, leader: false, healthy: false, name: '' });
+    expect(decideReplacementStep(input(5, [...three, learner], both))).toMatchObject({ action: { type: 'deleteVolume', pod: 'kv-2' } });
+    // kv-2's claim went; kv-4's is still marked: kv-2's learner is promoted here once it runs, then kv-4 is added back.
+    const kv4Only = { claims: { 4: claimOf(4, { replacing: 'm4' }) } };
+    expect(decideReplacementStep(input(5, [...three, learner], kv4Only))).toMatchObject({ phase: 'Replacing', message: expect.stringMatching(/waiting for the other learner/) });
+    const running = member(2, { id: 'm9', learner: true, leader: false });
+    expect(decideReplacementStep(input(5, [...three, running], kv4Only))).toMatchObject({ action: { type: 'promote', id: 'm9', pod: 'kv-2' } });
+    expect(decideReplacementStep(input(5, [...three, { ...running, learner: false }], kv4Only))).toMatchObject({ action: { type: 'addLearner', pod: 'kv-4' } });
+  });
+
+  it('marked and removed while another voter is down but not due: the add waits for it, nothing else is removed', () => {
+    const four = five().filter((m) => m.id !== 'm2').map((m) => (m.id === 'm4' ? { ...m, healthy: false } : m));
+    const s = decideReplacementStep(input(5, four, { ...marked, unhealthySince: since({ m4: NOW - 5_000 }) }));
+    expect(s).toMatchObject({ phase: 'Replacing', message: expect.stringMatching(/adding it back waits, etcd adds a member only while every voting member is connected; down: kv-4/) });
+    expect(s!.action).toBeUndefined();
+  });
+
+  it('marked and removed while another learner is being added: waits for it to run, promotes it, and only then adds this one', () => {
+    const starting = [...five().filter((m) => m.id !== 'm2' && m.id !== 'm4'), member(4, { learner: true, healthy: false })];
+    const s = decideReplacementStep(input(5, starting, marked));
+    expect(s).toMatchObject({ phase: 'Replacing' });
+    expect(s!.action).toBeUndefined();
+    const running = [...five().filter((m) => m.id !== 'm2' && m.id !== 'm4'), member(4, { learner: true })];
+    expect(decideReplacementStep(input(5, running, marked))).toMatchObject({ action: { type: 'promote', id: 'm4', pod: 'kv-4' } });
+  });
+
+  it('marked, removed and added back: deletes the claim and the pod (by uid)', () => {
+    const s = decideReplacementStep(input(5, fourAndLearner, marked));
+    expect(s).toMatchObject({ action: { type: 'deleteVolume', pod: 'kv-2', claim: { name: 'data-kv-2', uid: 'claim-uid-2' }, podUid: 'pod-uid-2' } });
+  });
+
+  it('removed, the claim already being deleted (held by its pod): deletes the pod only', () => {
+    const s = decideReplacementStep(input(5, fourAndLearner, { claims: { 2: claimOf(2, { replacing: 'm2', deleting: true }) } }));
+    expect(s).toMatchObject({ action: { type: 'deleteVolume', pod: 'kv-2', podUid: 'pod-uid-2' } });
+    expect((s!.action as { claim?: unknown }).claim).toBeUndefined();
+  });
+
+  it('removed, claim and pod going: waits for them', () => {
+    const s = decideReplacementStep(input(5, fourAndLearner, { claims: { 2: claimOf(2, { replacing: 'm2', deleting: true }) }, pods: { 2: podOf(2, { deleting: true }) } }));
+    expect(s).toMatchObject({ phase: 'Replacing', message: expect.stringMatching(/waiting for its old pod and claim to go/) });
+    expect(s!.action).toBeUndefined();
+  });
+
+  it('one member short with no marked claim (a member removed by hand): adds the pod back as a learner at its peer URL', () => {
+    const four = five().filter((m) => m.id !== 'm2');
+    const s = decideReplacementStep(input(5, four, { claims: { 2: claimOf(2, { uid: 'new-claim' }) } }));
+    expect(s).toMatchObject({ action: { type: 'addLearner', pod: 'kv-2', peerUrl: 'http://kv-2.kv-peers:2380' } });
+  });
+
+  it('one member short, the new claim not created yet: waits', () => {
+    const four = five().filter((m) => m.id !== 'm2');
+    expect(decideReplacementStep(input(5, four, { claims: { 2: undefined }, pods: { 2: undefined } }))).toMatchObject({ phase: 'Replacing' });
+  });
+
+  it('a half-done scale-in (spec lowered, replicas not yet) is the scaling step\'s, not an add', () => {
+    const four = five().filter((m) => m.id !== 'm4');
+    expect(decideReplacementStep(input(5, four, { size: 4 }))).toBeUndefined();
+  });
+
+  it('a learner that catches up in time is left to the scaling step; one that does not is replaced again', () => {
+    const learner = member(2, { id: 'm9', learner: true, leader: false });
+    const members = [...five().filter((m) => m.id !== 'm2'), learner];
+    expect(decideReplacementStep(input(5, members, { pods: { 2: podOf(2, { createdAtMs: NOW - 60_000 }) } }))).toBeUndefined();
+    expect(decideReplacementStep(input(5, members, { pods: { 2: podOf(2, { createdAtMs: NOW - 400_000 }) } }))).toMatchObject({ action: { type: 'mark', pod: 'kv-2', memberId: 'm9' } });
+  });
+
+  it('a learner that never started (no name) is found by its peer URL', () => {
+    const learner = { ...member(2, { id: 'm9', learner: true, leader: false }), name: '' };
+    const members = [...five().filter((m) => m.id !== 'm2'), learner];
+    expect(decideReplacementStep(input(5, members, { pods: { 2: podOf(2, { createdAtMs: NOW - 400_000 }) } }))).toMatchObject({ action: { type: 'mark', pod: 'kv-2', memberId: 'm9' } });
+  });
+
+  it('disarms the CORRUPT alarm a replaced member left behind, and only one of a member no longer listed', () => {
+    const four = five().filter((m) => m.id !== 'm2');
+    const withAlarm = { ...input(5, five()), membership: membership(five(), [{ memberId: 'm2', alarm: 'CORRUPT' }]) };
+    expect(decideReplacementStep(withAlarm)?.action?.type).not.toBe('disarm');
+    const s = decideReplacementStep({ ...input(5, four), membership: membership(four, [{ memberId: 'm2', alarm: 'CORRUPT' }]) });
+    expect(s).toMatchObject({ action: { type: 'disarm', memberId: 'm2' } });
+  });
+});
