@@ -8,7 +8,7 @@ import { InputError, yamlProblem, yamlValue, type Problem } from './problem.js';
 import { dottedPath } from '../model/field-path.js';
 import { fieldProblems } from './schema-errors.js';
 
-export type { ContainerResources, EngineName, GeneratorConfig, JsonPatchOperation, PatchableKind } from '../model/generator-config.js';
+export type { ContainerResources, EngineName, GeneratorConfig, JsonPatchOperation, PatchableKind, ResourceQuantity } from '../model/generator-config.js';
 
 /** A configuration file as written: every key optional, merged over the default. */
 export type ConfigOverrides = { [K in Exclude<keyof GeneratorConfig, 'file'>]?: Partial<GeneratorConfig[K]> };

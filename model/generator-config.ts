@@ -18,7 +18,7 @@ export type EngineName = 'etcd' | 'generic';
 export type PatchableKind = 'StatefulSet' | 'Service' | 'PodDisruptionBudget' | 'CronJob' | 'ConfigMap';
 
 /** A quantity as Kubernetes reads it: `500m`, `2`, `1Gi`. */
-export type Quantity = string | number;
+export type ResourceQuantity = string | number;
 
 /**
  * A container's compute resources: what the scheduler reserves for it
@@ -26,8 +26,8 @@ export type Quantity = string | number;
  * best-effort, the first Kubernetes evicts under node pressure.
  */
 export interface ContainerResources {
-  readonly requests: { readonly cpu?: Quantity; readonly memory?: Quantity };
-  readonly limits: { readonly cpu?: Quantity; readonly memory?: Quantity };
+  readonly requests: { readonly cpu?: ResourceQuantity; readonly memory?: ResourceQuantity };
+  readonly limits: { readonly cpu?: ResourceQuantity; readonly memory?: ResourceQuantity };
 }
 
 /**
