@@ -22,7 +22,7 @@ import { readMemberPods } from './member-pods.js';
 /** The Healing condition, as status shows it. */
 export interface HealingReport {
   readonly status: 'True' | 'False';
-  readonly reason: 'Replacing' | 'MemberUnhealthy' | 'Healthy' | 'Replaced';
+  readonly reason: 'Replacing' | 'MemberUnhealthy' | 'Healthy' | 'Replaced' | 'RecoveryRefused' | 'RecoveryUnavailable';
   readonly message: string;
 }
 

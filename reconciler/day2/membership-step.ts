@@ -17,6 +17,7 @@ import { decideUpgradeStep, type MemberPod, type UpgradeStep } from '../../engin
 import type { KubeClient } from '../../kube/client.js';
 import { hasQuorum, type Membership, type MembershipStatus, type MemberStatus } from '../../engines/membership.js';
 import type { ReplacementAction } from '../../engines/etcd/replacement.js';
+import { recoveryStep, type RecoveryEvent } from './recovery-step.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { clusterIdentity, type ClusterIdentity } from '../../model/cluster-identity.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
@@ -49,6 +50,8 @@ export interface MembershipStepResult {
   readonly unhealthySince?: ReadonlyMap<string, string>;
   /** A replacement decided (MemberReplacing) or finished (MemberReplaced) in this step, for an Event. */
   readonly healingEvent?: { readonly reason: 'MemberReplacing' | 'MemberReplaced'; readonly message: string };
+  /** A recovery request on a cluster that lost its quorum, judged (recovery-step.ts): a Warning Event, once per message. */
+  readonly recoveryEvent?: RecoveryEvent;
   readonly requeueAfterMs?: number;
 }
 
@@ -147,7 +150,9 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
       otherChange: otherChange(statefulSet, resource, podsSettled),
     })
     : undefined;
-  const healed = healing && { healing: healing.report, unhealthySince: healing.unhealthySince };
+  // Without a quorum nothing is healed; a user's recovery request is judged (and, until the rebuild is built, only judged).
+  const recovery = healing ? undefined : recoveryStep(cr.metadata.annotations?.[config.healing.recoveryAnnotation], 'members' in status ? status : undefined);
+  const healed = healing ? { healing: healing.report, unhealthySince: healing.unhealthySince } : recovery && { healing: recovery.report, recoveryEvent: recovery.event };
   if (healing?.step?.phase === 'Replacing' && replicas !== undefined) {
     const plan: MembershipPlan = { replicas, state: 'existing' };
     const result: MembershipStepResult = { plan, phase: 'Replacing', message: healing.step.message, members, warning, requeueAfterMs: healing.step.requeueAfterMs, ...healed };

@@ -135,3 +135,35 @@ describe('the membership step', () => {
     });
   });
 });
+
+describe('a lost quorum (recovery-step.ts)', () => {
+  const lost = statusOf([member(0, { healthy: false, leader: false, problem: 'no leader', raftTerm: 4, raftIndex: 90 }), member(1, { healthy: false, leader: false, problem: 'refused' }), member(2, { healthy: false, leader: false, problem: 'refused' })]);
+  const annotated = (value: string) => ({ ...cr, metadata: { ...cr.metadata, annotations: { [config.healing.recoveryAnnotation]: value } } }) as CachedObject;
+
+  it('is hands-off without a request: QuorumLost, no write, no Healing report, no Event', async () => {
+    const decision = (await membershipStep(reader(lost, statefulSet(3)), cr, resource(3), false))!;
+    expect(decision.write).toBeUndefined();
+    expect(decision.result.phase).toBe('QuorumLost');
+    expect(decision.result.healing).toBeUndefined();
+    expect(decision.result.recoveryEvent).toBeUndefined();
+  });
+
+  it('refuses a request naming a member that does not answer, with the Healing report and a Warning Event, and writes nothing', async () => {
+    const decision = (await membershipStep(reader(lost, statefulSet(3)), annotated('kv-2'), resource(3), false))!;
+    expect(decision.write).toBeUndefined();
+    expect(decision.result.healing).toMatchObject({ status: 'False', reason: 'RecoveryRefused', message: expect.stringMatching(/^recovery from kv-2 refused: it does not answer/) });
+    expect(decision.result.recoveryEvent).toEqual({ reason: 'RecoveryRefused', message: decision.result.healing!.message });
+  });
+
+  it('judges auto, names the member it would rebuild from, and still writes nothing (the rebuild is not built)', async () => {
+    const decision = (await membershipStep(reader(lost, statefulSet(3)), annotated('auto'), resource(3), false))!;
+    expect(decision.write).toBeUndefined();
+    expect(decision.result.healing).toMatchObject({ reason: 'RecoveryUnavailable', message: expect.stringMatching(/^recovering from kv-0 \(term 4, index 90\)/) });
+  });
+
+  it('ignores a request while the quorum holds: healing is the replacement\'s to report', async () => {
+    const decision = (await membershipStep(reader(statusOf([member(0), member(1), member(2)]), statefulSet(3)), annotated('auto'), resource(3), false))!;
+    expect(decision.result.healing?.reason).toBe('Healthy');
+    expect(decision.result.recoveryEvent).toBeUndefined();
+  });
+});
