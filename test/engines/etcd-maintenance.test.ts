@@ -72,7 +72,9 @@ describeWithEtcd('members run the maintenance the generator gives them', () => {
       expect(accepted).toBeLessThan(16); // 16 MiB, of which the database's own pages take some
       const full = await membership.status();
       expect(full.alarms.map((a) => a.alarm)).toContain('NOSPACE');
-      expect(full.members.every((m) => m.dbSizeBytes! <= QUOTA + 2 ** 20)).toBe(true);
+      // Each database stopped near this quota, far below etcd's 2 GiB default. Not at it exactly: the check runs as each
+      // write applies, so writes already proposed when the alarm is raised still land (seen: up to 22 MiB for 16).
+      for (const m of full.members) expect(m.dbSizeBytes).toBeLessThanOrEqual(2 * QUOTA);
       process.stdout.write(`etcd-maintenance: compacted within ${compactedAfterMs} ms of a 2s retention; NOSPACE after ${accepted} MiB into a 16 MiB quota (db sizes ${full.members.map((m) => m.dbSizeBytes).join(', ')})\n`);
     } finally {
       await monitor.stop();

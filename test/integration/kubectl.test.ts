@@ -58,7 +58,7 @@ describeWithCluster('kubectl against the test control plane', () => {
       body: { apiVersion: API_VERSION, kind: KIND, metadata: { name: 'orders', namespace }, spec: { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' } },
     });
     const [header, row, ...more] = (await kubectl('get', 'distributedkv', '--namespace', namespace)).trim().split('\n');
-    expect(header.split(/\s+/)).toEqual(['NAME', 'SIZE', 'READY', 'STATUS', 'AGE']);
+    expect(header.split(/\s+/)).toEqual(['NAME', 'SIZE', 'READY', 'STATUS', 'FULL', 'AGE']);
     expect(row.split(/\s+/).slice(0, 2)).toEqual(['orders', '3']);
     expect(more).toEqual([]);
     expect((await kubectl('get', 'dkv', '--namespace', namespace, '--output=name')).trim()).toBe('distributedkv.example.com/orders');
