@@ -17,6 +17,12 @@ import type { DistributedKVSpec } from '../imports/distributedkv.js';
 export interface MembershipPlan {
   readonly replicas: number;
   readonly state: 'new' | 'existing';
+  /**
+   * The ordinals whose members make up the cluster a joining member is told
+   * of, when not 0..replicas-1: a replaced member added back while another
+   * pod has no member (engines/etcd/replacement.ts).
+   */
+  readonly members?: readonly number[];
 }
 
 export interface MemberContainerProps {

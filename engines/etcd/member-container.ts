@@ -76,9 +76,10 @@ export const etcdEngine: Engine = {
     };
   },
 
-  /** etcd's own environment variables: the members 0..replicas-1, and whether they form a new cluster or join one. */
+  /** etcd's own environment variables: the members 0..replicas-1 (or the plan's own list), and whether they form a new cluster or join one. */
   memberConfig({ identity, config, membership }: MemberContainerProps): Record<string, string> {
-    const members = Array.from({ length: membership.replicas }, (_, i) => memberName(identity, i));
+    const ordinals = membership.members ?? Array.from({ length: membership.replicas }, (_, i) => i);
+    const members = ordinals.map((i) => memberName(identity, i));
     return {
       ETCD_INITIAL_CLUSTER: members.map((member) => `${member}=${peerUrl(identity, member, config)}`).join(','),
       ETCD_INITIAL_CLUSTER_STATE: membership.state,
