@@ -125,6 +125,12 @@ const DATA_LOST = [
   /member count is unequal/,
 ];
 
+/**
+ * The scheduler's words for a pod whose bound volume no node can reach: "node(s) had volume node affinity conflict"
+ * (up to Kubernetes 1.3x) and "node(s) didn't match PersistentVolume's node affinity" (1.36, seen in the tests).
+ */
+const VOLUME_PINNED_ELSEWHERE = /volume node affinity conflict|didn't match PersistentVolume's node affinity/;
+
 export type Signal =
   | { readonly replace: true; readonly reason: string }
   | { readonly replace: false; readonly waiting: string; readonly dueInMs?: number };
@@ -143,7 +149,7 @@ export function replacementSignal(member: MemberStatus, pod: HealingPod | undefi
   if (claim?.deleting) return { replace: true, reason: `its claim ${claim.name} is being deleted` };
   if (claim?.phase === 'Lost') return { replace: true, reason: `its claim ${claim.name} is Lost (its volume is gone)` };
   if (member.healthy) return undefined;
-  if (pod?.unschedulable && /volume node affinity conflict|node\(s\) had volume node affinity/.test(pod.unschedulable)) {
+  if (pod?.unschedulable && VOLUME_PINNED_ELSEWHERE.test(pod.unschedulable)) {
     return { replace: true, reason: `its pod cannot be scheduled: no node can reach its volume (${pod.unschedulable})` };
   }
   const lost = pod?.lastTermination && DATA_LOST.find((p) => p.test(pod.lastTermination!));
