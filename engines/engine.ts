@@ -45,6 +45,13 @@ export interface MemberContainer {
   readonly livenessProbe: k8s.Probe;
   /** Seconds a member gets to stop after SIGTERM. */
   readonly terminationGracePeriodSeconds: number;
+  /**
+   * `FallbackToLogsOnError` for a store that says why it exited only in its
+   * log: the tail of the log becomes the container's termination message,
+   * which the controller reads from the pod (member replacement reads etcd's
+   * exits on lost data there). @default File (Kubernetes' own)
+   */
+  readonly terminationMessagePolicy?: 'File' | 'FallbackToLogsOnError';
 }
 
 /**

@@ -73,6 +73,9 @@ export const etcdEngine: Engine = {
       readinessProbe: probe('/readyz', { periodSeconds: 5, failureThreshold: 3 }),
       livenessProbe: probe('/livez', { periodSeconds: 10, failureThreshold: 6, timeoutSeconds: 5 }),
       terminationGracePeriodSeconds: 60,
+      // etcd writes why it exited (lost data: "raft log corrupted", "has already been bootstrapped", ...) only to its
+      // log; the tail becomes the pod's lastState.terminated.message, which replacement reads (engines/etcd/replacement.ts).
+      terminationMessagePolicy: 'FallbackToLogsOnError',
     };
   },
 
