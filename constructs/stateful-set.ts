@@ -106,6 +106,7 @@ export class KVStatefulSet extends Construct {
                 startupProbe: member.startupProbe,
                 readinessProbe: member.readinessProbe,
                 livenessProbe: member.livenessProbe,
+                terminationMessagePolicy: member.terminationMessagePolicy,
                 resources: memberResources(spec, config.members.resources),
                 securityContext: restrictedContainerSecurityContext(),
                 volumeMounts: [dataMount],

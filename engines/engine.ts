@@ -17,6 +17,12 @@ import type { DistributedKVSpec } from '../imports/distributedkv.js';
 export interface MembershipPlan {
   readonly replicas: number;
   readonly state: 'new' | 'existing';
+  /**
+   * The ordinals whose members make up the cluster a joining member is told
+   * of, when not 0..replicas-1: a replaced member added back while another
+   * pod has no member (engines/etcd/replacement.ts).
+   */
+  readonly members?: readonly number[];
 }
 
 export interface MemberContainerProps {
@@ -39,6 +45,13 @@ export interface MemberContainer {
   readonly livenessProbe: k8s.Probe;
   /** Seconds a member gets to stop after SIGTERM. */
   readonly terminationGracePeriodSeconds: number;
+  /**
+   * `FallbackToLogsOnError` for a store that says why it exited only in its
+   * log: the tail of the log becomes the container's termination message,
+   * which the controller reads from the pod (member replacement reads etcd's
+   * exits on lost data there). @default File (Kubernetes' own)
+   */
+  readonly terminationMessagePolicy?: 'File' | 'FallbackToLogsOnError';
 }
 
 /**

@@ -73,12 +73,16 @@ export const etcdEngine: Engine = {
       readinessProbe: probe('/readyz', { periodSeconds: 5, failureThreshold: 3 }),
       livenessProbe: probe('/livez', { periodSeconds: 10, failureThreshold: 6, timeoutSeconds: 5 }),
       terminationGracePeriodSeconds: 60,
+      // etcd writes why it exited (lost data: "raft log corrupted", "has already been bootstrapped", ...) only to its
+      // log; the tail becomes the pod's lastState.terminated.message, which replacement reads (engines/etcd/replacement.ts).
+      terminationMessagePolicy: 'FallbackToLogsOnError',
     };
   },
 
-  /** etcd's own environment variables: the members 0..replicas-1, and whether they form a new cluster or join one. */
+  /** etcd's own environment variables: the members 0..replicas-1 (or the plan's own list), and whether they form a new cluster or join one. */
   memberConfig({ identity, config, membership }: MemberContainerProps): Record<string, string> {
-    const members = Array.from({ length: membership.replicas }, (_, i) => memberName(identity, i));
+    const ordinals = membership.members ?? Array.from({ length: membership.replicas }, (_, i) => i);
+    const members = ordinals.map((i) => memberName(identity, i));
     return {
       ETCD_INITIAL_CLUSTER: members.map((member) => `${member}=${peerUrl(identity, member, config)}`).join(','),
       ETCD_INITIAL_CLUSTER_STATE: membership.state,

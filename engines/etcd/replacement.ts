@@ -102,6 +102,14 @@ export interface ReplacementStep {
   /** The pod being replaced, for the Events. */
   readonly pod?: string;
   readonly requeueAfterMs: number;
+  /**
+   * The pods the membership lists once this step is made, when a member is
+   * added back (or joins) while another pod has no member: a member that
+   * starts empty is told exactly these (etcd refuses to join, "member count
+   * is unequal", when its initial cluster names another number of members
+   * than the membership has). Absent when every pod has a member.
+   */
+  readonly joinablePods?: readonly string[];
 }
 
 const SOON_MS = 2_000;
@@ -116,6 +124,12 @@ const DATA_LOST = [
   /wal: crc mismatch/,
   /member count is unequal/,
 ];
+
+/**
+ * The scheduler's words for a pod whose bound volume no node can reach: "node(s) had volume node affinity conflict"
+ * (up to Kubernetes 1.3x) and "node(s) didn't match PersistentVolume's node affinity" (1.36, seen in the tests).
+ */
+const VOLUME_PINNED_ELSEWHERE = /volume node affinity conflict|didn't match PersistentVolume's node affinity/;
 
 export type Signal =
   | { readonly replace: true; readonly reason: string }
@@ -135,7 +149,7 @@ export function replacementSignal(member: MemberStatus, pod: HealingPod | undefi
   if (claim?.deleting) return { replace: true, reason: `its claim ${claim.name} is being deleted` };
   if (claim?.phase === 'Lost') return { replace: true, reason: `its claim ${claim.name} is Lost (its volume is gone)` };
   if (member.healthy) return undefined;
-  if (pod?.unschedulable && /volume node affinity conflict|node\(s\) had volume node affinity/.test(pod.unschedulable)) {
+  if (pod?.unschedulable && VOLUME_PINNED_ELSEWHERE.test(pod.unschedulable)) {
     return { replace: true, reason: `its pod cannot be scheduled: no node can reach its volume (${pod.unschedulable})` };
   }
   const lost = pod?.lastTermination && DATA_LOST.find((p) => p.test(pod.lastTermination!));
@@ -156,9 +170,21 @@ function ordinalOf(pod: string): number {
  * nothing to heal (the scaling step decides then).
  */
 export function decideReplacementStep(input: ReplacementInput): ReplacementStep | undefined {
+  const podOf = (m: MemberStatus): string | undefined => m.name || [...Array(input.replicas).keys()].map(input.pod).find((p) => m.peerUrls.includes(input.peerUrl(p)));
+  const step = decideStep(input, podOf);
+  if (step?.phase !== 'Replacing') return step;
+  // Only while a member joins (added back now, or a learner not yet promoted) does the list matter.
+  const members = input.membership.members;
+  const adding = step.action?.type === 'addLearner' ? step.action.pod : undefined;
+  if (!adding && !members.some((m) => m.learner)) return step;
+  const listed = new Set([...members.map(podOf), adding].filter((p): p is string => p !== undefined));
+  const pods = [...Array(input.replicas).keys()].map(input.pod);
+  return pods.every((p) => listed.has(p)) ? step : { ...step, joinablePods: pods.filter((p) => listed.has(p)) };
+}
+
+function decideStep(input: ReplacementInput, podOf: (m: MemberStatus) => string | undefined): ReplacementStep | undefined {
   const { membership, replicas, size } = input;
   const members = membership.members;
-  const podOf = (m: MemberStatus): string | undefined => m.name || [...Array(replicas).keys()].map(input.pod).find((p) => m.peerUrls.includes(input.peerUrl(p)));
   const ids = new Set(members.map((m) => m.id));
   const ordinals = [...Array(replicas).keys()].map(input.pod);
 

@@ -65,11 +65,18 @@ export function describeMembershipAction(action: MembershipAction): string {
   }
 }
 
-/** The membership the live member ConfigMap records: how many members it lists, and their state. */
-function recordedPlan(configMap: CachedObject | undefined): MembershipPlan | undefined {
+/**
+ * The membership the live member ConfigMap records: the members it lists, and their state. A list with a gap
+ * (a replacement adding a member back while another pod has none) still records the pods up to its last.
+ */
+export function recordedPlan(configMap: CachedObject | undefined): MembershipPlan | undefined {
   const data = configMap?.data as Record<string, string> | undefined;
   if (!data?.ETCD_INITIAL_CLUSTER) return undefined;
-  return { replicas: data.ETCD_INITIAL_CLUSTER.split(',').length, state: data.ETCD_INITIAL_CLUSTER_STATE === 'existing' ? 'existing' : 'new' };
+  const state = data.ETCD_INITIAL_CLUSTER_STATE === 'existing' ? 'existing' : 'new';
+  const entries = data.ETCD_INITIAL_CLUSTER.split(',');
+  const ordinals = entries.map((e) => /-(\d+)=/.exec(e)?.[1]).map(Number);
+  if (ordinals.some((o) => !Number.isInteger(o)) || ordinals.every((o, i) => o === i)) return { replicas: entries.length, state };
+  return { replicas: Math.max(...ordinals) + 1, state, members: ordinals };
 }
 
 /** The one change a membership step asks for, made by the core (core/execute-writes.ts). */
@@ -154,7 +161,8 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
   const recovery = healing ? undefined : recoveryStep(cr.metadata.annotations?.[config.healing.recoveryAnnotation], 'members' in status ? status : undefined);
   const healed = healing ? { healing: healing.report, unhealthySince: healing.unhealthySince } : recovery && { healing: recovery.report, recoveryEvent: recovery.event };
   if (healing?.step?.phase === 'Replacing' && replicas !== undefined) {
-    const plan: MembershipPlan = { replicas, state: 'existing' };
+    const joinable = healing.step.joinablePods?.map((p) => Number(/-(\d+)$/.exec(p)![1]));
+    const plan: MembershipPlan = joinable ? { replicas, state: 'existing', members: joinable } : { replicas, state: 'existing' };
     const result: MembershipStepResult = { plan, phase: 'Replacing', message: healing.step.message, members, warning, requeueAfterMs: healing.step.requeueAfterMs, ...healed };
     const { action } = healing.step;
     if (!action || detectOnly) return { result };

@@ -55,8 +55,14 @@ describe('what leads to a replacement', () => {
   });
 
   it('a pod the scheduler cannot place because no node reaches its volume (its node is gone)', () => {
-    const stuck = podOf(1, { unschedulable: '0/3 nodes are available: 3 node(s) had volume node affinity conflict.' });
-    expect(replacementSignal(member(1, { healthy: false }), stuck, claimOf(1), bounds)).toMatchObject({ replace: true, reason: expect.stringMatching(/no node can reach its volume/) });
+    for (const message of [
+      '0/3 nodes are available: 3 node(s) had volume node affinity conflict.',
+      // Kubernetes 1.36's scheduler, as the integration test's node removal shows it.
+      '0/2 nodes are available: 2 node(s) didn\'t match PersistentVolume\'s node affinity. no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.',
+    ]) {
+      const stuck = podOf(1, { unschedulable: message });
+      expect(replacementSignal(member(1, { healthy: false }), stuck, claimOf(1), bounds)).toMatchObject({ replace: true, reason: expect.stringMatching(/no node can reach its volume/) });
+    }
   });
 
   it('an exit etcd makes only on lost data, read from the pod\'s last termination message, without waiting for the timeout', () => {
@@ -206,6 +212,26 @@ describe('resuming a replacement from the world, whatever step a controller was 
     const running = member(2, { id: 'm9', learner: true, leader: false });
     expect(decideReplacementStep(input(5, [...three, running], kv4Only))).toMatchObject({ action: { type: 'promote', id: 'm9', pod: 'kv-2' } });
     expect(decideReplacementStep(input(5, [...three, { ...running, learner: false }], kv4Only))).toMatchObject({ action: { type: 'addLearner', pod: 'kv-4' } });
+  });
+
+  it('tells a member added back while another pod has no member exactly the pods the membership lists (etcd refuses a joining member whose list counts more)', () => {
+    const both = { claims: { 2: claimOf(2, { replacing: 'm2' }), 4: claimOf(4, { replacing: 'm4' }) } };
+    const three = five().filter((m) => m.id !== 'm2' && m.id !== 'm4');
+    expect(decideReplacementStep(input(5, three, both))).toMatchObject({ action: { type: 'addLearner', pod: 'kv-2' }, joinablePods: ['kv-0', 'kv-1', 'kv-2', 'kv-3'] });
+    const learner = member(2, { id: 'm9', learner: true, leader: false, healthy: false, name: '' });
+    expect(decideReplacementStep(input(5, [...three, learner], both))).toMatchObject({ action: { type: 'deleteVolume', pod: 'kv-2' }, joinablePods: ['kv-0', 'kv-1', 'kv-2', 'kv-3'] });
+    const kv4Only = { claims: { 4: claimOf(4, { replacing: 'm4' }) } };
+    expect(decideReplacementStep(input(5, [...three, { ...learner, name: 'kv-2', healthy: true }], kv4Only))).toMatchObject({ action: { type: 'promote' }, joinablePods: ['kv-0', 'kv-1', 'kv-2', 'kv-3'] });
+    // kv-4 added back: every pod has a member again, the plain list.
+    const added = decideReplacementStep(input(5, [...three, member(2, { id: 'm9', leader: false })], kv4Only));
+    expect(added).toMatchObject({ action: { type: 'addLearner', pod: 'kv-4' } });
+    expect(added!.joinablePods).toBeUndefined();
+  });
+
+  it('a single replacement keeps the plain list throughout (every pod has a member whenever one joins)', () => {
+    const four = five().filter((m) => m.id !== 'm2');
+    expect(decideReplacementStep(input(5, four, marked))!.joinablePods).toBeUndefined();
+    expect(decideReplacementStep(input(5, fourAndLearner, marked))!.joinablePods).toBeUndefined();
   });
 
   it('marked and removed while another voter is down but not due: the add waits for it, nothing else is removed', () => {

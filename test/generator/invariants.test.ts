@@ -32,6 +32,10 @@ describe.each(SIZES)('a cluster of %i member(s)', (size) => {
     for (const [, objects] of variants) expect(byRole(objects).statefulSet.spec.persistentVolumeClaimRetentionPolicy).toEqual({ whenScaled: 'Delete', whenDeleted: 'Retain' });
   });
 
+  it('puts the tail of the member\'s log in its termination message when it fails: etcd says only there that it lost its data, and the controller replaces such a member at once', () => {
+    for (const [, objects] of variants) expect(byRole(objects).statefulSet.spec.template.spec.containers[0].terminationMessagePolicy).toBe('FallbackToLogsOnError');
+  });
+
   it('restarts no member for a new template by itself: the controller restarts them one at a time (OnDelete)', () => {
     for (const [, objects] of variants) expect(byRole(objects).statefulSet.spec.updateStrategy).toEqual({ type: 'OnDelete' });
   });

@@ -10,7 +10,8 @@ import { validateDistributedKV, type ValidResource } from '../../api/validate.js
 import type { MemberPod } from '../../engines/etcd/upgrade.js';
 import type { Membership, MembershipStatus, MemberStatus } from '../../engines/membership.js';
 import type { CachedObject } from '../../kube/informer.js';
-import { membershipNotYet, membershipStep, type MembershipReader } from '../../reconciler/day2/membership-step.js';
+import { membershipNotYet, membershipStep, recordedPlan, type MembershipReader } from '../../reconciler/day2/membership-step.js';
+import { synthesizeCluster } from '../../constructs/synthesize.js';
 import type { HealingClaim } from '../../engines/etcd/replacement.js';
 
 const config = loadConfig();
@@ -133,6 +134,28 @@ describe('the membership step', () => {
       expect(decision.write).toMatchObject({ kind: 'membership', action: { type: 'promote', pod: 'kv-1' } });
       expect(decision.result.healingEvent).toMatchObject({ reason: 'MemberReplaced' });
     });
+  });
+});
+
+describe('a replaced member added back while another pod has no member', () => {
+  // kv-1 and kv-4 both failed and were removed (etcd adds no member while a voter is down); kv-1 is added back first.
+  const three = statusOf([member(0), member(2), member(3)]);
+  const marked = claimsOf(5, { 1: { replacing: 'id1' }, 4: { replacing: 'id4' } });
+
+  it('renders a member list of exactly the members the membership will have, so the new pod can join (etcd: "member count is unequal" otherwise)', async () => {
+    const decision = (await membershipStep(reader(three, statefulSet(5), [], marked), cr, resource(5), false))!;
+    expect(decision.write).toMatchObject({ kind: 'healing', action: { type: 'addLearner', pod: 'kv-1' } });
+    expect(decision.result.plan).toEqual({ replicas: 5, state: 'existing', members: [0, 1, 2, 3] });
+    const rendered = synthesizeCluster(resource(5), config, decision.result.plan);
+    const memberConfig = rendered.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'kv-members') as unknown as { data: Record<string, string> };
+    expect(memberConfig.data.ETCD_INITIAL_CLUSTER.split(',').map((e) => e.split('=')[0])).toEqual(['kv-0', 'kv-1', 'kv-2', 'kv-3']);
+    expect((rendered.find((o) => o.kind === 'StatefulSet') as unknown as { spec: { replicas: number } }).spec.replicas).toBe(5);
+  });
+
+  it('reads such a list back as the StatefulSet\'s pods up to its last, with its gap', () => {
+    const gap = { metadata: { name: 'kv-members' }, data: { ETCD_INITIAL_CLUSTER: 'kv-0=http://a:2380,kv-2=http://b:2380,kv-3=http://c:2380,kv-4=http://d:2380', ETCD_INITIAL_CLUSTER_STATE: 'existing' } } as unknown as CachedObject;
+    expect(recordedPlan(gap)).toEqual({ replicas: 5, state: 'existing', members: [0, 2, 3, 4] });
+    expect(recordedPlan(configMap(3))).toEqual({ replicas: 3, state: 'existing' });
   });
 });
 
