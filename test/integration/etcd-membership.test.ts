@@ -409,6 +409,10 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
         const members = (await client.request('GET', `/api/v1/namespaces/${namespace}/pods`)).items.filter((p: any) => /^kv-[0-4]$/.test(p.metadata.name));
         return members.length === 5 && members.every((p: any) => p.metadata.uid !== uidsBefore[p.metadata.name] && p.spec.containers[0].args.includes(raised)) ? true : undefined;
       }, 240_000, 500);
+      // The pods say so at once; each member process runs with it once the test kubelet has started it again, which can
+      // come after the status a moment ago said all five healthy (read before the last restart).
+      await eventually('every member process running with the raised quota', async () =>
+        (pods.slice(0, 5).every((pod) => cluster.members.get(pod)?.args.includes(raised)) ? true : undefined), 60_000, 200);
       await settledAt(5, 120_000);
       for (const pod of pods.slice(0, 5)) expect(cluster.members.get(pod)?.args).toContain(raised);
       const uidsAfterRoll = await podUids();
