@@ -16,11 +16,10 @@
  * member (same etcd id) with its data. The invariant monitor watches the
  * whole time: never a lost quorum, never two members down.
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { loadDefaultConfig } from '../../api/config.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import { API_VERSION, KIND } from '../../api/validate.js';
@@ -37,7 +36,6 @@ import { countOrders, LocalEtcdCluster, writeOrders } from '../support/etcd-memb
 import { InvariantMonitor } from '../support/invariant-monitor.js';
 import { clusterPath } from './controller-harness.js';
 
-const run = promisify(execFile);
 const config = loadDefaultConfig(); // the etcd engine
 const NAME = 'kv';
 const pods = [0, 1, 2, 3, 4].map((i) => `${NAME}-${i}`);
@@ -56,7 +54,16 @@ describeWithCluster('kubectl drain of the nodes that hold etcd members', () => {
   let monitor: InvariantMonitor;
 
   const podOf = (name: string) => client.request('GET', resourcePath('v1', 'Pod', namespace, name));
-  const kubectl = (...args: string[]) => run(kubectlPath, [`--cache-dir=${cacheDir}`, `--kubeconfig=${plane.kubeconfigPath}`, ...args], { encoding: 'utf8', timeout: 240_000 });
+  const kubectlArgs = (...args: string[]) => [`--cache-dir=${cacheDir}`, `--kubeconfig=${plane.kubeconfigPath}`, ...args];
+  /** `kubectl drain` running in the background: what it has printed so far, and its end. */
+  const startDrain = (node: string) => {
+    const child = spawn(kubectlPath, kubectlArgs('drain', node, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=200s'));
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const done = new Promise<{ code: number | null; output: string }>((resolve) => child.on('close', (code) => resolve({ code, output })));
+    return { output: () => output, done };
+  };
   /** Every member healthy and voting, as the controller reports it. */
   const allHealthy = () => eventually('5 healthy voting members', async () => {
     const cr = await client.request('GET', clusterPath(namespace, NAME));
@@ -115,13 +122,22 @@ describeWithCluster('kubectl drain of the nodes that hold etcd members', () => {
     expect(drained[0]).not.toBe(drained[1]); // the topology spread put each member on a node of its own
 
     monitor.start();
-    // Two operators drain two nodes at the same moment, as a node-pool upgrade does.
-    const drains = await Promise.all(drained.map((node) => kubectl('drain', node, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=200s')));
+    // Two operators drain two nodes at the same moment, as a node-pool upgrade does. The evicted
+    // member's new pod is held back (a slow image pull) until the other drain has met the budget:
+    // without the hold, a drain that starts late on a loaded machine can find the first member
+    // already back (seen in CI), and the budget would be proven by luck instead of by its refusal.
+    kubelet.hold(pods.slice(0, 2));
+    const drains = drained.map(startDrain);
+    await eventually('one drain refused by the disruption budget while the other member is away', async () =>
+      (drains.some((d) => /disruption budget/.test(d.output())) ? true : undefined), 120_000, 200);
+    kubelet.release();
+    const ends = await Promise.all(drains.map((d) => d.done));
     await allHealthy();
     await monitor.stop();
 
-    // The budget held one drain back while the other's member was away: kubectl said so and retried.
-    expect(drains.map((d) => d.stdout + d.stderr).join('\n')).toMatch(/disruption budget/);
+    // Both drains finished: the refused one retried once the first member was back.
+    expect(ends.map((e) => e.code)).toEqual([0, 0]);
+    expect(ends.map((e) => e.output).join('\n')).toMatch(/Cannot evict pod as it would violate the pod's disruption budget/);
     for (const [i, pod] of pods.slice(0, 2).entries()) {
       const now = await podOf(pod);
       expect(now.metadata.uid).not.toBe([first, second][i].metadata.uid); // a new pod...

@@ -46,6 +46,8 @@ export class EtcdKubelet {
   private readonly initRetryAt = new Map<string, number>();
   /** With readiness from the probe: what was last reported for each pod uid. */
   private readonly reportedReady = new Map<string, boolean>();
+  /** Held members: the pod uid each ran as when held; a newer pod of that name does not start until released. */
+  private readonly held = new Map<string, string | undefined>();
 
   constructor(
     private readonly client: KubeClient,
@@ -83,6 +85,20 @@ export class EtcdKubelet {
     this.running.delete(pod);
   }
 
+  /**
+   * A replacement pod of each named member is not started until `release()`
+   * (a slow image pull, say): the member stays away for exactly as long as a
+   * test needs another operation to meet it away, with no timing involved.
+   * The pods running now are unaffected.
+   */
+  hold(pods: readonly string[]): void {
+    for (const pod of pods) this.held.set(pod, this.running.get(pod));
+  }
+
+  release(): void {
+    this.held.clear();
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     await this.loop;
@@ -114,6 +130,7 @@ export class EtcdKubelet {
     }
     for (const [name, pod] of live) {
       if (this.running.has(name) || !pod.spec.nodeName) continue;
+      if (this.held.has(name) && this.held.get(name) !== pod.metadata.uid) continue;
       const claim = await this.client.request('GET', `/api/v1/namespaces/${this.namespace}/persistentvolumeclaims/data-${name}`).catch((e) => {
         if (e instanceof KubeApiError && e.status === 404) return undefined;
         throw e;
