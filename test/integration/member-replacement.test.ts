@@ -7,7 +7,9 @@
  * monitor reads the membership every 150 ms throughout.
  *
  * The configuration's healing.unhealthySeconds is 8 here (600 by default) so
- * that the timeout path runs within the test's time.
+ * that the timeout path runs within the test's time, and
+ * healing.corruptionCheckSeconds 3 (4 hours by default) so that the members'
+ * generated corruption check finds a corrupt member within it.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,11 +31,11 @@ import { clusterPath, createCluster } from './controller-harness.js';
 
 const defaults = loadDefaultConfig();
 const UNHEALTHY_SECONDS = 8;
-const config = { ...defaults, healing: { ...defaults.healing, unhealthySeconds: UNHEALTHY_SECONDS } };
+const CORRUPTION_CHECK_SECONDS = 3;
+const config = { ...defaults, healing: { ...defaults.healing, unhealthySeconds: UNHEALTHY_SECONDS, corruptionCheckSeconds: CORRUPTION_CHECK_SECONDS } };
 const NAME = 'kv';
 const SIZE = 5;
 const KEYS = 1000;
-const CORRUPT_CHECK = '3s';
 const pods = Array.from({ length: SIZE }, (_, i) => `${NAME}-${i}`);
 
 describeWithCluster('member replacement on a real etcd cluster of 5', () => {
@@ -88,9 +90,7 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
     const { statefulSet } = byRole(synth({ name: NAME, namespace, size: SIZE }, config));
     cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data);
     for (const pod of pods) await cluster.address(pod);
-    // etcd's periodic corruption check, which the generated members do not ask for (yet): the leader compares every
-    // member's hash of its keys with its own every CORRUPT_CHECK and raises CORRUPT for one that differs.
-    kubelet = new EtcdKubelet(client, namespace, NAME, cluster, undefined, { extraMemberArgs: [`--corrupt-check-time=${CORRUPT_CHECK}`] });
+    kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
     kubelet.start();
     controller = new Controller({
       client: KubeClient.fromKubeconfig(plane.kubeconfigPath), config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
@@ -233,6 +233,8 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
     expect(changed).toBeGreaterThanOrEqual(KEYS);
     writeFileSync(db, bytes);
     kubelet.revive(pod);
+    // The members run exactly their generated arguments: the corruption check is the generator's.
+    expect((await client.request('GET', `/api/v1/namespaces/${namespace}/pods/${pod}`)).spec.containers[0].args).toContain(`--corrupt-check-time=${CORRUPTION_CHECK_SECONDS}s`);
     const raised = await eventually(`CORRUPT raised for ${pod}`, async () => {
       const s = await membership().status().catch(() => undefined);
       return s?.members.find((m) => m.id === victim.id)?.alarms.includes('CORRUPT') ? Date.now() : undefined;
@@ -247,7 +249,7 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
     await everyKeyOnEveryMember();
     expect(monitor.violations).toEqual([]);
     expect(monitor.maxDown()).toBeLessThanOrEqual(1);
-    console.log(`member replacement (CORRUPT from etcd's check every ${CORRUPT_CHECK}): corrupted -> alarm in ${((raised - started) / 1000).toFixed(1)} s, `
+    console.log(`member replacement (CORRUPT from etcd's check every ${CORRUPTION_CHECK_SECONDS} s): corrupted -> alarm in ${((raised - started) / 1000).toFixed(1)} s, `
       + `alarm -> settled in ${((Date.now() - raised) / 1000).toFixed(1)} s; at most ${monitor.maxDown()} voting member(s) down, 0 quorum losses`);
   }, 200_000);
 
