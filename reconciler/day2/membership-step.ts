@@ -86,7 +86,7 @@ export type MemberWrite =
   /** Leadership moves off a member before the upgrade restarts it. */
   | { readonly kind: 'moveLeader'; readonly toId: string; readonly fromPod: string; readonly toPod: string; readonly via: Membership }
   /** A member restarts onto the new pod template: the pod that was judged is deleted (uid and resourceVersion preconditions). */
-  | { readonly kind: 'restartMember'; readonly namespace: string; readonly pod: MemberPod; readonly reason: string; readonly image: string }
+  | { readonly kind: 'restartMember'; readonly namespace: string; readonly pod: MemberPod; readonly reason: string; readonly change: string }
   /** One step of a member replacement (engines/etcd/replacement.ts): mark its claim, remove it, delete its claim and pod, add it back, disarm. */
   | { readonly kind: 'healing'; readonly namespace: string; readonly action: ReplacementAction; readonly annotation: string; readonly via: Membership };
 
@@ -213,6 +213,11 @@ export function templateImage(statefulSet: CachedObject): string | undefined {
   return (statefulSet.spec as { template?: { spec?: { containers?: { image?: string }[] } } } | undefined)?.template?.spec?.containers?.[0]?.image;
 }
 
+/** The live pod template's member container arguments. */
+function templateArgs(statefulSet: CachedObject): readonly string[] {
+  return (statefulSet.spec as { template?: { spec?: { containers?: { args?: string[] }[] } } } | undefined)?.template?.spec?.containers?.[0]?.args ?? [];
+}
+
 /** The pods of the StatefulSet, read from the API server (fresh), only while some may be outdated. */
 export async function memberPods(client: KubeClient, namespace: string, identity: ClusterIdentity): Promise<MemberPod[]> {
   return (await readMemberPods(client, namespace, identity.selector, identity.statefulSetName))
@@ -222,6 +227,7 @@ export async function memberPods(client: KubeClient, namespace: string, identity
       resourceVersion: p.metadata.resourceVersion!,
       revision: p.metadata.labels?.['controller-revision-hash'] ?? '',
       image: p.spec?.containers?.[0]?.image ?? '',
+      args: p.spec?.containers?.[0]?.args ?? [],
       deleting: Boolean(p.metadata.deletionTimestamp),
     }));
 }
@@ -246,7 +252,7 @@ async function upgradeStep(
     return { result: { ...result, upgrade } };
   }
   const step = decideUpgradeStep({
-    targetImage: resource.spec.image, replicas, statefulSetCurrent, updateRevision: sts.status?.updateRevision,
+    targetImage: resource.spec.image, targetArgs: templateArgs(sts), replicas, statefulSetCurrent, updateRevision: sts.status?.updateRevision,
     pods: await read.memberPods(namespace, identity), membership: status,
   });
   const { action, requeueAfterMs, ...upgrade } = step;
@@ -261,8 +267,8 @@ async function upgradeStep(
     };
   }
   return {
-    result: { ...next, restarted: `restarted ${action.pod.name} (${action.reason}) to run ${resource.spec.image}` },
-    write: { kind: 'restartMember', namespace, pod: action.pod, reason: action.reason, image: resource.spec.image },
+    result: { ...next, restarted: `restarted ${action.pod.name} (${action.reason}) with ${action.change}` },
+    write: { kind: 'restartMember', namespace, pod: action.pod, reason: action.reason, change: action.change },
     ifWriteFails: next,
   };
 }
