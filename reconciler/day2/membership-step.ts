@@ -24,6 +24,7 @@ import type { GeneratorConfig } from '../../model/generator-config.js';
 import { sizeWarning } from '../../model/quorum.js';
 import { readMemberPods } from './member-pods.js';
 import { describeReplacementAction, healingReader, healingStep, type HealingReader, type HealingReport } from './member-replacement.js';
+import type { LearnerRetry } from '../../engines/etcd/replacement.js';
 import type { DistributedKVStatus } from '../../imports/distributedkv.js';
 import { quantityValue } from '../../model/quantity.js';
 import type { MemberAddresses } from './member-addresses.js';
@@ -48,6 +49,8 @@ export interface MembershipStepResult {
   readonly healing?: HealingReport;
   /** Since when each unhealthy member (by its status name) has been unhealthy: the clock of its replacement. */
   readonly unhealthySince?: ReadonlyMap<string, string>;
+  /** The learner retry record for status (member-replacement.ts); the earlier one, kept, while healing does not run. */
+  readonly learnerRetry?: LearnerRetry;
   /** A replacement decided (MemberReplacing) or finished (MemberReplaced) in this step, for an Event. */
   readonly healingEvent?: { readonly reason: 'MemberReplacing' | 'MemberReplaced'; readonly message: string };
   /** A recovery request on a cluster that lost its quorum, judged (recovery-step.ts): a Warning Event, once per message. */
@@ -159,7 +162,8 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
     : undefined;
   // Without a quorum nothing is healed; a user's recovery request is judged (and, until the rebuild is built, only judged).
   const recovery = healing ? undefined : recoveryStep(cr.metadata.annotations?.[config.healing.recoveryAnnotation], 'members' in status ? status : undefined);
-  const healed = healing ? { healing: healing.report, unhealthySince: healing.unhealthySince } : recovery && { healing: recovery.report, recoveryEvent: recovery.event };
+  const learnerRetry = healing ? healing.learnerRetry : (cr.status as DistributedKVStatus | undefined)?.learnerRetry;
+  const healed = { ...(healing ? { healing: healing.report, unhealthySince: healing.unhealthySince } : recovery && { healing: recovery.report, recoveryEvent: recovery.event }), learnerRetry };
   if (healing?.step?.phase === 'Replacing' && replicas !== undefined) {
     const joinable = healing.step.joinablePods?.map((p) => Number(/-(\d+)$/.exec(p)![1]));
     const plan: MembershipPlan = joinable ? { replicas, state: 'existing', members: joinable } : { replicas, state: 'existing' };
@@ -169,7 +173,8 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
     return {
       result: { ...result, changed: describeReplacementAction(action), healingEvent: healing.event },
       write: { kind: 'healing', namespace, action, annotation: config.healing.replacementAnnotation, via: membership },
-      ifWriteFails: result,
+      // Not removed after all: the record stays as it was.
+      ifWriteFails: { ...result, learnerRetry: (cr.status as DistributedKVStatus | undefined)?.learnerRetry },
     };
   }
   const healingRequeue = healing?.step?.requeueAfterMs;
