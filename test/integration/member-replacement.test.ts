@@ -11,21 +11,15 @@
  * healing.corruptionCheckSeconds 3 (4 hours by default) so that the members'
  * generated corruption check finds a corrupt member within it.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDefaultConfig } from '../../api/config.js';
-import { customResourceDefinition } from '../../api/crd.js';
-import { EtcdMembership } from '../../engines/etcd/membership.js';
-import { KubeClient, resourcePath } from '../../kube/client.js';
-import { createLogger } from '../../kube/log.js';
-import { Controller } from '../../reconciler/core/controller.js';
-import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
-import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
+import { resourcePath, type KubeClient } from '../../kube/client.js';
+import { describeWithCluster, eventually } from '../cluster/kube.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
-import { byRole, synth } from '../generator/support.js';
-import { EtcdKubelet } from '../support/etcd-kubelet.js';
-import { countOrders, LocalEtcdCluster, writeOrders } from '../support/etcd-members.js';
+import type { EtcdKubelet } from '../support/etcd-kubelet.js';
+import { countOrders, writeOrders, type LocalEtcdCluster } from '../support/etcd-members.js';
+import { EtcdTestBed } from '../support/etcd-test-bed.js';
 import { InvariantMonitor, type Reading } from '../support/invariant-monitor.js';
 import { clusterPath, createCluster } from './controller-harness.js';
 
@@ -39,18 +33,16 @@ const KEYS = 1000;
 const pods = Array.from({ length: SIZE }, (_, i) => `${NAME}-${i}`);
 
 describeWithCluster('member replacement on a real etcd cluster of 5', () => {
-  let plane: ControlPlane;
+  let bed: EtcdTestBed;
   let client: KubeClient;
   let namespace: string;
   let dir: string;
   let cluster: LocalEtcdCluster;
   let kubelet: EtcdKubelet;
-  let controller: Controller | undefined;
-  const membership = () => new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000);
+  const membership = () => bed.membership();
+  const events = (reason: string) => bed.events(reason);
 
   const status = () => client.request('GET', clusterPath(namespace, NAME));
-  const events = async (reason: string): Promise<string[]> =>
-    (await client.request('GET', `/api/v1/namespaces/${namespace}/events`)).items.filter((e: any) => e.reason === reason).map((e: any) => e.message).sort();
   const claimPath = (pod: string) => resourcePath('v1', 'PersistentVolumeClaim', namespace, `data-${pod}`);
   /** Every member a healthy voter, the StatefulSet at 5, no replacement under way. */
   const settled = (deadlineMs = 120_000) => eventually('5 healthy voting members', async () => {
@@ -82,35 +74,16 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
   };
 
   beforeAll(async () => {
-    plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>] } });
-    client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
-    await installCrd(client);
-    namespace = await createNamespace(client, 'healing');
-    dir = mkdtempSync(join(tmpdir(), 'dkv-healing-'));
-    const { statefulSet } = byRole(synth({ name: NAME, namespace, size: SIZE }, config));
-    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data);
-    for (const pod of pods) await cluster.address(pod);
-    kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
-    kubelet.start();
-    controller = new Controller({
-      client: KubeClient.fromKubeconfig(plane.kubeconfigPath), config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
-      memberAddresses: { client: (_ns, pod) => cluster.addressOf(pod).clientUrl, peer: (_ns, pod) => cluster.addressOf(pod).peerUrl },
-      memberTimeoutMs: 1000,
-    });
-    await controller.startCaches();
-    await controller.startWorkers();
+    bed = await EtcdTestBed.start({ config, name: NAME, label: 'healing', maxMembers: SIZE, keepDirectory: Boolean(process.env.DKV_TEST_KEEP_DIR) });
+    ({ client, namespace, dir, cluster, kubelet } = bed);
     await createCluster(client, namespace, NAME, { size: SIZE, image: 'registry.k8s.io/etcd:3.6.8-0' });
     await settled(120_000);
     await writeOrders(cluster.addressOf('kv-0').clientUrl, KEYS);
   }, 240_000 + LATER_BINARIES_BUILD_MS);
 
+  // Kept on request (DKV_TEST_KEEP_DIR): each member's etcd log is there.
   afterAll(async () => {
-    await controller?.stop();
-    await kubelet?.stop();
-    client?.close();
-    await plane?.stop();
-    if (dir && !process.env.DKV_TEST_KEEP_DIR) rmSync(dir, { recursive: true, force: true }); // kept on request: each member's etcd log is there
-    if (dir && process.env.DKV_TEST_KEEP_DIR) console.log(`member logs kept in ${dir}`);
+    await bed?.stop();
   });
 
   it('does not replace a member that restarts within the configured time', async () => {
