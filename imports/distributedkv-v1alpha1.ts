@@ -188,6 +188,13 @@ export interface DistributedKVStatus {
     lastDefragmentationTime?: string;
   }[];
   /**
+   * A member pod whose learners were removed for not catching up (`healing.learnerCatchUpSeconds`), and how many times in a row: its next learner gets that bound doubled for each, at most 8 times it. Cleared once the pod's member votes.
+   */
+  learnerRetry?: {
+    pod: string;
+    attempts: number;
+  };
+  /**
    * Each member's database quota (etcd's --quota-backend-bytes) the members run with.
    */
   quotaBytes?: number;

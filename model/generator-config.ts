@@ -124,6 +124,8 @@ export interface GeneratorConfig {
     readonly unhealthySeconds: number;
     /** How long a learner may take to be promoted before it is removed and added again with an empty volume. */
     readonly learnerCatchUpSeconds: number;
+    /** How often the etcd leader compares the members' data (etcd's periodic corruption check, engines/etcd/corruption-check.ts); 0: never. */
+    readonly corruptionCheckSeconds: number;
     /** Written on a member's claim with the member's id: the replacement is decided, and every later step reads it there. */
     readonly replacementAnnotation: string;
     /** Set by a user on a DistributedKV that lost its quorum: the member pod to rebuild the cluster from, or `auto`. */

@@ -5,6 +5,7 @@ import { clusterToken, dataDirectory, NAMESPACE, POD } from './member-settings.j
 import { restoreContainer } from './restore-container.js';
 import { etcdImageChangeProblem } from './versions.js';
 import { compactionArgs } from './compaction.js';
+import { corruptionCheckArgs } from './corruption-check.js';
 import { backendQuotaBytes } from '../../model/backend-quota.js';
 
 /**
@@ -32,7 +33,9 @@ import { backendQuotaBytes } from '../../model/backend-quota.js';
  *   its history (compaction.ts) and its database may grow to the backend
  *   quota (model/backend-quota.ts), not etcd's 2 GiB default. Both are
  *   arguments, read at start: a change is a new pod template, which the
- *   controller rolls one member at a time (upgrade.ts).
+ *   controller rolls one member at a time (upgrade.ts);
+ * - checked for corruption: the leader compares the members' data
+ *   periodically (corruption-check.ts), a CORRUPT alarm on a difference.
  *
  * Plain HTTP between members: TLS for peer and client traffic is not yet
  * generated (docs/operating.md, "Not yet").
@@ -60,6 +63,7 @@ export const etcdEngine: Engine = {
         `--initial-cluster-token=${clusterToken(identity)}`,
         ...compactionArgs(spec),
         `--quota-backend-bytes=${backendQuotaBytes(spec)}`,
+        ...corruptionCheckArgs({ spec, config }),
       ],
       env: [...POD_IDENTITY_ENV],
       envFrom: [{ configMapRef: { name: identity.memberConfigName } }],

@@ -242,7 +242,7 @@ export async function makeMemberWrite(ctx: ReconcileContext, key: string, write:
   await ctx.client.request('DELETE', resourcePath('v1', 'Pod', namespace, pod.name), {
     body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: pod.uid, resourceVersion: pod.resourceVersion } },
   });
-  ctx.log.info('member restarted for an upgrade', { key, pod: pod.name, reason: write.reason, image: write.image });
+  ctx.log.info('member restarted onto the new pod template', { key, pod: pod.name, reason: write.reason, change: write.change });
 }
 
 /**

@@ -126,7 +126,8 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     generatedObjects,
     degraded,
     membership: membership && {
-      phase: membership.phase, message: membership.message, members: membership.members, upgrade: membership.upgrade, healing: membership.healing, unhealthySince: membership.unhealthySince,
+      phase: membership.phase, message: membership.message, members: membership.members, upgrade: membership.upgrade, healing: membership.healing,
+      unhealthySince: membership.unhealthySince, learnerRetry: membership.learnerRetry,
     },
     storage: report.storage && report.storage.kind !== 'unchanged' && report.storage.kind !== 'refused' ? report.storage : undefined,
     maintenance,

@@ -40,6 +40,8 @@ export interface ObservedState {
     readonly healing?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
     /** Since when each unhealthy member (by its status name) has been unhealthy. */
     readonly unhealthySince?: ReadonlyMap<string, string>;
+    /** A pod whose learners were removed for not catching up, and how many times (the next one's bound doubles for each). */
+    readonly learnerRetry?: { readonly pod: string; readonly attempts: number };
   };
 }
 
@@ -145,6 +147,8 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
     conditions: conditions.map((c) => condition(c, previous?.conditions, observed.generation, timestamp)),
     generatedObjects: [...observed.generatedObjects],
   };
+  const learnerRetry = observed.membership?.learnerRetry;
+  if (learnerRetry) status.learnerRetry = { pod: learnerRetry.pod, attempts: learnerRetry.attempts };
   const upgrade = observed.membership?.upgrade;
   if (upgrade) {
     status.currentVersion = upgrade.currentVersion;

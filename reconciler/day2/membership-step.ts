@@ -24,6 +24,7 @@ import type { GeneratorConfig } from '../../model/generator-config.js';
 import { sizeWarning } from '../../model/quorum.js';
 import { readMemberPods } from './member-pods.js';
 import { describeReplacementAction, healingReader, healingStep, type HealingReader, type HealingReport } from './member-replacement.js';
+import type { LearnerRetry } from '../../engines/etcd/replacement.js';
 import type { DistributedKVStatus } from '../../imports/distributedkv.js';
 import { quantityValue } from '../../model/quantity.js';
 import type { MemberAddresses } from './member-addresses.js';
@@ -48,6 +49,8 @@ export interface MembershipStepResult {
   readonly healing?: HealingReport;
   /** Since when each unhealthy member (by its status name) has been unhealthy: the clock of its replacement. */
   readonly unhealthySince?: ReadonlyMap<string, string>;
+  /** The learner retry record for status (member-replacement.ts); the earlier one, kept, while healing does not run. */
+  readonly learnerRetry?: LearnerRetry;
   /** A replacement decided (MemberReplacing) or finished (MemberReplaced) in this step, for an Event. */
   readonly healingEvent?: { readonly reason: 'MemberReplacing' | 'MemberReplaced'; readonly message: string };
   /** A recovery request on a cluster that lost its quorum, judged (recovery-step.ts): a Warning Event, once per message. */
@@ -86,7 +89,7 @@ export type MemberWrite =
   /** Leadership moves off a member before the upgrade restarts it. */
   | { readonly kind: 'moveLeader'; readonly toId: string; readonly fromPod: string; readonly toPod: string; readonly via: Membership }
   /** A member restarts onto the new pod template: the pod that was judged is deleted (uid and resourceVersion preconditions). */
-  | { readonly kind: 'restartMember'; readonly namespace: string; readonly pod: MemberPod; readonly reason: string; readonly image: string }
+  | { readonly kind: 'restartMember'; readonly namespace: string; readonly pod: MemberPod; readonly reason: string; readonly change: string }
   /** One step of a member replacement (engines/etcd/replacement.ts): mark its claim, remove it, delete its claim and pod, add it back, disarm. */
   | { readonly kind: 'healing'; readonly namespace: string; readonly action: ReplacementAction; readonly annotation: string; readonly via: Membership };
 
@@ -159,7 +162,8 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
     : undefined;
   // Without a quorum nothing is healed; a user's recovery request is judged (and, until the rebuild is built, only judged).
   const recovery = healing ? undefined : recoveryStep(cr.metadata.annotations?.[config.healing.recoveryAnnotation], 'members' in status ? status : undefined);
-  const healed = healing ? { healing: healing.report, unhealthySince: healing.unhealthySince } : recovery && { healing: recovery.report, recoveryEvent: recovery.event };
+  const learnerRetry = healing ? healing.learnerRetry : (cr.status as DistributedKVStatus | undefined)?.learnerRetry;
+  const healed = { ...(healing ? { healing: healing.report, unhealthySince: healing.unhealthySince } : recovery && { healing: recovery.report, recoveryEvent: recovery.event }), learnerRetry };
   if (healing?.step?.phase === 'Replacing' && replicas !== undefined) {
     const joinable = healing.step.joinablePods?.map((p) => Number(/-(\d+)$/.exec(p)![1]));
     const plan: MembershipPlan = joinable ? { replicas, state: 'existing', members: joinable } : { replicas, state: 'existing' };
@@ -169,7 +173,8 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
     return {
       result: { ...result, changed: describeReplacementAction(action), healingEvent: healing.event },
       write: { kind: 'healing', namespace, action, annotation: config.healing.replacementAnnotation, via: membership },
-      ifWriteFails: result,
+      // Not removed after all: the record stays as it was.
+      ifWriteFails: { ...result, learnerRetry: (cr.status as DistributedKVStatus | undefined)?.learnerRetry },
     };
   }
   const healingRequeue = healing?.step?.requeueAfterMs;
@@ -213,6 +218,11 @@ export function templateImage(statefulSet: CachedObject): string | undefined {
   return (statefulSet.spec as { template?: { spec?: { containers?: { image?: string }[] } } } | undefined)?.template?.spec?.containers?.[0]?.image;
 }
 
+/** The live pod template's member container arguments. */
+function templateArgs(statefulSet: CachedObject): readonly string[] {
+  return (statefulSet.spec as { template?: { spec?: { containers?: { args?: string[] }[] } } } | undefined)?.template?.spec?.containers?.[0]?.args ?? [];
+}
+
 /** The pods of the StatefulSet, read from the API server (fresh), only while some may be outdated. */
 export async function memberPods(client: KubeClient, namespace: string, identity: ClusterIdentity): Promise<MemberPod[]> {
   return (await readMemberPods(client, namespace, identity.selector, identity.statefulSetName))
@@ -222,6 +232,7 @@ export async function memberPods(client: KubeClient, namespace: string, identity
       resourceVersion: p.metadata.resourceVersion!,
       revision: p.metadata.labels?.['controller-revision-hash'] ?? '',
       image: p.spec?.containers?.[0]?.image ?? '',
+      args: p.spec?.containers?.[0]?.args ?? [],
       deleting: Boolean(p.metadata.deletionTimestamp),
     }));
 }
@@ -246,7 +257,7 @@ async function upgradeStep(
     return { result: { ...result, upgrade } };
   }
   const step = decideUpgradeStep({
-    targetImage: resource.spec.image, replicas, statefulSetCurrent, updateRevision: sts.status?.updateRevision,
+    targetImage: resource.spec.image, targetArgs: templateArgs(sts), replicas, statefulSetCurrent, updateRevision: sts.status?.updateRevision,
     pods: await read.memberPods(namespace, identity), membership: status,
   });
   const { action, requeueAfterMs, ...upgrade } = step;
@@ -261,8 +272,8 @@ async function upgradeStep(
     };
   }
   return {
-    result: { ...next, restarted: `restarted ${action.pod.name} (${action.reason}) to run ${resource.spec.image}` },
-    write: { kind: 'restartMember', namespace, pod: action.pod, reason: action.reason, image: resource.spec.image },
+    result: { ...next, restarted: `restarted ${action.pod.name} (${action.reason}) with ${action.change}` },
+    write: { kind: 'restartMember', namespace, pod: action.pod, reason: action.reason, change: action.change },
     ifWriteFails: next,
   };
 }

@@ -85,11 +85,13 @@ describe('the membership step', () => {
 
   it('asks to restart an outdated follower for an upgrade (that pod, by uid and resourceVersion), once the new template is applied', async () => {
     const next = 'registry.k8s.io/etcd:3.6.9-0';
-    const pod = (i: number, image: string, revision: string): MemberPod => ({ name: `kv-${i}`, uid: `pod-uid-${i}`, resourceVersion: `${10 + i}`, revision, image, deleting: false });
+    const args: string[] = []; // the template's and the pods' alike
+    const pod = (i: number, image: string, revision: string): MemberPod => ({ name: `kv-${i}`, uid: `pod-uid-${i}`, resourceVersion: `${10 + i}`, revision, image, args, deleting: false });
     const sts = statefulSet(3, next, { updateRevision: 'r2', currentRevision: 'r1', updatedReplicas: 0 });
     const decision = (await membershipStep(reader(statusOf([member(0), member(1), member(2)]), sts, [pod(0, ETCD, 'r1'), pod(1, ETCD, 'r1'), pod(2, ETCD, 'r1')]), cr, resource(3, next), false))!;
-    expect(decision.write).toMatchObject({ kind: 'restartMember', namespace: 'shop', pod: { name: 'kv-2', uid: 'pod-uid-2', resourceVersion: '12' }, image: next });
-    expect(decision.result.restarted).toMatch(/^restarted kv-2 \(outdated\) to run registry\.k8s\.io\/etcd:3\.6\.9-0$/);
+    expect(decision.write).toMatchObject({ kind: 'restartMember', namespace: 'shop', pod: { name: 'kv-2', uid: 'pod-uid-2', resourceVersion: '12' }, change: next });
+    // Only the image changed: the restart says that, and no arguments.
+    expect(decision.result.restarted).toBe('restarted kv-2 (outdated) with registry.k8s.io/etcd:3.6.9-0');
     const notYet = membershipNotYet(decision, 'the pod changed');
     expect(notYet.restarted).toBeUndefined();
     expect(notYet.upgrade?.message).toMatch(/: not yet \(the pod changed\)$/);
