@@ -15,22 +15,14 @@
  * The unit test (test/engines/replacement.test.ts) covers every state a
  * killed controller can leave; this proves the same on the real writes.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDefaultConfig } from '../../api/config.js';
-import { customResourceDefinition } from '../../api/crd.js';
-import { EtcdMembership } from '../../engines/etcd/membership.js';
-import { KubeClient, resourcePath } from '../../kube/client.js';
-import { createLogger } from '../../kube/log.js';
-import { Controller } from '../../reconciler/core/controller.js';
+import { resourcePath } from '../../kube/client.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
-import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
-import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
-import { byRole, synth } from '../generator/support.js';
-import { EtcdKubelet } from '../support/etcd-kubelet.js';
-import { countOrders, LocalEtcdCluster, writeOrders } from '../support/etcd-members.js';
-import { InvariantMonitor } from '../support/invariant-monitor.js';
+import { describeWithCluster, eventually } from '../cluster/kube.js';
+import { countOrders, writeOrders } from '../support/etcd-members.js';
+import { EtcdTestBed } from '../support/etcd-test-bed.js';
 import { clusterPath, createCluster } from './controller-harness.js';
 
 const defaults = loadDefaultConfig();
@@ -40,65 +32,34 @@ const NAME = 'kv';
 const SIZE = 3;
 const KEYS = 500;
 const WIPED = 'kv-1';
-const pods = Array.from({ length: SIZE }, (_, i) => `${NAME}-${i}`);
 
 describeWithCluster('a controller killed at every step of a member replacement', () => {
-  let plane: ControlPlane;
-  let client: KubeClient;
-  let namespace: string;
-  let dir: string;
-  let cluster: LocalEtcdCluster;
-  let kubelet: EtcdKubelet;
-  let controller: Controller | undefined;
-  const membership = () => new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000);
-
-  const startController = async (): Promise<Controller> => {
-    const started = new Controller({
-      client: KubeClient.fromKubeconfig(plane.kubeconfigPath), config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
-      memberAddresses: { client: (_ns, pod) => cluster.addressOf(pod).clientUrl, peer: (_ns, pod) => cluster.addressOf(pod).peerUrl },
-      memberTimeoutMs: 1000,
-    });
-    await started.startCaches();
-    await started.startWorkers();
-    return started;
-  };
-  const claimPath = (pod: string) => resourcePath('v1', 'PersistentVolumeClaim', namespace, `data-${pod}`);
-  const podPath = (pod: string) => resourcePath('v1', 'Pod', namespace, pod);
+  let bed: EtcdTestBed;
+  const membership = () => bed.membership();
+  const claimPath = (pod: string) => resourcePath('v1', 'PersistentVolumeClaim', bed.namespace, `data-${pod}`);
+  const podPath = (pod: string) => resourcePath('v1', 'Pod', bed.namespace, pod);
   const orUndefined = <T>(p: Promise<T>) => p.catch(() => undefined);
 
   beforeAll(async () => {
-    plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>] } });
-    client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
-    await installCrd(client);
-    namespace = await createNamespace(client, 'resume');
-    dir = mkdtempSync(join(tmpdir(), 'dkv-resume-'));
-    const { statefulSet } = byRole(synth({ name: NAME, namespace, size: SIZE }, config));
-    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data);
-    for (const pod of pods) await cluster.address(pod);
-    kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
-    kubelet.start();
-    controller = await startController();
-    await createCluster(client, namespace, NAME, { size: SIZE, image: 'registry.k8s.io/etcd:3.6.8-0' });
+    bed = await EtcdTestBed.start({ config, name: NAME, label: 'resume', maxMembers: SIZE });
+    await createCluster(bed.client, bed.namespace, NAME, { size: SIZE, image: 'registry.k8s.io/etcd:3.6.8-0' });
     await eventually('3 healthy voting members', async () => {
       const s = await membership().status().catch(() => undefined);
       return s && s.members.length === SIZE && s.members.every((m) => m.healthy && !m.learner) ? s : undefined;
     }, 120_000, 200);
-    await writeOrders(cluster.addressOf('kv-0').clientUrl, KEYS);
+    await writeOrders(bed.cluster.addressOf('kv-0').clientUrl, KEYS);
   }, 240_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {
-    await controller?.stop();
-    await kubelet?.stop();
-    client?.close();
-    await plane?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await bed?.stop();
   });
 
   it('resumes from what it reads after each step and removes the wiped member once', async () => {
     const before = await membership().status();
     const wipedId = before.members.find((m) => m.name === WIPED)!.id;
+    const { client, cluster, kubelet, dir, namespace } = bed;
     const [claim, pod] = [await client.request('GET', claimPath(WIPED)), await client.request('GET', podPath(WIPED))];
-    const monitor = new InvariantMonitor(membership());
+    const monitor = bed.monitor();
     monitor.start();
 
     // The member's data is gone: its process stops and starts again on an empty directory.
@@ -135,8 +96,8 @@ describeWithCluster('a controller killed at every step of a member replacement',
         stepsSeen.push(...fresh);
         if (!fresh.includes('promoted')) {
           // Killed right after the step landed: the next controller knows only what it reads.
-          await controller?.stop();
-          controller = await startController();
+          await bed.controller?.stop();
+          await bed.startController();
           restarts.push(fresh.join(' + '));
         }
       }
@@ -150,7 +111,7 @@ describeWithCluster('a controller killed at every step of a member replacement',
     expect(added.size).toBe(1);
     expect(after.members.find((m) => m.name === WIPED)?.id).toBe([...added][0]);
     expect(after.members.filter((m) => m.id !== [...added][0]).map((m) => m.id).sort()).toEqual(before.members.filter((m) => m.id !== wipedId).map((m) => m.id).sort());
-    for (const p of pods) expect({ pod: p, keys: await countOrders(cluster.addressOf(p).clientUrl) }).toEqual({ pod: p, keys: KEYS });
+    for (const p of bed.pods) expect({ pod: p, keys: await countOrders(cluster.addressOf(p).clientUrl) }).toEqual({ pod: p, keys: KEYS });
     // Every step was seen, and the controller was killed after most of them (two may land between two looks).
     expect(stepsSeen).toEqual(expect.arrayContaining(['claim marked', 'member removed', 'learner added', 'claim replaced', 'pod replaced', 'promoted']));
     expect(restarts.length).toBeGreaterThanOrEqual(3);
