@@ -18,7 +18,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream, mkdtempSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -94,6 +94,24 @@ function backupStages(run: { seconds: number; stderr: string; startedAt: number 
   return { start: started, snapshot: written - started, rest: run.seconds - written };
 }
 
+/**
+ * CPU seconds (user + system) used so far by the process whose command line holds `fragment` (Linux's /proc, in
+ * clock ticks of 1/100 s): what the member serving the snapshot and the S3 server spend, which the two cores share
+ * with the runner.
+ */
+function cpuSecondsOf(fragment: string): number {
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(fragment)) continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return Number.NaN;
+}
+
 const median = (xs: readonly number[]): number => {
   const sorted = [...xs].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
@@ -147,10 +165,15 @@ try {
     const loadBefore = load();
     const floors: number[] = [];
     const floorCpu: number[] = [];
+    // The follower's etcd and the S3 server: during the floor, and during each backup.
+    const member = `--name=${follower} --data-dir=${join(dir, 'members')}`;
+    const store = `versitygw --port ${new URL(s3.endpoint).host}`;
+    const others: { floorMember: number; backupMember: number; backupStore: number }[] = [];
     const backups: { seconds: number; cpuSeconds: number; peakMiB: number; stderr: string; startedAt: number }[] = [];
     let snapshotBytes = 0;
     for (let run = 0; run < runs; run++) {
       // Floor: the snapshot from the same follower, through the same reader, hashed and discarded.
+      const memberBefore = cpuSecondsOf(member);
       const floorStarted = performance.now();
       const cpuBefore = process.cpuUsage();
       const hash = createHash('sha256');
@@ -163,10 +186,13 @@ try {
       floors.push((performance.now() - floorStarted) / 1000);
       const cpu = process.cpuUsage(cpuBefore);
       floorCpu.push((cpu.user + cpu.system) / 1e6);
+      const memberBetween = cpuSecondsOf(member);
+      const storeBefore = cpuSecondsOf(store);
       const backup = await timed(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), 'backup', '--cluster', 'kv', '--namespace', 'shop', '--size', '3',
         '--s3-path', `s3://${s3.bucket}/bench`, '--config', configFile, ...memberArgs], { PATH: process.env.PATH, HOME: process.env.HOME, ...s3.env });
       if (backup.status !== 0) throw new Error(`dkv backup failed: ${backup.stderr}`);
       backups.push(backup);
+      others.push({ floorMember: memberBetween - memberBefore, backupMember: cpuSecondsOf(member) - memberBetween, backupStore: cpuSecondsOf(store) - storeBefore });
     }
     const loadAfter = load();
 
@@ -209,6 +235,8 @@ try {
         return `${stage('start')} s to the snapshot request, ${stage('snapshot')} s streamed and stored, ${stage('rest')} s retention and exit`;
       })()],
       ['  CPU seconds (user + system), median: floor\'s reader / dkv backup', `${median(floorCpu).toFixed(2)} / ${median(backups.map((b) => b.cpuSeconds)).toFixed(2)}`],
+      ['  CPU seconds, median: follower\'s etcd in floor / in backup; S3 server',
+        `${median(others.map((o) => o.floorMember)).toFixed(2)} / ${median(others.map((o) => o.backupMember)).toFixed(2)}; ${median(others.map((o) => o.backupStore)).toFixed(2)}`],
       ['  dkv backup throughput / floor\'s', `${ratio.toFixed(2)}x (target >= ${TARGET_RATIO}x: ${ratio >= TARGET_RATIO ? 'met' : 'not met'})`],
       ['  dkv backup: peak RSS, median (largest)', `${rss.toFixed(0)} MiB (${rssMax.toFixed(0)} MiB) (target <= ${TARGET_RSS_MIB} MiB: ${rssMax <= TARGET_RSS_MIB ? 'met' : rss <= TARGET_RSS_MIB ? 'met by the median only' : 'not met'})`],
       ['  restore floor: download from S3 by hand', `${downloadSeconds.toFixed(2)} s`],
