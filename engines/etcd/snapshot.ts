@@ -84,7 +84,8 @@ class Bytes {
  * it is an error, never a short snapshot taken for a whole one. Aborting
  * `signal` (a deadline, a killed runner) cuts the stream off and rejects
  * with its reason. `onLength` is told the snapshot's length in bytes, once,
- * before the first chunk; the sink sees that many unless the stream fails.
+ * before the first chunk, as the member's first message gives it (the
+ * upload holds the stream to it: backup/object-store.ts).
  */
 export function streamEtcdSnapshot(endpoint: string, sink: SnapshotSink, signal?: AbortSignal, onLength?: (bytes: number) => void): Promise<void> {
   const url = new URL('/v3/maintenance/snapshot', endpoint);
@@ -333,7 +334,9 @@ class SnapshotReader {
     const chunk = target.subarray(0, target.write(base64, 0, 'base64'));
     if (!this.announced) {
       this.announced = true;
-      this.onLength?.(chunk.length + Number(remaining ?? 0) + SNAPSHOT_HASH_BYTES);
+      // A remaining_bytes that is not a count announces nothing: the upload then goes in parts, as for any unknown length.
+      const length = chunk.length + Number(remaining ?? 0) + SNAPSHOT_HASH_BYTES;
+      if (Number.isSafeInteger(length)) this.onLength?.(length);
     }
     const result = this.sink(chunk);
     return result instanceof Promise ? result : undefined;

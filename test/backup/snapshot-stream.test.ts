@@ -116,6 +116,15 @@ describe('reading an etcd snapshot stream', () => {
     }, undefined, (length) => events.push(`length ${length}`));
     expect(events).toEqual([`length ${database.length + 32}`, 'chunk']);
     expect(bytes).toBe(database.length + 32);
+
+    // A first message whose remaining_bytes is no count announces nothing (the upload goes in parts), and is read all the same.
+    handler = (response) => {
+      response.writeHead(200);
+      response.end(text.replace(/"remaining_bytes":"\d+"/, '"remaining_bytes":"many"'));
+    };
+    const announced: number[] = [];
+    await streamEtcdSnapshot(endpoint, () => undefined, undefined, (length) => announced.push(length));
+    expect(announced).toEqual([]);
   });
 
   it('fails, naming the member, on a stream that ends before the member\'s last message', async () => {
