@@ -63,10 +63,35 @@ describeWithCluster('the control plane', () => {
         const result = validateDistributedKV({ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: `kv-${size}`, namespace }, spec: { size, image: 'kv:1', backup } }, config);
         if (!result.valid) throw new Error(JSON.stringify(result.problems));
         const objects = synthesizeCluster(result.resource, config);
-        // The etcd engine's member ConfigMap, and the backup CronJob when there is a backup.
-        expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', ...(backup ? ['CronJob'] : []), 'PodDisruptionBudget', 'Service', 'Service', 'StatefulSet']);
+        // The etcd engine's member ConfigMap, the NetworkPolicy, and the backup CronJob when there is a backup.
+        expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', ...(backup ? ['CronJob'] : []), 'NetworkPolicy', 'PodDisruptionBudget', 'Service', 'Service', 'StatefulSet']);
         for (const object of objects) await client.apply(object, { fieldManager: 'dkv-test', dryRun: true });
       }
+    }
+  });
+
+  it('accepts, in a server-side dry-run apply, the NetworkPolicy with every form of client the spec takes and configured selectors, and stores it as generated', async () => {
+    const clients = [
+      { podSelector: { matchLabels: { app: 'checkout' } } },
+      { namespaceSelector: { matchLabels: { team: 'payments' } } },
+      { namespaceSelector: { matchExpressions: [{ key: 'env', operator: 'NotIn', values: ['dev'] }] }, podSelector: { matchExpressions: [{ key: 'tier', operator: 'Exists' }] } },
+      { podSelector: {} },
+    ];
+    const configured = {
+      ...config,
+      networkPolicy: {
+        enabled: true,
+        metricsNamespaceSelector: { matchExpressions: [{ key: 'monitoring.example.com/scraper', operator: 'In', values: ['prometheus', 'vmagent'] }] },
+        controller: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ops' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'dkv-controller' } } },
+      },
+    } as const;
+    for (const [spec, cfg] of [[{ networkPolicy: { clients } }, configured], [{ networkPolicy: { clients: [] } }, config], [{}, config]] as const) {
+      const result = validateDistributedKV({ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'kv-np', namespace }, spec: { size: 3, image: 'kv:1', backup: { s3Path: 's3://bucket/kv', schedule: '@daily' }, ...spec } }, cfg);
+      if (!result.valid) throw new Error(JSON.stringify(result.problems));
+      const policy = synthesizeCluster(result.resource, cfg).find((o) => o.kind === 'NetworkPolicy')!;
+      const stored = await client.apply(policy, { fieldManager: 'dkv-test', dryRun: true });
+      // Nothing defaulted or dropped that the controller would then read as drift, beyond the server's own metadata.
+      expect(stored.spec).toEqual((policy as unknown as { spec: unknown }).spec);
     }
   });
 
