@@ -571,6 +571,18 @@ describeWithCluster('the DistributedKV controller', () => {
     expect((await liveObjects(namespace)).size).toBe(0);
   });
 
+  it('refuses a network policy client the API server accepts but that is not a valid label selector as InvalidSpec, naming the field, and creates nothing', async () => {
+    const { namespace, controller } = await startIn('ctl-netpol-bad');
+    await createCluster(client, namespace, NAME, { ...SPEC, networkPolicy: { clients: [{ namespaceSelector: { matchExpressions: [{ key: 'team', operator: 'In' }] } }] } });
+    const cr = await eventually('Degraded=True InvalidSpec', async () => {
+      const current = await client.request('GET', clusterPath(namespace, NAME));
+      return degraded(current)?.reason === 'InvalidSpec' ? current : undefined;
+    });
+    await settled(controller, namespace);
+    expect(degraded(cr).message).toContain('spec.networkPolicy.clients[0].namespaceSelector.matchExpressions[0].values: must hold at least one value with operator In');
+    expect((await liveObjects(namespace)).size).toBe(0);
+  });
+
   // ---- 7. deletion -----------------------------------------------------------------------
 
   // Without backups: a cluster with backups waits for a final backup first (final-backup.test.ts).
