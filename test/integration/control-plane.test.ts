@@ -95,6 +95,38 @@ describeWithCluster('the control plane', () => {
     }
   });
 
+  it('refuses, as the API server does, exactly the label selectors dkv validate refuses in spec.networkPolicy.clients', async () => {
+    const keys = ['app', 'example.com/app', 'a.b-c_d', 'x'.repeat(63), 'x'.repeat(64), '', '/app', 'Example.com/app', 'a/b/c', '-a', 'a-', 'example.com/', `${'d'.repeat(254)}/a`, 'ex_ample.com/a'];
+    const values = ['', 'v', 'x'.repeat(63), 'x'.repeat(64), 'a b', '-a', 'a.b_c-d', 'a/b'];
+    const selectors: unknown[] = [
+      ...keys.map((key) => ({ matchLabels: { [key]: 'v' } })),
+      ...values.map((value) => ({ matchLabels: { app: value } })),
+      ...keys.map((key) => ({ matchExpressions: [{ key, operator: 'Exists' }] })),
+      ...values.map((value) => ({ matchExpressions: [{ key: 'app', operator: 'In', values: [value] }] })),
+      { matchExpressions: [{ key: 'app', operator: 'In' }] }, { matchExpressions: [{ key: 'app', operator: 'NotIn', values: [] }] },
+      { matchExpressions: [{ key: 'app', operator: 'Exists', values: ['a'] }] }, { matchExpressions: [{ key: 'app', operator: 'DoesNotExist', values: ['a'] }] },
+      {},
+    ];
+    const disagreements: string[] = [];
+    const verdicts = { accepted: 0, refused: 0 };
+    for (const selector of selectors) {
+      const local = validateDistributedKV({ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'kv-sel', namespace }, spec: { size: 3, image: 'kv:1', networkPolicy: { clients: [{ podSelector: selector }] } } }, config);
+      let server = true;
+      try {
+        await client.apply({ apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'selector-check', namespace }, spec: { podSelector: {}, ingress: [{ from: [{ podSelector: selector }] }] } } as never, { fieldManager: 'dkv-test', dryRun: true });
+      } catch (e) {
+        if (!(isApiError(e) && e.status === 422)) throw e;
+        server = false;
+      }
+      verdicts[server ? 'accepted' : 'refused']++;
+      if (local.valid !== server) disagreements.push(`${JSON.stringify(selector).slice(0, 120)}: dkv ${local.valid ? 'accepts' : 'refuses'}, the API server ${server ? 'accepts' : 'refuses'}`);
+    }
+    expect(disagreements).toEqual([]);
+    // Both verdicts occur, so agreement is not one side accepting everything.
+    expect(Math.min(verdicts.accepted, verdicts.refused)).toBeGreaterThanOrEqual(15);
+    console.log(`label selectors: ${verdicts.accepted} accepted, ${verdicts.refused} refused by both`);
+  });
+
   describe('differential validation: ajv and the API server give the same verdict', () => {
     /**
      * Differences by design, each named: the API server cannot parse cron, so
