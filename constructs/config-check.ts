@@ -128,9 +128,8 @@ export function configProblems(file: string, config: GeneratorConfig): Problem[]
       break;
     }
   }
-  const backupSelector = Object.fromEntries(config.selectorLabels.map((k) => [k, identity.backupLabels[k]]));
-  if (problems.length === 0 && JSON.stringify(backupSelector) === JSON.stringify(identity.selector)) {
-    problems.push({ file, path: 'selectorLabels', message: 'must include a label whose value differs between server and backup pods (one that uses {component}): otherwise the Services and the PodDisruptionBudget also select the backup Jobs\' pods' });
+  if (problems.length === 0 && JSON.stringify(identity.backupSelector) === JSON.stringify(identity.selector)) {
+    problems.push({ file, path: 'selectorLabels', message: 'must include a label whose value differs between server and backup pods (one that uses {component}): otherwise the Services, the PodDisruptionBudget and the NetworkPolicy also select the backup Jobs\' pods' });
   }
   const exportSchedule = config.backup.definitions.schedule;
   try {
