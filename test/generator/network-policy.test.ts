@@ -3,10 +3,14 @@
  * may reach it. Only what the objects say is checked here; no network plugin
  * enforces it on the test plane (docs/network-policy.md).
  */
-import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig, loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
 import { renderInstall } from '../../cli/install-command.js';
 import { generatedNames } from '../../constructs/name-clashes.js';
-import { BACKUP, byRole, DEFAULT_CONFIG, kvDocument, selects, synth, validResource, type ClusterOptions, type Manifest } from './support.js';
+import { BACKUP, byRole, DEFAULT_CONFIG, kvDocument, removeTemporaryDirectories, selects, synth, temporaryDirectory, validResource, type ClusterOptions, type Manifest } from './support.js';
+
+afterAll(removeTemporaryDirectories);
 
 interface Peer {
   podSelector?: { matchLabels?: Record<string, string>; matchExpressions?: unknown[] };
@@ -154,5 +158,18 @@ describe('a cluster without a NetworkPolicy', () => {
       expect(synth(options).filter((o) => o.kind === 'NetworkPolicy')).toHaveLength(1);
       expect(generatedNames(validResource(kvDocument(options)), DEFAULT_CONFIG)).toContainEqual({ kind: 'NetworkPolicy', namespace: 'shop', name: 'orders', template: 'networkPolicy' });
     }
+  });
+});
+
+describe('the networkPolicy configuration', () => {
+  it('replaces a selector given in a file whole, and keeps the defaults of what the file leaves out', () => {
+    const file = join(temporaryDirectory('dkv-netpol-config-'), 'dkv.config.yaml');
+    writeFileSync(file, 'networkPolicy:\n  metricsNamespaceSelector:\n    matchExpressions: [{ key: team, operator: In, values: [sre] }]\n  controller:\n    podSelector: { matchLabels: { app: kv-operator } }\n');
+    const config = loadConfig(file);
+    expect(config.networkPolicy).toEqual({
+      enabled: true,
+      metricsNamespaceSelector: { matchExpressions: [{ key: 'team', operator: 'In', values: ['sre'] }] },
+      controller: { namespaceSelector: DEFAULT_CONFIG.networkPolicy.controller.namespaceSelector, podSelector: { matchLabels: { app: 'kv-operator' } } },
+    });
   });
 });
