@@ -62,7 +62,24 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     sharding: { ...base.sharding, ...overrides.sharding },
     maintenance: { ...base.maintenance, ...overrides.maintenance },
     healing: { ...base.healing, ...overrides.healing },
+    networkPolicy: mergeNetworkPolicy(base.networkPolicy, overrides.networkPolicy as NetworkPolicyOverrides | undefined),
     backup: mergeBackup(base.backup, overrides.backup as BackupOverrides | undefined),
+  };
+}
+
+type NetworkPolicyConfig = GeneratorConfig['networkPolicy'];
+type NetworkPolicyOverrides = Partial<Omit<NetworkPolicyConfig, 'controller'>> & { controller?: Partial<NetworkPolicyConfig['controller']> };
+
+/**
+ * The networkPolicy section merges key by key, its controller map too, but a
+ * selector given replaces the default whole: merged label by label, a
+ * selector of other labels would still require the default's.
+ */
+function mergeNetworkPolicy(base: NetworkPolicyConfig, overrides: NetworkPolicyOverrides | undefined): NetworkPolicyConfig {
+  return {
+    enabled: overrides?.enabled ?? base.enabled,
+    metricsNamespaceSelector: overrides?.metricsNamespaceSelector ?? base.metricsNamespaceSelector,
+    controller: { ...base.controller, ...overrides?.controller },
   };
 }
 

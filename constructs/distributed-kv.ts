@@ -12,6 +12,7 @@ import { KVBackupCronJob } from './backup-cron-job.js';
 import { KVMemberConfig } from './member-config.js';
 import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity.js';
 import { KVDisruptionBudget } from './disruption-budget.js';
+import { hasNetworkPolicy, KVNetworkPolicy } from './network-policy.js';
 import { KVServices } from './services.js';
 import { KVStatefulSet } from './stateful-set.js';
 
@@ -56,8 +57,9 @@ function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
 
 /**
  * Everything a DistributedKV turns into: the StatefulSet of members, the
- * headless and client Services, the PodDisruptionBudget and, when backups
- * are configured, the backup CronJob. The configuration's per-kind patches
+ * headless and client Services, the PodDisruptionBudget, the NetworkPolicy
+ * of the members' ports (unless turned off) and, when backups are
+ * configured, the backup CronJob. The configuration's per-kind patches
  * are applied last, so they can change anything the constructs decide; then
  * each object gets its desired-hash annotation (the hash of everything
  * else), by which the controller tells an object it would write itself from
@@ -102,6 +104,7 @@ export class DistributedKVCluster extends Construct {
     new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership, volumeSizeNow: props.volumeSizeNow });
     new KVServices(this, 'Services', { identity, config });
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity });
+    if (hasNetworkPolicy(spec, config)) new KVNetworkPolicy(this, 'NetworkPolicy', { identity, networkPolicy: spec.networkPolicy, config });
     if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended });
 
     for (const child of this.node.findAll()) {

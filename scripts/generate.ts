@@ -22,6 +22,8 @@ async function types(version: ServedVersion): Promise<string> {
   return compile(schemaForVersion(schema, version), 'DistributedKV', {
     bannerComment: `/* eslint-disable */\n// ${HEADER}\n// example.com/${version}: ${note}.`,
     additionalProperties: false,
+    // maxItems bounds a list for the API server; as tuple types of every length it would only bloat the types.
+    ignoreMinAndMaxItems: true,
     unreachableDefinitions: true,
     format: true,
     style: { singleQuote: true, printWidth: 120 },

@@ -120,7 +120,7 @@ describeWithCluster('the controller with only the permissions of the generated i
     const running = await startController(clients.controller, namespace, { config: { ...defaults, backup: { ...defaults.backup, final: { ...defaults.backup.final, timeoutSeconds: 2 } } } });
     try {
       await createCluster(clients.admin, namespace, 'kv', { size: 3, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '@daily' } });
-      await converged(clients.admin, namespace, 'kv', 6); // with the etcd engine's member ConfigMap
+      await converged(clients.admin, namespace, 'kv', 7); // with the etcd engine's member ConfigMap and the NetworkPolicy
       const sts = resourcePath('apps/v1', 'StatefulSet', namespace, 'kv');
       await clients.admin.request('PATCH', `${sts}/scale`, { query: { fieldManager: 'kubectl' }, body: { spec: { replicas: 7 } }, contentType: 'application/merge-patch+json' });
       await eventually('the scale to be reverted', async () => ((await clients.admin.request('GET', sts)).spec.replicas === 3 ? true : undefined));
@@ -180,7 +180,7 @@ describeWithCluster('the install bundle for a controller that watches one namesp
     const running = await startController(controllerClient, flags.namespace!, { config: defaults });
     try {
       await createCluster(admin, watched, 'kv', { size: 3, image: 'kv:1' });
-      await converged(admin, watched, 'kv', 5); // StatefulSet, two Services, PodDisruptionBudget, member ConfigMap
+      await converged(admin, watched, 'kv', 6); // StatefulSet, two Services, PodDisruptionBudget, NetworkPolicy, member ConfigMap
       await admin.request('DELETE', clusterPath(watched, 'kv'));
       await gone(admin, watched, 'kv');
       const failures = (await running.controller.metrics.reconciles.get()).values.filter((v) => v.labels.result === 'error');
