@@ -56,6 +56,34 @@ describeWithCluster('quorum loss on a real etcd cluster of 5: hands-off, and a r
   const events = async (reason: string): Promise<string[]> =>
     (await client.request('GET', `/api/v1/namespaces/${namespace}/events`)).items.filter((e: any) => e.reason === reason).map((e: any) => e.message).sort();
   const request = (value: string | null) => client.request('PATCH', clusterPath(namespace, NAME), { body: { metadata: { annotations: { [RECOVER]: value } } }, contentType: 'application/merge-patch+json' });
+  /** The leader's pod and the members' ids by pod, as kv-0..kv-3 see them. */
+  const leadership = async (among: readonly string[]) => {
+    for (const pod of among) {
+      const s = await etcdPost(cluster.addressOf(pod).clientUrl, '/v3/maintenance/status', {}, 1000).catch(() => undefined);
+      if (!s?.leader || s.leader === '0') continue;
+      const list = await etcdPost(cluster.addressOf(pod).clientUrl, '/v3/cluster/member/list', {}, 1000).catch(() => undefined);
+      const ids = new Map<string, string>((list?.members ?? []).map((m: any) => [m.name, m.ID]));
+      const leader = [...ids].find(([, id]) => id === s.leader)?.[0];
+      if (leader) return { leader, ids };
+    }
+    return undefined;
+  };
+  const transfer = (from: string, to: string, ids: Map<string, string>) => etcdPost(cluster.addressOf(from).clientUrl, '/v3/maintenance/transfer-leadership', { targetID: ids.get(to) }, 5000);
+  /** Leadership off `pod`, so that pausing it leaves a leader. */
+  const leaderAwayFrom = async (pod: string) => {
+    const now = await eventually('a leader', () => leadership(pods), 30_000, 200);
+    if (now.leader === pod) await transfer(pod, pods.find((p) => p !== pod)!, now.ids);
+    await eventually(`a leader other than ${pod}`, async () => ((await leadership(pods))?.leader !== pod ? true : undefined), 30_000, 200);
+  };
+  /** A new leader among `among` (moved from the one in office): it starts the members outside `among` in probe state. */
+  const newLeaderAmong = async (among: readonly string[]) => {
+    const before = await eventually('a leader', () => leadership(among), 30_000, 200);
+    await transfer(before.leader, among.find((p) => p !== before.leader)!, before.ids);
+    await eventually('the new leader', async () => {
+      const now = await leadership(among);
+      return now && now.leader !== before.leader ? true : undefined;
+    }, 30_000, 200);
+  };
   const settled = () => eventually('5 healthy voting members', async () => {
     const s = await membership().status().catch(() => undefined);
     return s && s.members.length === SIZE && s.members.every((m) => !m.learner && m.healthy) ? s : undefined;
@@ -92,17 +120,20 @@ describeWithCluster('quorum loss on a real etcd cluster of 5: hands-off, and a r
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  // Skipped, not weakened: on the loaded CI machine the setup does not leave kv-4 behind kv-0 (both reported raft index
-  // 26 after the merge of the healing2 branch, in 3 runs of 3), so the precondition below fails before anything of the
-  // product is judged; it passed twice on the recovery branch alone. Not yet diagnosed (issue 31's closing note). The
-  // decision it drives is unit-tested in test/engines/recovery.test.ts and test/reconciler/membership-step.test.ts.
-  it.skip('changes nothing without a request, refuses a member that does not answer or is behind, names the most advanced for auto', async () => {
+  it('changes nothing without a request, refuses a member that does not answer or is behind, names the most advanced for auto', async () => {
     const before = (await membership().status()).members.map((m) => m.id).sort();
     // kv-4 is paused (SIGSTOP) and misses a round of writes; it resumes once the others are gone and no leader is left to
     // bring it up to date: it answers, behind kv-0. (A member restarted without a quorum would not answer at all: etcd
     // serves clients only once it has published itself through the quorum.)
+    // Pausing is not enough to miss the writes: a leader streams appends to a follower it replicates to without waiting for
+    // its answers, the kernel buffers them on the paused member's peer connections, and the member applied every one of them
+    // on resuming (seen: kv-4 at kv-0's raft index 26 and revision 11, both rounds of writes, same process). A new leader
+    // starts every follower in probe state and sends a silent one a single append: so leadership moves once kv-4 is paused,
+    // and the writes are never sent to it.
+    await leaderAwayFrom('kv-4');
     const kv4 = cluster.members.get('kv-4')!.process;
     kv4.kill('SIGSTOP');
+    await newLeaderAmong(['kv-0', 'kv-1', 'kv-2', 'kv-3']);
     await eventually('a round of writes without kv-4', async () => (await writeOrders(cluster.addressOf('kv-0').clientUrl, KEYS), true), 30_000, 500);
     for (const pod of ['kv-1', 'kv-2', 'kv-3']) await kubelet.crash(pod);
     // kv-0, alone, stops leading (check-quorum) or stops following its gone leader: once it answers with no leader, no
