@@ -200,6 +200,12 @@ describe('a lost quorum (recovery-step.ts)', () => {
     expect(decision.result.recoveryEvent).toBeUndefined();
   });
 
+  it('ignores a request while the quorum holds: healing is the replacement\'s to report', async () => {
+    const decision = (await membershipStep(reader(statusOf([member(0), member(1), member(2)]), statefulSet(3)), annotated('auto'), resource(3), false))!;
+    expect(decision.result.healing?.reason).toBe('Healthy');
+    expect(decision.result.recoveryEvent).toBeUndefined();
+  });
+
   it('carries a recorded recovery on once the rebuilt member holds a quorum: the replacement adds the first marked member back, reported as the recovery', async () => {
     const record: RecoveryRecord = { name: 'kv-recovery', uid: 'cm-1', createdAtMs: NOW - 30_000, pod: 'kv-0', memberId: 'id0', id: 'r1', sourcePodUid: 'pod-0-old' };
     const rebuilt = statusOf([member(0, { id: 'new0' })]);
@@ -223,10 +229,5 @@ describe('a recovery under way, with its request removed before its record (a co
     // Without that status, no request and no record: nothing is read, nothing happens.
     const plain = (await membershipStep(reader(whole, statefulSet(3), [], undefined, record), cr, resource(3), false))!;
     expect(plain.write).toBeUndefined();
-  });
-  it('ignores a request while the quorum holds: healing is the replacement\'s to report', async () => {
-    const decision = (await membershipStep(reader(statusOf([member(0), member(1), member(2)]), statefulSet(3)), annotated('auto'), resource(3), false))!;
-    expect(decision.result.healing?.reason).toBe('Healthy');
-    expect(decision.result.recoveryEvent).toBeUndefined();
   });
 });
