@@ -120,7 +120,9 @@ describeWithCluster('quorum loss on a real etcd cluster of 5: hands-off, a recov
     kubelet.start();
     await startController();
     await createCluster(client, namespace, NAME, { size: SIZE, image: 'registry.k8s.io/etcd:3.6.8-0' });
-    await settled();
+    await settled().catch((e: Error) => {
+      throw new Error(`${e.message}; kubelet: ${JSON.stringify({ errors: kubelet.errors.slice(-5), init: kubelet.initRuns.map((r) => [r.pod, r.container, r.code]), exited: pods.map((p) => cluster.exited(p)) })}`);
+    });
     await writeOrders(cluster.addressOf('kv-0').clientUrl, KEYS);
   }, 240_000 + LATER_BINARIES_BUILD_MS);
 
