@@ -24,7 +24,7 @@ const SOURCE_POD_UID = 'DKV_RECOVERY_SOURCE_POD_UID';
 export interface RecoveryEvent {
   readonly type: 'Warning' | 'Normal';
   /** RecoveryRefused is reported once per message (it repeats on every reconcile); the others once per step made. */
-  readonly reason: 'RecoveryRefused' | 'RecoveryStarted' | 'Recovered';
+  readonly reason: 'RecoveryRefused' | 'RecoveryStarted' | 'Recovering' | 'Recovered';
   readonly message: string;
 }
 
@@ -52,7 +52,8 @@ export function recoveryStep(input: RebuildInput): RecoveryDecision | undefined 
   if (step.kind === 'replacing') return { report: { status: 'True', reason: 'Recovering', message: step.message }, replacing: step.message };
   const { action } = step;
   const event: RecoveryEvent | undefined = action?.type === 'record' ? { type: 'Warning', reason: 'RecoveryStarted', message: `${action.message}; the others join it empty (decision recorded as recovery ${action.id})` }
-    : action?.type === 'finish' ? { type: 'Normal', reason: 'Recovered', message: action.message } : undefined;
+    : action?.type === 'finish' ? { type: 'Normal', reason: 'Recovered', message: action.message }
+      : action ? { type: 'Normal', reason: 'Recovering', message: describeRebuildAction(action) } : undefined;
   const report: HealingReport = action?.type === 'finish' ? { status: 'False', reason: 'Recovered', message: action.message } : { status: 'True', reason: 'Recovering', message: step.message };
   return { report, event, action, requeueAfterMs: step.requeueAfterMs };
 }

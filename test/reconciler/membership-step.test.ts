@@ -206,6 +206,17 @@ describe('a lost quorum (recovery-step.ts)', () => {
     expect(decision.result.recoveryEvent).toBeUndefined();
   });
 
+  it('says each step of a recorded recovery in a Normal Event: a claim marked, then the source restarted', async () => {
+    const record: RecoveryRecord = { name: 'kv-recovery', uid: 'cm-1', createdAtMs: NOW - 5_000, pod: 'kv-0', memberId: 'id0', id: 'r1', sourcePodUid: 'pod-0' };
+    const marking = (await membershipStep(reader(lost, statefulSet(3), [], undefined, record), annotated('auto'), resource(3), false))!;
+    expect(marking.write).toMatchObject({ kind: 'recovery', action: { type: 'mark', pod: 'kv-1', memberId: 'id1' } });
+    expect(marking.result.recoveryEvent).toEqual({ type: 'Normal', reason: 'Recovering', message: 'marked kv-1\'s claim: it joins the rebuilt cluster empty' });
+    const restarting = (await membershipStep(reader(lost, statefulSet(3), [], claimsOf(3, { 1: { replacing: 'id1' }, 2: { replacing: 'id2' } }), record), annotated('auto'), resource(3), false))!;
+    expect(restarting.write).toMatchObject({ kind: 'recovery', action: { type: 'restartSource', pod: 'kv-0', uid: 'pod-0' } });
+    expect(restarting.result.recoveryEvent).toMatchObject({ type: 'Normal', reason: 'Recovering', message: expect.stringMatching(/^restarted kv-0/) });
+    expect(restarting.result.healing).toMatchObject({ status: 'True', reason: 'Recovering' });
+  });
+
   it('carries a recorded recovery on once the rebuilt member holds a quorum: the replacement adds the first marked member back, reported as the recovery', async () => {
     const record: RecoveryRecord = { name: 'kv-recovery', uid: 'cm-1', createdAtMs: NOW - 30_000, pod: 'kv-0', memberId: 'id0', id: 'r1', sourcePodUid: 'pod-0-old' };
     const rebuilt = statusOf([member(0, { id: 'new0' })]);
