@@ -3,6 +3,7 @@ import { POD_IDENTITY_ENV, type Engine, type MemberContainer, type MemberContain
 import { clientUrl, memberName, peerUrl } from './peer-urls.js';
 import { clusterToken, dataDirectory, NAMESPACE, POD } from './member-settings.js';
 import { restoreContainer } from './restore-container.js';
+import { rebuildContainer } from './rebuild-container.js';
 import { etcdImageChangeProblem } from './versions.js';
 import { compactionArgs } from './compaction.js';
 import { corruptionCheckArgs } from './corruption-check.js';
@@ -97,4 +98,5 @@ export const etcdEngine: Engine = {
   updateStrategy: 'OnDelete',
   imageChangeProblem: etcdImageChangeProblem,
   restoreContainer,
+  rebuildContainer,
 };

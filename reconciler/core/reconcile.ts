@@ -226,6 +226,7 @@ async function actOnMembership(ctx: ReconcileContext, key: string, decision: Mem
     const error = (e as Error).message;
     if (write.kind === 'membership') ctx.log.warn('membership change refused or failed', { key, action: write.action.type, error });
     else if (write.kind === 'healing') ctx.log.warn('replacement step refused or failed', { key, action: write.action.type, error });
+    else if (write.kind === 'recovery') ctx.log.warn('recovery step refused or failed', { key, action: write.action.type, error });
     else ctx.log.warn('upgrade step refused or failed', { key, action: write.kind === 'moveLeader' ? 'moveLeader' : 'deletePod', error });
     return membershipNotYet(decision, error);
   }

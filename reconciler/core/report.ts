@@ -46,7 +46,7 @@ export function describeHeld(field: HeldField): string {
  * cluster's status nor this process has reported the same message for the
  * same reason. A problem that persists is reported once.
  */
-function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: DegradedReason | 'QuorumLost' | 'SizeWarning' | 'QuotaTooSmall' | 'RecoveryRefused' | 'RecoveryUnavailable', message: string): boolean {
+function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: DegradedReason | 'QuorumLost' | 'SizeWarning' | 'QuotaTooSmall' | 'RecoveryRefused', message: string): boolean {
   const news = ctx.memory.isNews(key, reason, message);
   const inStatus = (cr.status as DistributedKVStatus | undefined)?.conditions?.some((c) => c.reason === reason && c.message === message);
   return news && !inStatus;
@@ -87,7 +87,8 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   if (membership?.healingEvent) events.push(record('Normal', membership.healingEvent.reason, membership.healingEvent.message));
   if (membership?.phase === 'QuorumLost' && isNews(ctx, cr, key, 'QuorumLost', membership.message)) events.push(record('Warning', 'QuorumLost', membership.message));
   const recovery = membership?.recoveryEvent;
-  if (recovery && isNews(ctx, cr, key, recovery.reason, recovery.message)) events.push(record('Warning', recovery.reason, recovery.message));
+  // A refusal repeats on every reconcile while it stands: reported once. A start or an end is a step made: reported as made.
+  if (recovery && (recovery.reason !== 'RecoveryRefused' || isNews(ctx, cr, key, recovery.reason, recovery.message))) events.push(record(recovery.type, recovery.reason, recovery.message));
   if (membership?.warning && isNews(ctx, cr, key, 'SizeWarning', membership.warning)) events.push(record('Warning', 'SizeWarning', membership.warning));
   const maintenance = report.maintenance;
   if (maintenance?.changed) events.push(record('Normal', maintenance.changedReason!, maintenance.changed));
@@ -95,7 +96,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   for (const { alarm, message } of raised.news) events.push(record('Warning', `Alarm${alarm}`, message));
   if (maintenance?.reason === 'QuotaTooSmall' && isNews(ctx, cr, key, 'QuotaTooSmall', maintenance.message)) events.push(record('Warning', 'QuotaTooSmall', maintenance.message));
   ctx.memory.resolvedExcept(key, [
-    conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : '', membership?.phase === 'QuorumLost' ? 'QuorumLost' : '', membership?.warning ? 'SizeWarning' : '', recovery?.reason ?? '',
+    conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : '', membership?.phase === 'QuorumLost' ? 'QuorumLost' : '', membership?.warning ? 'SizeWarning' : '', recovery?.reason === 'RecoveryRefused' ? recovery.reason : '',
     maintenance?.reason === 'QuotaTooSmall' ? 'QuotaTooSmall' : '', ...raised.active,
   ].filter(Boolean));
   await Promise.all(events);

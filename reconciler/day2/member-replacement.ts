@@ -24,7 +24,7 @@ import { readMemberPods } from './member-pods.js';
 /** The Healing condition, as status shows it. */
 export interface HealingReport {
   readonly status: 'True' | 'False';
-  readonly reason: 'Replacing' | 'MemberUnhealthy' | 'Healthy' | 'Replaced' | 'RecoveryRefused' | 'RecoveryUnavailable';
+  readonly reason: 'Replacing' | 'MemberUnhealthy' | 'Healthy' | 'Replaced' | 'RecoveryRefused' | 'Recovering' | 'Recovered';
   readonly message: string;
 }
 
@@ -103,7 +103,7 @@ export async function healingStep(read: HealingReader, input: HealingInput): Pro
   }
   if (step?.phase === 'Waiting') return { step, report: { status: 'False', reason: 'MemberUnhealthy', message: step.message }, unhealthySince, learnerRetry };
   if (previousHealing?.reason === 'Replacing') return { step, report: { status: 'False', reason: 'Replaced', message: `${previousHealing.message.replace(/^replacing (\S+?):.*$/, '$1')} replaced: every member votes again` }, unhealthySince, learnerRetry };
-  return { step, report: previousHealing?.reason === 'Replaced' && membership.members.every((m) => m.healthy) ? previousHealing as HealingReport : healthy, unhealthySince, learnerRetry };
+  return { step, report: (previousHealing?.reason === 'Replaced' || previousHealing?.reason === 'Recovered') && membership.members.every((m) => m.healthy) ? previousHealing as HealingReport : healthy, unhealthySince, learnerRetry };
 }
 
 /** A replacement step, in words (for an Event and the log). */

@@ -125,11 +125,11 @@ describe('no container runs best-effort', () => {
     expect(restore.resources).toEqual({ requests: { cpu: '100m', memory: '256Mi' }, limits: { cpu: '1', memory: '1Gi' } });
   });
 
-  it.each(SIZES)('gives every container of a %i-member cluster with backups and a restore requests and limits of CPU and memory', (size) => {
+  it.each(SIZES)('gives every container of a %i-member cluster with backups and a restore (and the recover container) requests and limits of CPU and memory', (size) => {
     const objects = synth({ image: ETCD, size, backup: BACKUP, restore: { from: RESTORE_FROM } });
     const { statefulSet, cronJob } = byRole(objects);
     const containers = [...statefulSet.spec.template.spec.containers, ...statefulSet.spec.template.spec.initContainers, ...cronJob!.spec.jobTemplate.spec.template.spec.containers];
-    expect(containers).toHaveLength(3);
+    expect(containers.map((c) => c.name)).toEqual(['kv', 'restore', 'recover', 'backup']);
     for (const c of containers) {
       expect(Object.keys(c.resources.requests).sort()).toEqual(['cpu', 'memory']);
       expect(Object.keys(c.resources.limits).sort()).toEqual(['cpu', 'memory']);

@@ -124,6 +124,6 @@ function reader(sts: CachedObject, pods: MemberPod[], leader: string): Membershi
   const claims = new Map([0, 1, 2].map((i) => [`kv-${i}`, { name: `data-kv-${i}`, uid: `claim-${i}`, deleting: false, phase: 'Bound' }]));
   return {
     config, statefulSet: sts, configMap, members: () => membership, memberPods: async () => pods,
-    healing: { pods: async () => new Map(), claims: async () => claims }, now: () => Date.parse('2026-11-26T12:00:00Z'),
+    healing: { pods: async () => new Map(), claims: async () => claims }, recovery: { record: async () => undefined }, now: () => Date.parse('2026-11-26T12:00:00Z'),
   };
 }
