@@ -11,6 +11,8 @@
 #                           its client (images are imported with `ctr`) and runc shim;
 #   bridge, host-local, loopback, portmap
 #                           the CNI plugins (github.com/containernetworking/plugins);
+#   pause                   the pod sandbox's process (./pause: no registry is reachable
+#                           for registry.k8s.io/pause);
 # and installs runc from Debian's packages when it is missing (see install_runc).
 # containerd and the plugins have their own module (./go.mod): containerd 2.4 pins
 # k8s.io/* v0.37, which must not move the control plane's v0.36.
@@ -56,7 +58,7 @@ tags_shim="$tags_containerd no_grpc"
 ldflags_cni="-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=${cni_version}"
 
 cni_plugins=(bridge host-local loopback portmap)
-all_binaries=(kubelet containerd containerd-shim-runc-v2 ctr "${cni_plugins[@]}")
+all_binaries=(kubelet containerd containerd-shim-runc-v2 ctr "${cni_plugins[@]}" pause)
 
 if (($# > 0)); then wanted=("$@"); else wanted=("${all_binaries[@]}"); fi
 for b in "${wanted[@]}"; do
@@ -74,6 +76,7 @@ recipe_key() { # $1 = binary
       kubelet) cat "$here/kubelet/go.mod" "$here/kubelet/go.sum"; printf '%s\n' "$ldflags_k8s" ;;
       containerd-shim-runc-v2) cat "$here/go.mod" "$here/go.sum"; printf '%s\n%s\n' "$ldflags_containerd" "$tags_shim" ;;
       containerd | ctr) cat "$here/go.mod" "$here/go.sum"; printf '%s\n%s\n' "$ldflags_containerd" "$tags_containerd" ;;
+      pause) cat "$here/go.mod" "$here/pause/main.go" ;;
       *) cat "$here/go.mod" "$here/go.sum"; printf '%s\n' "$ldflags_cni" ;;
     esac
   } | sha256sum | cut -d' ' -f1
@@ -86,6 +89,7 @@ build_command() { # $1 = binary, $2 = output file: sets cmd and dir
     kubelet) dir="$here/kubelet"; cmd=("${gb[@]}" -ldflags "$ldflags_k8s" -o "$2" k8s.io/kubernetes/cmd/kubelet) ;;
     containerd | ctr) cmd=("${gb[@]}" -tags "$tags_containerd" -ldflags "$ldflags_containerd" -o "$2" "github.com/containerd/containerd/v2/cmd/$1") ;;
     containerd-shim-runc-v2) cmd=("${gb[@]}" -tags "$tags_shim" -ldflags "$ldflags_containerd" -o "$2" "github.com/containerd/containerd/v2/cmd/$1") ;;
+    pause) cmd=("${gb[@]}" -ldflags "-s -w" -o "$2" ./pause) ;;
     host-local) cmd=("${gb[@]}" -ldflags "$ldflags_cni" -o "$2" "github.com/containernetworking/plugins/plugins/ipam/host-local") ;;
     portmap) cmd=("${gb[@]}" -ldflags "$ldflags_cni" -o "$2" "github.com/containernetworking/plugins/plugins/meta/portmap") ;;
     *) cmd=("${gb[@]}" -ldflags "$ldflags_cni" -o "$2" "github.com/containernetworking/plugins/plugins/main/$1") ;;
