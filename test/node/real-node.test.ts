@@ -145,7 +145,7 @@ function etcdPod(name: string, nodeName: string, address: string, ports: { clien
     const volume = join(node.dir, 'kubelet', 'pods', pod.metadata.uid, 'volumes', 'kubernetes.io~empty-dir', 'data');
     expect(statSync(volume).gid).toBe(ETCD_USER);
     expect(statSync(join(volume, 'etcd', 'member')).uid).toBe(ETCD_USER);
-    expect((await httpProbe(`http://${node.address}:${ports.metrics}/readyz`)).body).toBe('ok');
+    expect((await httpProbe(`http://${node.address}:${ports.metrics}/readyz`)).body.trim()).toBe('ok');
   }, 90_000);
 
   test('a running etcd whose readiness probe asks a path it does not serve is never Ready (the probe runs; kwok would say Ready)', async () => {
