@@ -12,13 +12,18 @@
  * sandbox needs, and why, is in test/cluster/README.md "Real node"; in short:
  * cgroup v1 (`failCgroupV1: false`, cgroupfs driver), no swap check, no
  * CAP_SYS_RESOURCE (containerd's `restrict_oom_score_adj`), no registry (images
- * assembled by node/oci-image.sh, the sandbox's pause included), and no pod
- * network yet: pods use the host's network (a CNI config of `loopback` alone
- * makes the runtime report its network ready without touching the host's).
+ * assembled by node/oci-image.sh, the sandbox's pause included). Pods either
+ * share the host's network (the default: a CNI config of `loopback` alone makes
+ * the runtime report its network ready without touching the host's), or, with
+ * `podNetwork`, get addresses from the bridge plugin inside a network namespace
+ * the node creates for itself, where containerd and the kubelet run: no
+ * interface, route or address of the host's changes, and the kubelet reaches
+ * the API server through a relay over a unix socket.
  *
  * Built by test/cluster/node/build.sh (opt-in: nothing in the kwok lane builds it).
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { connect, createServer, type Server } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -58,6 +63,8 @@ export function realNodeBlockers(): string[] {
   const v2 = existsSync('/sys/fs/cgroup/cgroup.controllers');
   if (!v1 && !v2) blockers.push('cgroup hierarchies (neither v1 memory/cpu/pids nor v2 under /sys/fs/cgroup)');
   if (!readFileSync('/proc/filesystems', 'utf8').includes('overlay')) blockers.push('overlayfs (containerd\'s snapshotter)');
+  // podNetwork: the node's namespace (ip, nsenter), and a client inside it (curl).
+  for (const tool of ['ip', 'nsenter', 'curl']) if (!has('bash', '-c', `command -v ${tool}`)) blockers.push(`${tool} on the PATH`);
   if (!hostAddress()) blockers.push('an IPv4 address besides loopback (the kubelet refuses a loopback node IP)');
   return blockers;
 }
@@ -113,10 +120,36 @@ export function assembleImage(outFile: string, spec: ImageSpec): string {
   return outFile;
 }
 
+export interface RealNodeOptions {
+  /** The Node's name (default dkv-node-<hex>); also its cgroupRoot and, with podNetwork, its network namespace. */
+  readonly name?: string;
+  /**
+   * Run the node in a network namespace of its own, with the bridge plugin
+   * giving pods addresses in POD_SUBNET (default: pods use the host's network).
+   */
+  readonly podNetwork?: boolean;
+}
+
+/** Pods' addresses with podNetwork (the bridge's gateway is .1), inside the node's own network namespace. */
+export const POD_SUBNET = '10.244.0.0/24';
+/** The node's address with podNetwork: on a veth inside its namespace. */
+const NAMESPACED_NODE_ADDRESS = '10.213.0.2';
+
+/** Inside the node's namespace: 127.0.0.1:<port> piped to the unix socket the test process serves (argv: port, socket). */
+const RELAY_SCRIPT = `import { connect, createServer } from 'node:net';
+const [port, socket] = process.argv.slice(2);
+createServer((down) => {
+  const up = connect(socket);
+  down.pipe(up).pipe(down);
+  const close = () => { down.destroy(); up.destroy(); };
+  down.on('error', close); up.on('error', close); down.on('close', close); up.on('close', close);
+}).listen(Number(port), '127.0.0.1');
+`;
+
 export interface RealNode {
   /** The Node's name (its kubelet's --hostname-override). */
   readonly name: string;
-  /** Its InternalIP: the host's address, which hostNetwork pods share. */
+  /** Its InternalIP, which hostNetwork pods share: the host's address, or with podNetwork its own inside its namespace. */
   readonly address: string;
   /** The temp dir holding everything the node writes (removed by stop unless DKV_KEEP_CONTROL_PLANE is set). */
   readonly dir: string;
@@ -126,6 +159,8 @@ export interface RealNode {
   ctr(...args: string[]): string;
   /** Imports an OCI archive (assembleImage) into the namespace the kubelet's pods use. */
   importImage(archive: string): void;
+  /** Runs a command in the node's network (its namespace with podNetwork, else the host's); its stdout. */
+  inNetwork(command: string, ...args: string[]): string;
   /** The host PID of a container, from its status' `containerd://<id>`. */
   containerPid(containerId: string): number;
   /** Stops the kubelet, every container, containerd; unmounts, removes the cgroups and the dir; puts the kernel settings back. */
@@ -175,6 +210,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     # No CAP_SYS_RESOURCE here: runc cannot lower oom_score_adj (the sandbox's -998,
     # a Guaranteed pod's -997); this keeps every score at or above containerd's own.
     restrict_oom_score_adj = true
+    # Pods' network namespaces under the state dir (unmounted by stop()), not /var/run/netns.
+    netns_mounts_under_state_dir = true
     [plugins.'io.containerd.cri.v1.runtime'.containerd]
       default_runtime_name = "runc"
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
@@ -231,11 +268,18 @@ const ready = (node: any): boolean => node?.status?.conditions?.some((c: any) =>
  * the pause image, waits until the Node is Ready and removes the not-ready
  * taint nobody else would (no kube-controller-manager needs to run).
  */
-export async function startRealNode(plane: ControlPlane, binDir: string, options: { name?: string } = {}): Promise<RealNode> {
+export async function startRealNode(plane: ControlPlane, binDir: string, options: RealNodeOptions = {}): Promise<RealNode> {
   const started = Date.now();
-  const address = hostAddress();
+  const address = options.podNetwork ? NAMESPACED_NODE_ADDRESS : hostAddress();
   if (!address) throw new Error('no IPv4 address besides loopback for the node');
   const name = options.name ?? `dkv-node-${randomBytes(3).toString('hex')}`;
+  const netns = options.podNetwork ? `/run/netns/${name}` : undefined;
+  /** The binary and its arguments, entered into the node's network namespace when it has one (nsenter execs: the PID is the binary's). */
+  const inNetns = (binary: string, args: string[]): [string, string[]] => (netns ? ['nsenter', [`--net=${netns}`, '--', binary, ...args]] : [binary, args]);
+  const ip = (...args: string[]): void => {
+    const r = spawnSync('ip', args, { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr}`);
+  };
   // Short: containerd's sockets live here, and a unix socket path has at most 107 bytes.
   const dir = mkdtempSync(join(tmpdir(), 'dkv-node-'));
   const cgroupRoot = `/${name}`;
@@ -249,6 +293,8 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
   const client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
   let containerd: ReturnType<typeof launch> | undefined;
   let kubelet: ReturnType<typeof launch> | undefined;
+  let relayInside: ReturnType<typeof launch> | undefined;
+  let relayOutside: Server | undefined;
   let stopped = false;
 
   const stop = async (): Promise<void> => {
@@ -276,6 +322,10 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
       }
     }
     await terminate(containerd);
+    await terminate(relayInside);
+    await new Promise<void>((resolve) => (relayOutside ? relayOutside.close(() => resolve()) : resolve()));
+    // Its bridge, veths and dummy interface go with it.
+    if (netns && existsSync(netns)) spawnSync('ip', ['netns', 'delete', name]);
     for (const mount of mountsUnder(dir)) spawnSync('umount', ['-l', mount]);
     for (const hierarchy of cgroupHierarchies()) removeCgroup(join(hierarchy, cgroupRoot));
     for (const [k, v] of sysctls) {
@@ -293,12 +343,44 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
     // The kubelet wants its cgroupRoot to exist in every hierarchy.
     for (const hierarchy of cgroupHierarchies()) mkdirSync(join(hierarchy, cgroupRoot), { recursive: true });
     mkdirSync(join(dir, 'cni'), { recursive: true });
-    // The runtime reports its network ready once one CNI network is configured;
-    // loopback alone never touches the host's network (pods run with hostNetwork).
-    writeFileSync(join(dir, 'cni', '10-loopback.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'dkv-loopback-only', plugins: [{ type: 'loopback' }] }));
+    if (netns) {
+      ip('netns', 'add', name);
+      ip('-n', name, 'link', 'set', 'lo', 'up');
+      // The node's own interface: one end of a veth pair whose both ends stay in the namespace (this kernel has no dummy driver).
+      ip('-n', name, 'link', 'add', 'dkv0', 'type', 'veth', 'peer', 'name', 'dkv1');
+      ip('-n', name, 'addr', 'add', `${address}/24`, 'dev', 'dkv0');
+      ip('-n', name, 'link', 'set', 'dkv1', 'up');
+      ip('-n', name, 'link', 'set', 'dkv0', 'up');
+      // The API server listens on the host's loopback: the kubelet's 127.0.0.1:<same port> is a relay to it.
+      const { hostname, port } = new URL(plane.server);
+      const socket = join(dir, 'apiserver.sock');
+      const outside = createServer((down) => {
+        const up = connect(Number(port), hostname);
+        down.pipe(up).pipe(down);
+        const close = () => { down.destroy(); up.destroy(); };
+        for (const s of [down, up]) { s.on('error', close); s.on('close', close); }
+      });
+      relayOutside = outside;
+      await new Promise<void>((resolve, reject) => outside.once('error', reject).listen(socket, () => resolve()));
+      writeFileSync(join(dir, 'relay.mjs'), RELAY_SCRIPT);
+      const relayLog = join(dir, 'relay.log');
+      const relayChild = launch(...inNetns(process.execPath, [join(dir, 'relay.mjs'), port, socket]), relayLog);
+      relayInside = relayChild;
+      await eventually('the API server relay inside the node\'s namespace', async () => yes(spawnSync('nsenter', [`--net=${netns}`, '--', 'bash', '-c', `exec 3<>/dev/tcp/127.0.0.1/${port}`]).status === 0), 10_000, 100, () => exitDescription(relayChild, relayLog));
+      // The bridge plugin makes dkv-br0 in the namespace it runs in: the node's. host-local keeps its leases in the dir.
+      writeFileSync(join(dir, 'cni', '10-bridge.conflist'), JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'dkv-pods',
+        plugins: [{ type: 'bridge', bridge: 'dkv-br0', isGateway: true, ipMasq: false, hairpinMode: true, ipam: { type: 'host-local', ranges: [[{ subnet: POD_SUBNET }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: join(dir, 'cni-ipam') } }],
+      }));
+    } else {
+      // The runtime reports its network ready once one CNI network is configured;
+      // loopback alone never touches the host's network (pods run with hostNetwork).
+      writeFileSync(join(dir, 'cni', '10-loopback.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'dkv-loopback-only', plugins: [{ type: 'loopback' }] }));
+    }
     writeFileSync(join(dir, 'containerd.toml'), containerdConfig(dir, binDir));
     const containerdLog = join(dir, 'containerd.log');
-    const containerdChild = launch(join(binDir, 'containerd'), ['--config', join(dir, 'containerd.toml')], containerdLog, env);
+    const containerdChild = launch(...inNetns(join(binDir, 'containerd'), ['--config', join(dir, 'containerd.toml')]), containerdLog, env);
     containerd = containerdChild;
     await eventually('containerd to answer', async () => yes(ctr('version').includes('Server')), 30_000, 100, () => exitDescription(containerdChild, containerdLog));
     const pauseArchive = assembleImage(join(dir, 'pause.tar'), { name: PAUSE_IMAGE, files: [`${join(binDir, 'pause')}:/pause`], entrypoint: '/pause', user: '65535:65535' });
@@ -307,7 +389,7 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
     const [port, healthzPort] = [await freePort(), await freePort()];
     writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig({ dir, pki: join(plane.dir, 'pki'), port, healthzPort, cgroupRoot }));
     const kubeletLog = join(dir, 'kubelet.log');
-    const kubeletChild = launch(join(binDir, 'kubelet'), [
+    const kubeletChild = launch(...inNetns(join(binDir, 'kubelet'), [
       `--config=${join(dir, 'kubelet.yaml')}`,
       `--kubeconfig=${plane.kubeconfigPath}`,
       `--root-dir=${join(dir, 'kubelet')}`,
@@ -315,9 +397,10 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
       `--hostname-override=${name}`,
       `--node-ip=${address}`,
       '--v=1',
-    ], kubeletLog, env);
+    ]), kubeletLog, env);
     kubelet = kubeletChild;
-    await eventually(`the kubelet's /healthz`, async () => yes((await httpProbe(`http://127.0.0.1:${healthzPort}/healthz`)).status === 200), 60_000, 200, () => exitDescription(kubeletChild, kubeletLog));
+    // Inside its own namespace the kubelet's 127.0.0.1 is not ours: there the Node's Ready condition alone tells.
+    if (!netns) await eventually(`the kubelet's /healthz`, async () => yes((await httpProbe(`http://127.0.0.1:${healthzPort}/healthz`)).status === 200), 60_000, 200, () => exitDescription(kubeletChild, kubeletLog));
     await eventually(`Node ${name} to be Ready`, async () => yes(ready(await client.request('GET', `/api/v1/nodes/${name}`))), 90_000, 200, () => exitDescription(kubeletChild, kubeletLog));
     const node = await client.request('GET', `/api/v1/nodes/${name}`);
     const taints = (node.spec?.taints ?? []).filter((t: any) => t.key !== 'node.kubernetes.io/not-ready');
@@ -334,6 +417,12 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
     startMillis: Date.now() - started,
     ctr,
     importImage: (archive) => void ctr('images', 'import', archive),
+    inNetwork(command, ...args) {
+      const [binary, argv] = inNetns(command, args);
+      const r = spawnSync(binary, argv, { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`${command} ${args.join(' ')} in ${name}'s network: exit ${r.status}: ${r.stderr}`);
+      return r.stdout;
+    },
     containerPid(containerId) {
       const id = containerId.replace(/^containerd:\/\//, '');
       const line = ctr('tasks', 'ls').split('\n').find((l) => l.startsWith(`${id} `));

@@ -9,12 +9,13 @@
  * node". Where it cannot run it says so in one line; opted in under CI=true,
  * that is a failure.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeClient } from '../../kube/client.js';
 import { locateBinaries } from '../cluster/binaries.js';
 import { freePort, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
-import { assembleImage, buildRealNodeParts, REAL_NODE_BUILD_MS, realNodeBlockers, startRealNode, type RealNode } from '../cluster/real-node.js';
+import { assembleImage, buildRealNodeParts, POD_SUBNET, REAL_NODE_BUILD_MS, realNodeBlockers, startRealNode, type RealNode } from '../cluster/real-node.js';
 import { eventually, yes } from '../support/eventually.js';
 import { httpProbe } from '../support/http-probe.js';
 
@@ -87,24 +88,38 @@ function etcdPod(name: string, nodeName: string, address: string, ports: { clien
   };
 }
 
+/** A control plane and a real node beside it, with the etcd image imported. */
+async function startNode(podNetwork: boolean): Promise<{ plane: ControlPlane; node: RealNode; client: KubeClient }> {
+  const binDir = await buildRealNodeParts();
+  const plane = await startControlPlane();
+  const client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+  let node: RealNode;
+  try {
+    node = await startRealNode(plane, binDir, { podNetwork });
+  } catch (e) {
+    client.close();
+    await plane.stop();
+    throw e;
+  }
+  console.log(`real node ${node.name}${podNetwork ? ' (own network namespace)' : ''}: Ready ${node.startMillis} ms after containerd was spawned`);
+  // The etcd binary the harness builds for the control plane, as the image's /usr/local/bin/etcd.
+  const etcd = join(locateBinaries(['etcd']), 'etcd');
+  node.importImage(assembleImage(join(node.dir, 'etcd.tar'), {
+    name: ETCD_IMAGE,
+    files: [`${etcd}:/usr/local/bin/etcd`],
+    env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
+    cmd: ['/usr/local/bin/etcd'],
+  }));
+  return { plane, node, client };
+}
+
 (runs ? describe : describe.skip)('a real node: containerd and a kubelet run etcd from a locally assembled image', () => {
   let plane: ControlPlane;
   let node: RealNode;
   let client: KubeClient;
 
   beforeAll(async () => {
-    const binDir = await buildRealNodeParts();
-    plane = await startControlPlane();
-    client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
-    node = await startRealNode(plane, binDir);
-    // The etcd binary the harness builds for the control plane, as the image's /usr/local/bin/etcd.
-    const etcd = join(locateBinaries(['etcd']), 'etcd');
-    node.importImage(assembleImage(join(node.dir, 'etcd.tar'), {
-      name: ETCD_IMAGE,
-      files: [`${etcd}:/usr/local/bin/etcd`],
-      env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
-      cmd: ['/usr/local/bin/etcd'],
-    }));
+    ({ plane, node, client } = await startNode(false));
   }, REAL_NODE_BUILD_MS + 180_000);
 
   afterAll(async () => {
@@ -164,5 +179,54 @@ function etcdPod(name: string, nodeName: string, address: string, ports: { clien
     const p = await client.request('GET', '/api/v1/namespaces/default/pods/etcd-unready');
     expect(running(p)).toBe(true);
     expect(ready(p)).toBe(false);
+  }, 90_000);
+});
+
+(runs ? describe : describe.skip)('a real node with a pod network: the bridge plugin inside the node\'s own network namespace', () => {
+  let plane: ControlPlane;
+  let node: RealNode;
+  let client: KubeClient;
+
+  beforeAll(async () => {
+    ({ plane, node, client } = await startNode(true));
+  }, REAL_NODE_BUILD_MS + 180_000);
+
+  afterAll(async () => {
+    client?.close();
+    await node?.stop();
+    await plane?.stop();
+  }, 60_000);
+
+  test('etcd on the generated members\' ports gets a pod address, is Ready through its probe, and answers there; no bridge appears on the host', async () => {
+    const pod = etcdPod('etcd-0', node.name, node.address, { client: 2379, peer: 2380, metrics: 2381 });
+    const container = (pod.spec as any).containers[0];
+    (pod.spec as any).hostNetwork = false;
+    container.env.push({ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+    container.args = [
+      '--name=$(POD_NAME)',
+      '--data-dir=/var/lib/dkv/etcd',
+      '--listen-client-urls=http://0.0.0.0:2379',
+      '--listen-peer-urls=http://0.0.0.0:2380',
+      '--listen-metrics-urls=http://0.0.0.0:2381',
+      '--advertise-client-urls=http://$(POD_IP):2379',
+      '--initial-advertise-peer-urls=http://$(POD_IP):2380',
+      '--initial-cluster=$(POD_NAME)=http://$(POD_IP):2380',
+    ];
+    await client.request('POST', '/api/v1/namespaces/default/pods', { body: pod });
+    const running = await eventually('etcd-0 to be Ready', async () => {
+      const p = await client.request('GET', '/api/v1/namespaces/default/pods/etcd-0');
+      return ready(p) ? p : undefined;
+    }, 60_000, 250);
+    const podIp: string = running.status.podIP;
+    expect(podIp.startsWith(POD_SUBNET.replace(/0\/24$/, ''))).toBe(true);
+    expect(podIp).not.toBe(node.address);
+
+    const key = Buffer.from('pod-network').toString('base64');
+    node.inNetwork('curl', '-sf', '-X', 'POST', `http://${podIp}:2379/v3/kv/put`, '-d', JSON.stringify({ key, value: Buffer.from('yes').toString('base64') }));
+    const range = JSON.parse(node.inNetwork('curl', '-sf', '-X', 'POST', `http://${podIp}:2379/v3/kv/range`, '-d', JSON.stringify({ key })));
+    expect(Buffer.from(range.kvs[0].value, 'base64').toString()).toBe('yes');
+
+    expect(node.inNetwork('ip', '-o', 'link', 'show', 'dkv-br0')).toContain('dkv-br0');
+    expect(spawnSync('ip', ['link', 'show', 'dkv-br0'], { stdio: 'ignore' }).status).not.toBe(0);
   }, 90_000);
 });
