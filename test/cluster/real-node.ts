@@ -183,6 +183,21 @@ function removeCgroup(path: string): void {
   }
 }
 
+/** PIDs of the runc shims started by the containerd listening on `socket` (their command line names it). */
+function shimsOf(socket: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (argv[0].endsWith('containerd-shim-runc-v2') && argv.includes(socket)) pids.push(Number(entry));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return pids;
+}
+
 /** Mount points under `dir`, deepest first (from this process' mountinfo). */
 function mountsUnder(dir: string): string[] {
   return readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4]).filter((m) => m && (m === dir || m.startsWith(`${dir}/`)))
@@ -301,30 +316,25 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
     if (stopped) return;
     stopped = true;
     await terminate(kubelet);
-    if (containerd && containerd.exitCode === null) {
-      // The shims outlive containerd: end every container through it first.
-      try {
-        for (const id of ctr('tasks', 'ls', '-q').split('\n').filter(Boolean)) {
-          try {
-            ctr('tasks', 'kill', '-s', 'SIGKILL', id);
-          } catch {
-            /* already stopped */
-          }
-          await eventually(`container ${id} to stop`, async () => yes(!ctr('tasks', 'ls').includes(`${id} `) || ctr('tasks', 'ls').split('\n').some((l) => l.startsWith(id) && l.includes('STOPPED'))), 10_000, 100).catch(() => undefined);
-          try {
-            ctr('tasks', 'delete', '-f', id);
-          } catch {
-            /* gone */
-          }
-        }
-      } catch {
-        /* containerd not answering: its children are killed below */
-      }
+    // Containers and their runc shims outlive containerd: kill and delete every
+    // container through runc's own state (in the dir), whether containerd still
+    // answers or not, then end the shims that served this containerd.
+    const runcRoot = join(dir, 'runc', 'k8s.io');
+    if (existsSync(runcRoot)) {
+      const ids = spawnSync('runc', ['--root', runcRoot, 'list', '-q'], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+      for (const id of ids) spawnSync('runc', ['--root', runcRoot, 'delete', '--force', id]);
     }
     await terminate(containerd);
+    for (const pid of shimsOf(join(dir, 'containerd.sock'))) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone meanwhile */
+      }
+    }
     await terminate(relayInside);
     await new Promise<void>((resolve) => (relayOutside ? relayOutside.close(() => resolve()) : resolve()));
-    // Its bridge, veths and dummy interface go with it.
+    // Its bridge and veths go with it.
     if (netns && existsSync(netns)) spawnSync('ip', ['netns', 'delete', name]);
     for (const mount of mountsUnder(dir)) spawnSync('umount', ['-l', mount]);
     for (const hierarchy of cgroupHierarchies()) removeCgroup(join(hierarchy, cgroupRoot));
