@@ -5,8 +5,8 @@
  * fsGroup, and readiness decided by a probe that really runs.
  *
  * Opt-in for now (DKV_REAL_NODE=1): the first build of the node's parts takes
- * ~6 minutes on 2 cores and the lane is new; see test/cluster/README.md "Real
- * node". Where it cannot run it says so in one line; opted in under CI=true,
+ * 6.5-17 minutes on 2 cores, the kubelet changes host-wide kernel settings while
+ * it runs, and the lane is new; see test/cluster/README.md "Real node". Where it cannot run it says so in one line; opted in under CI=true,
  * that is a failure.
  */
 import { spawnSync } from 'node:child_process';
