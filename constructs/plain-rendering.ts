@@ -99,7 +99,8 @@ function renameFields(json: Record<string, unknown>, kind: string): void {
  * fields the L1 class names otherwise get their Kubernetes names.
  */
 export function plainJson(object: ApiObject): Record<string, unknown> {
-  // ApiObject keeps its props and patches private; the props are the L1 class's own, with its apiVersion and kind.
+  // ApiObject keeps its props and patches private (the props are the L1 class's own, with its apiVersion and kind):
+  // a cdk8s that named them otherwise fails here, on every object, and the equivalence test with it.
   const { props, patches } = object as unknown as { props: Record<string, unknown>; patches: JsonPatch[] };
   const { apiVersion, kind, metadata: _metadata, ...fields } = props;
   let json: Record<string, unknown> = { apiVersion, kind, metadata: object.metadata.toJson() };
