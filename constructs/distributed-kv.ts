@@ -15,6 +15,7 @@ import { KVDisruptionBudget } from './disruption-budget.js';
 import { hasNetworkPolicy, KVNetworkPolicy } from './network-policy.js';
 import { KVServices } from './services.js';
 import { KVStatefulSet } from './stateful-set.js';
+import { plainJson, rendersPlainly } from './plain-rendering.js';
 
 export interface DistributedKVProps {
   /** The DistributedKV's metadata.name; every generated name derives from it. */
@@ -107,6 +108,7 @@ export class DistributedKVCluster extends Construct {
     if (hasNetworkPolicy(spec, config)) new KVNetworkPolicy(this, 'NetworkPolicy', { identity, networkPolicy: spec.networkPolicy, config });
     if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended });
 
+    const plainly = rendersPlainly(this);
     for (const child of this.node.findAll()) {
       if (!(child instanceof ApiObject)) continue;
       const patches = (config.patches[child.kind as keyof GeneratorConfig['patches']] ?? []).map(toCdk8sPatch);
@@ -115,7 +117,7 @@ export class DistributedKVCluster extends Construct {
       // patches apply to the object as Kubernetes reads it, after the L1 class has converted its props: patches
       // added to the L1 object itself (addJsonPatch) apply before that conversion, which drops any field the
       // L1 schema lacks and renders a quantity given as a plain string empty.
-      const render = child.toJson.bind(child);
+      const render = plainly ? () => plainJson(child) : child.toJson.bind(child);
       child.toJson = () => withDesiredHash((patches.length > 0 ? JsonPatch.apply(render(), ...patches) : render()) as KubeObject, config.hashAnnotation);
     }
   }

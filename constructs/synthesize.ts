@@ -3,6 +3,7 @@ import type { GeneratorConfig, JsonPatchOperation, PatchableKind } from '../api/
 import { InvalidConfigError } from '../api/problem.js';
 import type { ValidResource } from '../api/validate.js';
 import { DistributedKVCluster } from './distributed-kv.js';
+import { renderPlainly } from './plain-rendering.js';
 import type { KubeObject } from '../model/kube-object.js';
 import type { MembershipPlan } from '../engines/index.js';
 
@@ -27,7 +28,8 @@ export interface SynthesisOptions {
 }
 
 function render(resource: ValidResource, config: GeneratorConfig, membership?: MembershipPlan, options?: SynthesisOptions): KubeObject[] {
-  const app = new App({ outdir: '.' });
+  // An App of its own for each cluster, which nothing else reaches: its objects render plainly (plain-rendering.ts).
+  const app = renderPlainly(new App({ outdir: '.' }));
   return new DistributedKVChart(app, resource.metadata.name, resource, config, membership, options).toJson();
 }
 
