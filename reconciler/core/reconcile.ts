@@ -128,8 +128,11 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     config,
     recorded: (cr.status as DistributedKVStatus | undefined)?.networkPolicy,
     // Whoever applied it (this controller, an earlier one, or a GitOps tool from `dkv synth`): its members run.
-    statefulSetExists: Boolean(ctx.owned.get('apps/v1/StatefulSet')?.get(`${namespace}/${identity.statefulSetName}`)) || owned.some((o) => o.kind === 'StatefulSet'),
-    policyApplied: Boolean(ours(cr, ctx.owned.get('networking.k8s.io/v1/NetworkPolicy')?.get(`${namespace}/${identity.networkPolicyName}`)))
+    // Status lists it too where a shard's cache does not show it.
+    statefulSetExists: Boolean(ctx.owned.get('apps/v1/StatefulSet')?.get(`${namespace}/${identity.statefulSetName}`)) || owned.some((o) => o.kind === 'StatefulSet')
+      || previouslyGenerated.has(`StatefulSet/${identity.statefulSetName}`),
+    // One of that name with the cluster's labels (ours, or applied from `dkv synth` output) already restricts the members.
+    policyApplied: Boolean(ctx.owned.get('networking.k8s.io/v1/NetworkPolicy')?.get(`${namespace}/${identity.networkPolicyName}`))
       || owned.some((o) => o.kind === 'NetworkPolicy') || previouslyGenerated.has(policyName) || ctx.memory.object(key, policyName).appliedHash !== undefined,
   });
   let desired: KubeObject[];
