@@ -147,7 +147,7 @@ export interface DistributedKVSpec {
    */
   networkPolicy?: {
     /**
-     * `false`: no NetworkPolicy for this cluster (its network plugin enforces none, or another policy governs it); the controller removes the one it made. Unset: `true`, unless the configuration turns NetworkPolicies off for every cluster.
+     * `false`: no NetworkPolicy for this cluster (its network plugin enforces none, or another policy governs it); the controller removes the one it made. Unset: `true` for a new cluster, unless the configuration turns NetworkPolicies off for every cluster; a cluster that already ran without one keeps running without one until this says `true` (`status.networkPolicy: Withheld`, docs/network-policy.md, "Upgrading").
      */
     enabled?: boolean;
     /**
