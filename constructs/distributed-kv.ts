@@ -43,6 +43,14 @@ export interface DistributedKVProps {
    * @default spec.storage.size, what `dkv synth` writes
    */
   readonly volumeSizeNow?: string;
+  /**
+   * `true`: no NetworkPolicy, though the spec and the configuration leave it
+   * on: the controller withholds it from a cluster that ran without one
+   * until its spec says `networkPolicy.enabled: true`
+   * (reconciler/day2/network-policy-adoption.ts).
+   * @default false, what `dkv synth` writes: the policy is emitted
+   */
+  readonly networkPolicyWithheld?: boolean;
 }
 
 function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
@@ -105,7 +113,7 @@ export class DistributedKVCluster extends Construct {
     new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership, volumeSizeNow: props.volumeSizeNow });
     new KVServices(this, 'Services', { identity, config });
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity });
-    if (hasNetworkPolicy(spec, config)) new KVNetworkPolicy(this, 'NetworkPolicy', { identity, networkPolicy: spec.networkPolicy, config });
+    if (hasNetworkPolicy(spec, config) && !props.networkPolicyWithheld) new KVNetworkPolicy(this, 'NetworkPolicy', { identity, networkPolicy: spec.networkPolicy, config });
     if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended });
 
     const plainly = rendersPlainly(this);

@@ -15,7 +15,7 @@ import type { MembershipPlan } from '../engines/index.js';
 export class DistributedKVChart extends Chart {
   constructor(scope: App, id: string, readonly resource: ValidResource, readonly config: GeneratorConfig, membership?: MembershipPlan, options: SynthesisOptions = {}) {
     super(scope, id, { namespace: resource.metadata.namespace, disableResourceNameHashes: true });
-    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership, backupsSuspended: options.backupsSuspended, volumeSizeNow: options.volumeSizeNow });
+    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership, backupsSuspended: options.backupsSuspended, volumeSizeNow: options.volumeSizeNow, networkPolicyWithheld: options.networkPolicyWithheld });
   }
 }
 
@@ -25,6 +25,8 @@ export interface SynthesisOptions {
   readonly backupsSuspended?: boolean;
   /** While the members' volumes grow: the size they have now (the live StatefulSet's volume template); see KVStatefulSet. */
   readonly volumeSizeNow?: string;
+  /** A cluster that ran without a NetworkPolicy keeps running without one until its spec enables it (reconciler/day2/network-policy-adoption.ts). */
+  readonly networkPolicyWithheld?: boolean;
 }
 
 function render(resource: ValidResource, config: GeneratorConfig, membership?: MembershipPlan, options?: SynthesisOptions): KubeObject[] {

@@ -16,6 +16,7 @@ import type { FinalBackupDecision } from '../day2/final-backup.js';
 import type { MembershipStepResult } from '../day2/membership-step.js';
 import type { MaintenanceStepResult } from '../day2/maintenance-step.js';
 import type { StorageStep } from '../../engines/storage-growth.js';
+import type { NetworkPolicyAdoption } from '../day2/network-policy-adoption.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
 import { objectName, TerminalError, type ReconcileContext } from './reconcile-context.js';
 import type { Refusal } from './step-decision.js';
@@ -33,6 +34,8 @@ export interface ReconcileReport {
   readonly membership?: MembershipStepResult;
   /** Where a volume growth stands. */
   readonly storage?: StorageStep;
+  /** Whether the NetworkPolicy is applied, withheld or off (network-policy-adoption.ts). */
+  readonly networkPolicy: NetworkPolicyAdoption;
   /** The maintenance step of this reconcile (etcd, when the members answered). */
   readonly maintenance?: MaintenanceStepResult;
 }
@@ -95,9 +98,13 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   const raised = raisedAlarms(ctx, cr, key, maintenance);
   for (const { alarm, message } of raised.news) events.push(record('Warning', `Alarm${alarm}`, message));
   if (maintenance?.reason === 'QuotaTooSmall' && isNews(ctx, cr, key, 'QuotaTooSmall', maintenance.message)) events.push(record('Warning', 'QuotaTooSmall', maintenance.message));
+  const withheld = report.networkPolicy.state === 'Withheld' ? report.networkPolicy.condition.message : '';
+  // Once, as any problem (isNews): the status's NetworkPolicy condition (reason Withheld) already says it after a restart.
+  const withheldShown = (cr.status as DistributedKVStatus | undefined)?.conditions?.some((c) => c.type === 'NetworkPolicy' && c.reason === 'Withheld' && c.message === withheld);
+  if (withheld && ctx.memory.isNews(key, 'NetworkPolicyWithheld', withheld) && !withheldShown) events.push(record('Warning', 'NetworkPolicyWithheld', withheld));
   ctx.memory.resolvedExcept(key, [
     conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : '', membership?.phase === 'QuorumLost' ? 'QuorumLost' : '', membership?.warning ? 'SizeWarning' : '', recovery?.reason === 'RecoveryRefused' ? recovery.reason : '',
-    maintenance?.reason === 'QuotaTooSmall' ? 'QuotaTooSmall' : '', ...raised.active,
+    maintenance?.reason === 'QuotaTooSmall' ? 'QuotaTooSmall' : '', withheld ? 'NetworkPolicyWithheld' : '', ...raised.active,
   ].filter(Boolean));
   await Promise.all(events);
   // A create found its name taken by an object no cache shows (execute-writes.ts): the next reconcile,
@@ -132,6 +139,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     },
     storage: report.storage && report.storage.kind !== 'unchanged' && report.storage.kind !== 'refused' ? report.storage : undefined,
     maintenance,
+    networkPolicy: report.networkPolicy,
   });
   return { degraded: degraded?.reason, backupStaleAtMs: backup?.staleAtMs };
 }

@@ -185,6 +185,9 @@ describeWithCluster('the DistributedKV controller', () => {
         return { apiVersion: g.apiVersion, kind: g.kind, name: g.name, uid: object.metadata.uid, hash: object.metadata.annotations[HASH] };
       }).sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`)));
     expect(degraded(cr)).toMatchObject({ status: 'False', reason: 'AsExpected' });
+    // A new cluster (the controller created its StatefulSet) gets its NetworkPolicy by default, and status records it.
+    expect(cr.status.networkPolicy).toBe('Applied');
+    expect(cr.status.conditions.find((c: any) => c.type === 'NetworkPolicy')).toMatchObject({ status: 'True', reason: 'Applied' });
 
     // One event per object or one for all of them: each object is reported created exactly once.
     const created = await events(namespace, 'Created');
@@ -369,6 +372,8 @@ describeWithCluster('the DistributedKV controller', () => {
       expect(recreated.spec).toEqual(before.spec);
       expect(recreated.metadata.ownerReferences?.[0]?.controller).toBe(true);
       await settled(controller, namespace);
+      // A policy the controller applied is repaired, not withheld, though the cluster's StatefulSet runs.
+      expect((await client.request('GET', clusterPath(namespace, NAME))).status.networkPolicy).toBe('Applied');
       const drift = await driftEvents(namespace);
       expect(drift).toHaveLength(1);
       expect(drift[0].message).toContain(`NetworkPolicy/${NETWORK_POLICY.name}`);
@@ -381,6 +386,54 @@ describeWithCluster('the DistributedKV controller', () => {
       const pruned = await events(namespace, 'Pruned');
       expect(pruned).toHaveLength(1);
       expect(GENERATED.filter((g) => mentions(pruned[0].message, g))).toEqual([NETWORK_POLICY]);
+    });
+
+    it('keeps a cluster whose members ran without a NetworkPolicy running without one, across a restart, until its spec enables it', async () => {
+      // The cluster as an earlier controller version left it: its CR and its objects (owned by it, by the controller's
+      // field manager), no NetworkPolicy. Only then does this controller start.
+      const namespace = await createNamespace(client, 'ctl-netpol-up');
+      const created = await createCluster(client, namespace, NAME, SPEC);
+      const ownerReferences = [{ apiVersion: API_VERSION, kind: KIND, name: NAME, uid: created.metadata.uid, controller: true, blockOwnerDeletion: true }];
+      for (const object of synthesized(namespace).filter((o) => o.kind !== 'NetworkPolicy')) {
+        await client.apply({ ...object, metadata: { ...object.metadata, ownerReferences } }, { fieldManager: FIELD_MANAGER });
+      }
+      running = await startController(client, namespace);
+      const withheld = await converged(client, namespace, NAME, GENERATED.length - 1);
+      await settled(running, namespace);
+      const cr = await client.request('GET', clusterPath(namespace, NAME));
+      expect(withheld.status.generatedObjects.map((g: any) => g.kind)).not.toContain('NetworkPolicy');
+      expect(cr.status.networkPolicy).toBe('Withheld');
+      const condition = cr.status.conditions.find((c: any) => c.type === 'NetworkPolicy');
+      expect(condition).toMatchObject({ status: 'False', reason: 'Withheld' });
+      expect(condition.message).toContain('spec.networkPolicy.clients');
+      expect(condition.message).toContain('spec.networkPolicy.enabled: true');
+      expect((await liveObjects(namespace)).has(label(NETWORK_POLICY))).toBe(false);
+      // Its objects as this version labels them (the shard bucket) are updated, but nothing is created.
+      expect(await metric(running, 'dkv_applies_total', { reason: 'created' })).toBe(0);
+      const warned = await events(namespace, 'NetworkPolicyWithheld');
+      expect(warned).toHaveLength(1);
+      expect(warned[0]).toMatchObject({ type: 'Warning', message: condition.message });
+
+      // A restarted controller reads the decision from status: still none, and no second Event.
+      await running.stop();
+      running = await startController(client, namespace);
+      await settled(running, namespace);
+      expect((await liveObjects(namespace)).has(label(NETWORK_POLICY))).toBe(false);
+      expect((await client.request('GET', clusterPath(namespace, NAME))).status.networkPolicy).toBe('Withheld');
+      expect(await events(namespace, 'NetworkPolicyWithheld')).toHaveLength(1);
+
+      // The user lists the other namespaces' clients and enables it: applied, and kept once the field is removed again.
+      await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { networkPolicy: { enabled: true, clients: [{ namespaceSelector: { matchLabels: { team: 'payments' } } }] } } }, contentType: mergePatch });
+      const enabled = await converged(client, namespace, NAME, GENERATED.length);
+      expect(enabled.status.networkPolicy).toBe('Applied');
+      expect(enabled.status.conditions.find((c: any) => c.type === 'NetworkPolicy')).toMatchObject({ status: 'True', reason: 'Applied' });
+      const policy = await client.request('GET', objectPath(namespace, NETWORK_POLICY));
+      expect(policy.metadata.ownerReferences?.[0]?.uid).toBe(created.metadata.uid);
+      await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { networkPolicy: { enabled: null } } }, contentType: mergePatch });
+      const unset = await converged(client, namespace, NAME, GENERATED.length);
+      await settled(running, namespace);
+      expect(unset.status.networkPolicy).toBe('Applied');
+      expect((await client.request('GET', objectPath(namespace, NETWORK_POLICY))).metadata.uid).toBe(policy.metadata.uid);
     });
 
     it('restores a client Service port whose targetPort was edited, and names kubectl-edit', async () => {
