@@ -14,6 +14,7 @@ import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity
 import { KVDisruptionBudget } from './disruption-budget.js';
 import { KVServices } from './services.js';
 import { KVStatefulSet } from './stateful-set.js';
+import { PLAIN, tlsInEffect, type LiveTls } from '../model/tls.js';
 
 export interface DistributedKVProps {
   /** The DistributedKV's metadata.name; every generated name derives from it. */
@@ -41,6 +42,13 @@ export interface DistributedKVProps {
    * @default spec.storage.size, what `dkv synth` writes
    */
   readonly volumeSizeNow?: string;
+  /**
+   * The schemes the running members use (the controller reads them from the
+   * live StatefulSet): they keep them until the migration between plain
+   * HTTP and TLS exists (model/tls.ts).
+   * @default none: a new cluster, what `dkv synth` writes; TLS as the spec asks
+   */
+  readonly liveTls?: LiveTls;
 }
 
 function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
@@ -98,11 +106,13 @@ export class DistributedKVCluster extends Construct {
     this.identity = clusterIdentity(name, config);
     const identity = this.identity;
     const engine = engineFor(config.engine);
-    if (engine.memberConfig) new KVMemberConfig(this, 'MemberConfig', { identity, data: engine.memberConfig({ identity, spec, config, membership }) });
-    new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership, volumeSizeNow: props.volumeSizeNow });
+    // The generic engine's server is the user's own: the generator cannot turn TLS on in it.
+    const tls = config.engine === 'etcd' ? tlsInEffect(spec, props.liveTls) : PLAIN;
+    if (engine.memberConfig) new KVMemberConfig(this, 'MemberConfig', { identity, data: engine.memberConfig({ identity, spec, config, membership, tls }) });
+    new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership, volumeSizeNow: props.volumeSizeNow, tls });
     new KVServices(this, 'Services', { identity, config });
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity });
-    if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended });
+    if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended, tls });
 
     for (const child of this.node.findAll()) {
       if (!(child instanceof ApiObject)) continue;

@@ -38,6 +38,7 @@ import { objectName, type ReconcileContext, type ReconcileResult } from './recon
 import { recordBackupMetrics, refuse, refuseWith, reportFinalBackup, reportOutcome } from './report.js';
 import { restoreSourceDecision, restoreSourceReader } from '../day2/restore-source.js';
 import { liveBackupFolder, s3PathClash } from './s3-path-claims.js';
+import { liveTlsOf } from '../../engines/etcd/tls-files.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 
@@ -122,7 +123,10 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   let desired: KubeObject[];
   try {
     // While volumes grow, the members' quota is the one their volumes have room for (storage-step.ts).
-    desired = synthesizeCluster(resource, config, membership?.plan, { backupsSuspended: fleet ? fleet.role === 'standby' : undefined, volumeSizeNow: volumeSizeOf(own.statefulSet) });
+    // Running members keep the scheme they run (model/tls.ts): a cluster created before TLS stays plain.
+    desired = synthesizeCluster(resource, config, membership?.plan, {
+      backupsSuspended: fleet ? fleet.role === 'standby' : undefined, volumeSizeNow: volumeSizeOf(own.statefulSet), liveTls: liveTlsOf(own.statefulSet),
+    });
   } catch (e) {
     if (!(e instanceof InvalidConfigError)) throw e;
     return refuse(ctx, cr, key, owned, 'InvalidConfig', e.problems.map(formatProblem).join('; '));

@@ -29,8 +29,10 @@ function v1beta1(extra: Record<string, unknown> = {}): Record<string, any> {
 }
 
 describe('versions derived from the one schema', () => {
-  it('finds spec.maintenance and spec.backup.retain as the fields v1beta1 added, and nothing else', () => {
-    expect(versionedFields(SCHEMA)).toEqual([{ path: ['spec', 'maintenance'], since: 'v1beta1' }, { path: ['spec', 'backup', 'retain'], since: 'v1beta1' }]);
+  it('finds spec.maintenance, spec.tls and spec.backup.retain as the fields v1beta1 added, and nothing else', () => {
+    expect(versionedFields(SCHEMA)).toEqual([
+      { path: ['spec', 'maintenance'], since: 'v1beta1' }, { path: ['spec', 'tls'], since: 'v1beta1' }, { path: ['spec', 'backup', 'retain'], since: 'v1beta1' },
+    ]);
   });
 
   it('leaves the v1beta1-only fields out of v1alpha1 and keeps them in v1beta1', () => {
