@@ -17,8 +17,7 @@ import { KubeClient, resourcePath } from '../kube/client.js';
 import { runEtcdBackup } from '../backup/run-backup.js';
 import { BACKUP_LAYOUTS, parseS3Path, type BackupLayout } from '../backup/s3-location.js';
 import { withEnvironment } from './s3-environment.js';
-
-const MAX_MEMBERS = 9;
+import { MAX_MEMBERS } from '../engines/etcd/certificates.js';
 
 export const BACKUP_USAGE = `usage: dkv backup [options]
   --cluster <name>          the DistributedKV (env DKV_CLUSTER_NAME)
