@@ -22,9 +22,29 @@ export function clientTlsFromDirectory(dir: string): EtcdClientTls {
   return { ca: readFileSync(join(dir, 'ca.crt'), 'utf8'), cert: readFileSync(join(dir, 'tls.crt'), 'utf8'), key: readFileSync(join(dir, 'tls.key'), 'utf8') };
 }
 
-/** A keep-alive agent presenting the client certificate and trusting only the cluster's CA (never the system's roots). */
+/** Agents by certificate: every reconcile makes a membership client, and each would otherwise keep connections of its own open. */
+const agents = new Map<string, Agent>();
+/** About one per cluster the process talks to; past it the oldest is closed (a new one opens on its next call). */
+const MAX_AGENTS = 1024;
+
+/**
+ * A keep-alive agent presenting the client certificate and trusting only the
+ * cluster's CA (never the system's roots), shared by every client with the
+ * same certificate. Idle sockets are unreferenced: they keep no process alive.
+ */
 export function tlsAgent(tls: EtcdClientTls): Agent {
-  return new Agent({ ca: tls.ca, cert: tls.cert, key: tls.key, keepAlive: true, maxSockets: 8 });
+  const key = `${tls.ca}\0${tls.cert}`;
+  let agent = agents.get(key);
+  if (!agent) {
+    agent = new Agent({ ca: tls.ca, cert: tls.cert, key: tls.key, keepAlive: true, maxSockets: 8 });
+    agents.set(key, agent);
+    if (agents.size > MAX_AGENTS) {
+      const [oldest, old] = agents.entries().next().value!;
+      agents.delete(oldest);
+      old.destroy();
+    }
+  }
+  return agent;
 }
 
 export interface EtcdAnswer {

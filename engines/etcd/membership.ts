@@ -53,11 +53,6 @@ export class EtcdMembership implements Membership {
 
   private readonly agent?: Agent;
 
-  /** Closes the kept-alive TLS connections (a client used once, like the backup runner's). */
-  close(): void {
-    this.agent?.destroy();
-  }
-
   async status(): Promise<MembershipStatus> {
     const { members, via } = await this.list();
     const alarms = await this.alarms(via);

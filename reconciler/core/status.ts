@@ -28,6 +28,8 @@ export interface ObservedState {
   readonly degraded?: { readonly reason: DegradedReason; readonly message: string };
   /** For etcd: where defragmentation and NOSPACE recovery stand, the quota and the alarms. */
   readonly maintenance?: Pick<MaintenanceStepResult, 'reason' | 'message' | 'quotaBytes' | 'alarms' | 'lastDefragmented'>;
+  /** The TLS the members run, and when its certificates expire (day2/tls-step.ts). */
+  readonly tls?: DistributedKVStatus['tls'];
   /** A volume growth under way, or blocked. */
   readonly storage?: { readonly kind: string; readonly message: string };
   /** For engines with a membership: where the membership step stands, and the members as they answered. */
@@ -176,6 +178,7 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
       if (maintenance.quotaBytes > 0) status.databaseFullPercent = Math.floor((fullest / maintenance.quotaBytes) * 100);
     }
   }
+  if (observed.tls) status.tls = observed.tls;
   if (observed.backup?.lastBackupTime) status.lastBackupTime = observed.backup.lastBackupTime;
   if (observed.backup?.lastBackupFailureTime) status.lastBackupFailureTime = observed.backup.lastBackupFailureTime;
   return status;

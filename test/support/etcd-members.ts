@@ -37,6 +37,7 @@ import { tlsAgent, type EtcdClientTls } from '../../engines/etcd/etcd-http.js';
 import { authoritySecretData, issueClusterCertificates, leafSecretData } from '../../engines/etcd/certificates.js';
 import { clusterIdentity } from '../../model/cluster-identity.js';
 import { loadDefaultConfig } from '../../api/config.js';
+import { KubeApiError, resourcePath, type KubeClient } from '../../kube/client.js';
 
 export interface ContainerSpec {
   name?: string;
@@ -358,4 +359,24 @@ export async function startLocalEtcdCluster(
   trustClient([...addresses.values()], client);
   const membership = new EtcdMembership(() => [...addresses.keys()], (pod) => addresses.get(pod)!, 3000, undefined, client);
   return { cluster, pods, membership, client, secrets };
+}
+
+/** The Secrets of a namespace as the kubelet reads them (decoded), from the API server: a LocalEtcdCluster's SecretReader. */
+export function apiServerSecrets(client: KubeClient, namespace: string): SecretReader {
+  return async (name) => {
+    try {
+      const secret = await client.request<{ data?: Record<string, string> }>('GET', resourcePath('v1', 'Secret', namespace, name));
+      return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+    } catch (e) {
+      if (e instanceof KubeApiError && e.status === 404) return undefined;
+      throw e;
+    }
+  };
+}
+
+/** The client certificate the controller issued for cluster `name` (its client Secret, config.tls.clientSecret), once it exists. */
+export async function issuedClientTls(client: KubeClient, namespace: string, name: string): Promise<EtcdClientTls> {
+  const secretName = tlsSecretNames(loadDefaultConfig(), { name }).client;
+  const data = await eventually(`the client Secret ${secretName}`, () => apiServerSecrets(client, namespace)(secretName), 30_000, 200);
+  return { ca: data['ca.crt'], cert: data['tls.crt'], key: data['tls.key'] };
 }
