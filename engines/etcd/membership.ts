@@ -39,19 +39,22 @@ export class EtcdMembership implements Membership {
    * @param endpoint where each pod's client API is
    * @param timeoutMs per request; a member that does not answer within it counts as unhealthy
    * @param fence when aborted (the controller lost its leadership term), no request is sent and those in flight are cut off
-   * @param tls the client certificate and the cluster's CA, for members whose client listener uses TLS (https:// endpoints)
+   * @param tls the client certificate and the cluster's CA, for members whose client listener uses TLS (https:// endpoints),
+   *   or where to find them when a call is made (a certificate that appears or changes later)
    */
   constructor(
     private readonly pods: () => readonly string[],
     private readonly endpoint: MemberEndpoints,
     private readonly timeoutMs = 3000,
     private readonly fence?: AbortSignal,
-    tls?: EtcdClientTls,
-  ) {
-    this.agent = tls && tlsAgent(tls);
-  }
+    private readonly tls?: EtcdClientTls | (() => EtcdClientTls | undefined),
+  ) {}
 
-  private readonly agent?: Agent;
+  /** The agent for https:// members: one per certificate, shared (tlsAgent). */
+  private agent(): Agent | undefined {
+    const tls = typeof this.tls === 'function' ? this.tls() : this.tls;
+    return tls && tlsAgent(tls);
+  }
 
   async status(): Promise<MembershipStatus> {
     const { members, via } = await this.list();
@@ -164,7 +167,7 @@ export class EtcdMembership implements Membership {
     const timeout = AbortSignal.timeout(timeoutMs);
     let response: EtcdAnswer;
     try {
-      response = await postJson(endpoint + path, JSON.stringify(body), this.fence ? AbortSignal.any([timeout, this.fence]) : timeout, this.agent);
+      response = await postJson(endpoint + path, JSON.stringify(body), this.fence ? AbortSignal.any([timeout, this.fence]) : timeout, endpoint.startsWith('https:') ? this.agent() : undefined);
     } catch (e) {
       throw new EtcdError(endpoint, path, (e as Error).cause ? String((e as Error).cause) : (e as Error).message);
     }

@@ -26,7 +26,7 @@ import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster
 import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
 import { byRole, synth } from '../generator/support.js';
 import { EtcdKubelet } from '../support/etcd-kubelet.js';
-import { b64, etcdPost, LocalEtcdCluster } from '../support/etcd-members.js';
+import { apiServerSecrets, b64, etcdPost, LocalEtcdCluster, memberClientTls } from '../support/etcd-members.js';
 import { clusterPath } from './controller-harness.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 import { InvariantMonitor } from '../support/invariant-monitor.js';
@@ -66,7 +66,7 @@ describeWithCluster('maintenance of a real etcd cluster by the controller', () =
     namespace = await createNamespace(client, 'maintenance');
     dir = mkdtempSync(join(tmpdir(), 'dkv-maintenance-'));
     const { statefulSet } = byRole(synth({ name: NAME, namespace, size: 3 }, config));
-    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data);
+    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data, apiServerSecrets(client, namespace));
     for (const pod of pods) await cluster.address(pod);
     kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
     kubelet.start();
@@ -77,7 +77,7 @@ describeWithCluster('maintenance of a real etcd cluster by the controller', () =
     });
     await controller.startCaches();
     await controller.startWorkers();
-    monitor = new InvariantMonitor(new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000));
+    monitor = new InvariantMonitor(new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, memberClientTls(cluster)));
   }, 180_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {

@@ -23,7 +23,7 @@ import { createNamespace, describeWithCluster, eventually, installCrd } from '..
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 import { byRole, synth } from '../generator/support.js';
 import { EtcdKubelet } from '../support/etcd-kubelet.js';
-import { countOrders, LocalEtcdCluster, writeOrders } from '../support/etcd-members.js';
+import { apiServerSecrets, countOrders, LocalEtcdCluster, memberClientTls, writeOrders } from '../support/etcd-members.js';
 import { InvariantMonitor, type Reading } from '../support/invariant-monitor.js';
 import { clusterPath, createCluster } from './controller-harness.js';
 
@@ -44,7 +44,7 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
   let cluster: LocalEtcdCluster;
   let kubelet: EtcdKubelet;
   let controller: Controller | undefined;
-  const membership = () => new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000);
+  const membership = () => new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, memberClientTls(cluster));
 
   const status = () => client.request('GET', clusterPath(namespace, NAME));
   const events = async (reason: string): Promise<string[]> =>
@@ -86,7 +86,7 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
     namespace = await createNamespace(client, 'healing');
     dir = mkdtempSync(join(tmpdir(), 'dkv-healing-'));
     const { statefulSet } = byRole(synth({ name: NAME, namespace, size: SIZE }, config));
-    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data);
+    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data, apiServerSecrets(client, namespace));
     for (const pod of pods) await cluster.address(pod);
     // etcd's periodic corruption check, which the generated members do not ask for (yet): the leader compares every
     // member's hash of its keys with its own every CORRUPT_CHECK and raises CORRUPT for one that differs.

@@ -29,7 +29,7 @@ import { createNamespace, describeWithCluster, eventually, installCrd } from '..
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 import { byRole, synth } from '../generator/support.js';
 import { EtcdKubelet } from '../support/etcd-kubelet.js';
-import { countOrders, etcdPost, LocalEtcdCluster, writeOrders } from '../support/etcd-members.js';
+import { apiServerSecrets, countOrders, etcdPost, LocalEtcdCluster, memberClientTls, writeOrders } from '../support/etcd-members.js';
 import { InvariantMonitor } from '../support/invariant-monitor.js';
 import { clusterPath, createCluster } from './controller-harness.js';
 
@@ -50,7 +50,7 @@ describeWithCluster('quorum loss on a real etcd cluster of 5: hands-off, and a r
   let cluster: LocalEtcdCluster;
   let kubelet: EtcdKubelet;
   let controller: Controller | undefined;
-  const membership = () => new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000);
+  const membership = () => new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, memberClientTls(cluster));
   const status = () => client.request('GET', clusterPath(namespace, NAME));
   const condition = async (type: string) => (await status()).status?.conditions?.find((c: any) => c.type === type);
   const events = async (reason: string): Promise<string[]> =>
@@ -68,7 +68,7 @@ describeWithCluster('quorum loss on a real etcd cluster of 5: hands-off, and a r
     namespace = await createNamespace(client, 'recovery');
     dir = mkdtempSync(join(tmpdir(), 'dkv-recovery-'));
     const { statefulSet } = byRole(synth({ name: NAME, namespace, size: SIZE }, config));
-    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data);
+    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data, apiServerSecrets(client, namespace));
     for (const pod of pods) await cluster.address(pod);
     kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
     kubelet.start();

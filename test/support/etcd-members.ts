@@ -96,6 +96,8 @@ export class LocalEtcdCluster {
   private readonly ports = new Set<number>();
   /** Which listeners the template puts TLS on: their URLs are https. */
   private readonly tls: { peer: boolean; client: boolean };
+  /** The member certificate last mounted (tls.crt, tls.key, ca.crt). */
+  private memberCertificate?: EtcdClientTls;
 
   constructor(
     private readonly statefulSet: StatefulSetLike,
@@ -107,6 +109,22 @@ export class LocalEtcdCluster {
     private readonly extraPath: readonly string[] = [],
   ) {
     this.tls = liveTlsOf(statefulSet as unknown as Record<string, unknown>) ?? { peer: false, client: false };
+    clusters.add(this);
+  }
+
+  /**
+   * A client certificate for the tests' own calls: the members' certificate
+   * last mounted, which etcd accepts from a client too (it authenticates
+   * peers that dial, so it carries clientAuth). Undefined before a member
+   * with TLS started.
+   */
+  clientTls(): EtcdClientTls | undefined {
+    return this.memberCertificate;
+  }
+
+  /** Whether a member of this cluster listens at `origin`. */
+  serves(origin: string): boolean {
+    return [...this.addresses.values()].some((a) => new URL(a.clientUrl).origin === origin);
   }
 
   /** The loopback address of a member, by pod name (allocated on first use). */
@@ -243,6 +261,7 @@ export class LocalEtcdCluster {
       const dir = join(this.dir, `${pod}-${mount.name}`);
       mkdirSync(dir, { recursive: true });
       for (const [key, value] of Object.entries(data)) writeFileSync(join(dir, key), value, { mode: 0o600 });
+      if (data['tls.crt'] && data['tls.key'] && data['ca.crt']) this.memberCertificate = { cert: data['tls.crt'], key: data['tls.key'], ca: data['ca.crt'] };
       mounted.push({ mountPath: mount.mountPath, dir });
     }
     return mounted;
@@ -268,6 +287,11 @@ export const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
 /** The client certificate each https member is called with (by origin), registered by trustClient. */
 const clientAgents = new Map<string, Agent>();
+/** Every LocalEtcdCluster of the test: an https member without a registered certificate is called with its cluster's (clientTls). */
+const clusters = new Set<LocalEtcdCluster>();
+
+/** Where a membership client of a LocalEtcdCluster finds a client certificate when it calls (the members' once they started). */
+export const memberClientTls = (cluster: LocalEtcdCluster) => (): EtcdClientTls | undefined => cluster.clientTls();
 
 /** From now on, etcdPost calls the members at these https URLs with this client certificate. */
 export function trustClient(urls: readonly string[], tls: EtcdClientTls): void {
@@ -280,7 +304,9 @@ export async function etcdPost<T = any>(clientUrl: string, path: string, body: u
   let status: number;
   let text: string;
   if (clientUrl.startsWith('https:')) {
-    const agent = clientAgents.get(new URL(clientUrl).origin);
+    const origin = new URL(clientUrl).origin;
+    const fromCluster = [...clusters].find((c) => c.serves(origin))?.clientTls();
+    const agent = clientAgents.get(origin) ?? (fromCluster && tlsAgent(fromCluster));
     if (!agent) throw new Error(`${clientUrl}: no client certificate registered (trustClient)`);
     ({ status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = httpsRequest(clientUrl + path, { method: 'POST', agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
