@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Ajv } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import { isMap, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
 import { packageRoot } from './package-root.js';
 import type { GeneratorConfig } from '../model/generator-config.js';
 import { InputError, yamlProblem, yamlValue, type Problem } from './problem.js';
 import { dottedPath } from '../model/field-path.js';
 import { fieldProblems } from './schema-errors.js';
+import { validateConfigOverrides } from '../imports/config-validator.js';
 
 export type { ContainerResources, EngineName, GeneratorConfig, JsonPatchOperation, PatchableKind, ResourceQuantity } from '../model/generator-config.js';
 
@@ -15,9 +16,8 @@ export type ConfigOverrides = { [K in Exclude<keyof GeneratorConfig, 'file'>]?: 
 
 const root = packageRoot();
 export const DEFAULT_CONFIG_FILE = join(root, 'dkv.config.yaml');
-const validateOverrides = new Ajv({ allErrors: true, strict: true, verbose: true }).compile<ConfigOverrides>(
-  JSON.parse(readFileSync(join(root, 'api', 'config.schema.json'), 'utf8')),
-);
+/** api/config.schema.json's validator, compiled at build time (api/validator-code.ts). */
+const validateOverrides = validateConfigOverrides as ValidateFunction<ConfigOverrides>;
 
 function parseConfigFile(file: string, text: string): ConfigOverrides {
   const lineCounter = new LineCounter();
@@ -63,7 +63,24 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     sharding: { ...base.sharding, ...overrides.sharding },
     maintenance: { ...base.maintenance, ...overrides.maintenance },
     healing: { ...base.healing, ...overrides.healing },
+    networkPolicy: mergeNetworkPolicy(base.networkPolicy, overrides.networkPolicy as NetworkPolicyOverrides | undefined),
     backup: mergeBackup(base.backup, overrides.backup as BackupOverrides | undefined),
+  };
+}
+
+type NetworkPolicyConfig = GeneratorConfig['networkPolicy'];
+type NetworkPolicyOverrides = Partial<Omit<NetworkPolicyConfig, 'controller'>> & { controller?: Partial<NetworkPolicyConfig['controller']> };
+
+/**
+ * The networkPolicy section merges key by key, its controller map too, but a
+ * selector given replaces the default whole: merged label by label, a
+ * selector of other labels would still require the default's.
+ */
+function mergeNetworkPolicy(base: NetworkPolicyConfig, overrides: NetworkPolicyOverrides | undefined): NetworkPolicyConfig {
+  return {
+    enabled: overrides?.enabled ?? base.enabled,
+    metricsNamespaceSelector: overrides?.metricsNamespaceSelector ?? base.metricsNamespaceSelector,
+    controller: { ...base.controller, ...overrides?.controller },
   };
 }
 

@@ -63,6 +63,7 @@ export function fieldProblems(errors: readonly ErrorObject[] | null | undefined,
       }
       case 'anyOf':
       case 'pattern':
+      case 'minProperties':
       case 'minimum': {
         // A field whose rule a regex states badly says what it wants in words (x-dkv-message).
         const words = (e.parentSchema as Record<string, unknown> | undefined)?.[CUSTOM_MESSAGE];

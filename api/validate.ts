@@ -1,18 +1,19 @@
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import type { DistributedKV, DistributedKVSpec } from '../imports/distributedkv.js';
+import * as specValidators from '../imports/spec-validators.js';
 import { FORMER_PLACEHOLDER_IMAGE } from '../model/backup-runner-image.js';
 import { nameProblems } from '../model/cluster-identity.js';
 import type { GeneratorConfig } from './config.js';
 import { cronProblems } from './cron.js';
 import { maintenanceProblems } from './maintenance-problems.js';
+import { networkPolicyProblems } from './network-policy-problems.js';
 import { etcdImageProblems } from '../engines/etcd/versions.js';
 import { convertOwnCopy, schemaVersionedFields } from './conversion.js';
 import { SCHEMA } from './schema.js';
 import {
-  API_GROUP, missingFrom, SERVED_VERSIONS, SINCE, STORAGE_VERSION, schemaForVersion, servedVersionOf, type ServedVersion,
+  API_GROUP, missingFrom, SERVED_VERSIONS, STORAGE_VERSION, servedVersionOf, type ServedVersion,
 } from './versions.js';
-import { CUSTOM_MESSAGE, fieldProblems, SYNONYMS, unknownFieldMessage, type FieldProblem } from './schema-errors.js';
+import { fieldProblems, unknownFieldMessage, type FieldProblem } from './schema-errors.js';
 
 export { API_GROUP, SCHEMA };
 /** The storage version's apiVersion: what the controller reads and writes, and what validation hands on. */
@@ -29,24 +30,9 @@ export type ValidationResult =
   | { readonly valid: true; readonly resource: ValidResource }
   | { readonly valid: false; readonly problems: readonly FieldProblem[] };
 
-const compiledSpecs = new Map<ServedVersion, ValidateFunction<DistributedKVSpec>>();
-
-/** The spec validator of one served version (each version's schema derives from SCHEMA). */
+/** The spec validator of one served version (each version's schema derives from SCHEMA), compiled at build time (api/validator-code.ts). */
 function specValidator(version: ServedVersion): ValidateFunction<DistributedKVSpec> {
-  let compiled = compiledSpecs.get(version);
-  if (!compiled) {
-    // useDefaults fills in what the CRD's structural defaults fill in on the server.
-    const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, useDefaults: true, verbose: true }) // strictTypes off: the int-or-string idiom puts minimum and pattern beside anyOf;
-    addFormats.default(ajv);
-    for (const keyword of ['x-kubernetes-validations', 'x-kubernetes-int-or-string', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys', CUSTOM_MESSAGE, SYNONYMS, SINCE]) {
-      ajv.addKeyword({ keyword }); // Kubernetes-only annotations; their rules are checked below or need an old object.
-    }
-    const schema = schemaForVersion(SCHEMA, version);
-    ajv.addSchema(schema);
-    compiled = ajv.getSchema<DistributedKVSpec>(`${schema.$id}#/definitions/DistributedKVSpec`)!;
-    compiledSpecs.set(version, compiled);
-  }
-  return compiled;
+  return specValidators[version] as ValidateFunction<DistributedKVSpec>;
 }
 
 /** Fields present in `doc` that its version does not have: set in a newer version's file only. */
@@ -72,7 +58,8 @@ const TOP_LEVEL_FIELDS = Object.keys(SCHEMA.properties).map((name) => ({ name })
  * Validates one DistributedKV document exactly as `dkv synth`, `dkv validate`
  * and the controller do: the schema (with defaults applied to a copy), the
  * name rules of the generated objects, the cron ranges, what etcd would
- * make of the maintenance settings (maintenance-problems.ts), and whether the
+ * make of the maintenance settings (maintenance-problems.ts), the network
+ * policy's label selectors (network-policy-problems.ts), and whether the
  * configured engine can run the image at all and take the backups asked for. A document of any served
  * version is checked against that version's schema (a v1beta1-only field
  * in a v1alpha1 file is an unknown field there) and handed on converted to
@@ -120,6 +107,7 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
       for (const message of cronProblems(schedule)) problems.push({ segments: ['spec', 'backup', 'schedule'], message });
     }
     problems.push(...maintenanceProblems(doc.spec, config.engine, problems));
+    problems.push(...networkPolicyProblems(doc.spec, problems));
     // Engine knowledge the schema cannot hold (engines/etcd/versions.ts is pure, so the api layer may ask it).
     if (config.engine === 'etcd' && typeof doc.spec?.image === 'string') {
       for (const message of etcdImageProblems(doc.spec.image)) problems.push({ segments: ['spec', 'image'], message });

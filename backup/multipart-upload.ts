@@ -1,5 +1,7 @@
 /**
- * One object uploaded from a stream of chunks of unknown length, as S3
+ * One object uploaded from a stream of chunks whose length is not known
+ * before the first (or is more than one PutObject takes: streamed-put.ts
+ * sends the others), as S3
  * multipart parts cut from a fixed pool of `partBuffers` part buffers: the
  * part being filled and the ones being sent, so memory is
  * `partBuffers * partSize` however large the object, and reading waits
@@ -33,26 +35,37 @@ export interface MultipartOptions {
   /** Part buffers: the one filling and those being sent (all of them while reading waits). */
   readonly partBuffers: number;
   readonly signal?: AbortSignal;
-  /** Sees every chunk, in order, as it is taken (a hash, a count): the caller's view of exactly the bytes sent. */
-  readonly onChunk?: (chunk: Buffer) => void;
 }
 
 /** How long aborting a failed upload may take before the failure is reported anyway. */
-const ABORT_TIMEOUT_MS = 10_000;
+export const ABORT_TIMEOUT_MS = 10_000;
 
 /** S3's limit on the parts of one object. */
 const MAX_PARTS = 10_000;
 
-/** Bytes pushed into a sink, each chunk borrowed until the sink returns or its promise settles (engines/etcd/snapshot.ts streamEtcdSnapshot). */
-export type ByteSource = (sink: (chunk: Buffer) => void | Promise<void>) => Promise<void>;
+/**
+ * Bytes pushed into a sink, each chunk borrowed until the sink returns or its promise settles (engines/etcd/snapshot.ts
+ * streamEtcdSnapshot); `onLength`, when the source knows it, is told the whole length before the first chunk.
+ */
+export type ByteSource = (sink: (chunk: Buffer) => void | Promise<void>, onLength?: (bytes: number) => void) => Promise<void>;
+
+/** One object being written, chunk by chunk. */
+export interface ObjectWriter {
+  /** Takes a borrowed chunk; a promise when the next must wait for it. Throws once the upload failed. */
+  write(chunk: Buffer): Promise<void> | undefined;
+  /** Every chunk was written: the object is stored once this resolves. */
+  finish(): Promise<{ readonly parts: number }>;
+  /** The source failed: whatever was started is abandoned in the store too (best effort). */
+  fail(): Promise<void>;
+}
 
 /** `connecting`: the client, which the first part waits for (s3-sdk.ts says why it may still be loading). */
-export async function uploadMultipart(connecting: Promise<S3Client>, target: MultipartTarget, source: ByteSource, options: MultipartOptions): Promise<{ readonly parts: number }> {
+export function startMultipart(connecting: Promise<S3Client>, target: MultipartTarget, options: MultipartOptions): ObjectWriter {
   // Parts go out only once both are there; a failure to load either is the upload's failure, reported by the first that needs them.
   let s3: { client: S3Client; sdk: S3Sdk } | undefined;
   const ready = Promise.all([connecting, s3Sdk()]).then(([client, sdk]) => (s3 = { client, sdk }));
   ready.catch(() => undefined);
-  const { partSize, partBuffers, signal, onChunk } = options;
+  const { partSize, partBuffers, signal } = options;
   const { bucket, key, contentType } = target;
   const free: Buffer[] = [];
   let allocated = 0;
@@ -140,32 +153,31 @@ export async function uploadMultipart(connecting: Promise<S3Client>, target: Mul
     return undefined;
   };
 
-  try {
-    await source((chunk) => {
-      onChunk?.(chunk);
-      return copy(chunk, 0);
-    });
-    throwIfFailed();
-    if (uploadId === undefined) {
-      const body = part ? part.subarray(0, filled) : Buffer.alloc(0);
-      const { client, sdk } = await ready;
-      await client.send(new sdk.PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: body.length, ContentType: contentType }), { abortSignal: signal });
-      return { parts: 1 };
-    }
-    if (part && filled > 0) await startPart(part, filled, partNumber);
-    await Promise.all(inFlight);
-    throwIfFailed();
-    completed.sort((a, b) => a.PartNumber! - b.PartNumber!);
-    const { client, sdk } = s3!;
-    await client.send(new sdk.CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: completed } }), { abortSignal: signal });
-    return { parts: completed.length };
-  } catch (e) {
-    await Promise.allSettled(inFlight);
-    if (uploadId !== undefined && s3) {
-      const { client, sdk } = s3;
-      // Best effort, and not under the signal that may have ended the upload (a deadline): under a bound of its own.
-      await client.send(new sdk.AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }), { abortSignal: AbortSignal.timeout(ABORT_TIMEOUT_MS) }).catch(() => undefined);
-    }
-    throw e;
-  }
+  return {
+    write: (chunk) => copy(chunk, 0),
+    async finish() {
+      throwIfFailed();
+      if (uploadId === undefined) {
+        const body = part ? part.subarray(0, filled) : Buffer.alloc(0);
+        const { client, sdk } = await ready;
+        await client.send(new sdk.PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: body.length, ContentType: contentType }), { abortSignal: signal });
+        return { parts: 1 };
+      }
+      if (part && filled > 0) await startPart(part, filled, partNumber);
+      await Promise.all(inFlight);
+      throwIfFailed();
+      completed.sort((a, b) => a.PartNumber! - b.PartNumber!);
+      const { client, sdk } = s3!;
+      await client.send(new sdk.CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: completed } }), { abortSignal: signal });
+      return { parts: completed.length };
+    },
+    async fail() {
+      await Promise.allSettled(inFlight);
+      if (uploadId !== undefined && s3) {
+        const { client, sdk } = s3;
+        // Best effort, and not under the signal that may have ended the upload (a deadline): under a bound of its own.
+        await client.send(new sdk.AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }), { abortSignal: AbortSignal.timeout(ABORT_TIMEOUT_MS) }).catch(() => undefined);
+      }
+    },
+  };
 }

@@ -1,9 +1,10 @@
 /**
  * The S3 calls a backup makes, over `@aws-sdk/client-s3` (credentials from
  * the SDK's default chain: AWS_* environment variables, a web identity token
- * for IRSA, the instance role); a snapshot goes up in parts from a fixed
- * pool of buffers (multipart-upload.ts), so memory is bounded however large
- * it is.
+ * for IRSA, the instance role). A snapshot whose length is known before its
+ * first byte, up to S3's 5 GiB, goes up as one streamed PutObject
+ * (streamed-put.ts); any other, in parts from a fixed pool of buffers
+ * (multipart-upload.ts). Memory is bounded either way, however large it is.
  */
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -12,7 +13,8 @@ import { pipeline } from 'node:stream/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { GeneratorConfig } from '../model/generator-config.js';
 import type { BackupFile } from './manifest.js';
-import { uploadMultipart, type ByteSource } from './multipart-upload.js';
+import { startMultipart, type ByteSource, type ObjectWriter } from './multipart-upload.js';
+import { MAX_PUT_BYTES, startStreamedPut } from './streamed-put.js';
 import { s3Sdk, type S3Sdk } from './s3-sdk.js';
 import { backupFileOf, MANIFEST_FILE } from './s3-location.js';
 import type { StoredBackup } from './retention.js';
@@ -66,18 +68,37 @@ export class ObjectStore {
     return { client, sdk };
   }
 
-  /** Uploads a stream of chunks as one object (multipart-upload.ts), returning its size and sha256. */
+  /**
+   * Uploads a stream of chunks as one object, returning its size and
+   * sha256: one streamed PutObject when the source announces a length S3
+   * takes in one request, else parts.
+   */
   async upload(key: string, source: ByteSource, signal?: AbortSignal): Promise<Omit<BackupFile, 'name'>> {
     const hash = createHash('sha256');
     let bytes = 0;
-    // Asked for now, the SDK loads while the member begins to stream; the first part waits for it.
-    await uploadMultipart(this.s3(), { bucket: this.bucket, key, contentType: 'application/octet-stream' }, source, {
-      partSize: this.partSize, partBuffers: this.partBuffers, signal,
-      onChunk: (chunk) => {
+    const target = { bucket: this.bucket, key, contentType: 'application/octet-stream' };
+    let announced: number | undefined;
+    let writer: ObjectWriter | undefined;
+    // Asked for now, the SDK loads while the member begins to stream; the first request waits for it.
+    const start = () => announced !== undefined && announced <= MAX_PUT_BYTES
+      ? startStreamedPut(this.s3(), target, announced, signal)
+      : startMultipart(this.s3(), target, { partSize: this.partSize, partBuffers: this.partBuffers, signal });
+    try {
+      await source((chunk) => {
         hash.update(chunk);
         bytes += chunk.length;
-      },
-    });
+        writer ??= start();
+        return writer.write(chunk);
+      }, (length) => {
+        if (writer === undefined) announced = length;
+      });
+      writer ??= start();
+      if (announced !== undefined && bytes !== announced) throw new Error(`s3://${this.bucket}/${key}: the source sent ${bytes} of the ${announced} bytes it announced`);
+      await writer.finish();
+    } catch (e) {
+      await writer?.fail();
+      throw e;
+    }
     return { bytes, sha256: hash.digest('hex') };
   }
 

@@ -4,7 +4,8 @@
  *   1. read the membership and pick a healthy follower (the leader only when
  *      no follower is healthy: a snapshot costs the member that serves it);
  *   2. stream its logical snapshot (engines/etcd/snapshot.ts: consistent by
- *      itself, so nothing is quiesced) into `snapshot.db`, hashing as it goes;
+ *      itself, so nothing is quiesced) into `snapshot.db`, hashing as it goes
+ *      (one request sized by the snapshot's announced length: object-store.ts);
  *   3. with volume snapshots on, cut a CSI VolumeSnapshot of the same
  *      member's volume first (volume-snapshot.ts): etcd's data on disk is
  *      crash-consistent (the WAL is synced before a write is acknowledged),
@@ -113,7 +114,7 @@ export async function runEtcdBackup(run: BackupRun): Promise<BackupResult> {
       annotations: { ...plan.annotations, [SNAPSHOT_ANNOTATIONS.engine]: 'etcd', [SNAPSHOT_ANNOTATIONS.serverVersion]: source.version ?? '', [SNAPSHOT_ANNOTATIONS.takenAt]: started.toISOString() },
     }, plan.cutTimeoutMs, run.signal);
     if (cut) log.info('volume snapshot cut', { volumeSnapshot: cut.name, creationTime: cut.creationTime, cutMs: Math.round(cut.cutMs) });
-    snapshot = await run.store.upload(`${folder}${stamp}/${SNAPSHOT_FILE}`, (sink) => streamEtcdSnapshot(run.endpoint(source.name), sink, run.signal, run.tls), run.signal);
+    snapshot = await run.store.upload(`${folder}${stamp}/${SNAPSHOT_FILE}`, (sink, onLength) => streamEtcdSnapshot(run.endpoint(source.name), sink, run.signal, run.tls, onLength), run.signal);
     if (plan && cut) {
       const restoreSize = await plan.snapshots.ready(namespace, cut.name, plan.readyTimeoutMs, run.signal);
       volumeSnapshot = { namespace, name: cut.name, claim: plan.claimOf(source.name), creationTime: cut.creationTime, restoreSize, cutSeconds: Math.round(cut.cutMs) / 1000 };

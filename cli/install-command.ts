@@ -108,7 +108,7 @@ export function parseInstallFlags(args: readonly string[]): InstallOptions & { r
 
 /** The bundle's objects for these options; throws an InputError naming the configuration's problems. */
 export function renderInstall(options: InstallOptions = {}): KubeObject[] {
-  const configuration = controllerConfiguration(options.configFile, options.image);
+  const configuration = controllerConfiguration(options.configFile, options.image, options.namespace);
   const { namespace, image, replicas, watchNamespace, finalizerPolicy } = options;
   return synthesizeInstall({ configuration, namespace, image, replicas, watchNamespace, finalizerPolicy });
 }

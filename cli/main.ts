@@ -32,6 +32,9 @@ const USAGE = `usage:
   dkv restore --from <s3://.../stamp/> --data-dir <dir> --name <member> [...]
       Restore one etcd member from a backup before it starts, as the restore
       init container does (see dkv restore --help).
+  dkv rebuild-member --data-dir <dir> --name <member> [...]
+      The recover init container of every etcd member: rebuilds a one-member cluster
+      from this member's data when a quorum-loss recovery names it (see --help).
 
 Exit codes: 0 ok, 1 invalid input (every problem is listed), 2 usage or internal error.`;
 
@@ -84,6 +87,10 @@ async function run(argv: string[]): Promise<number> {
     case 'restore': {
       const { restoreCommand } = await import('./restore-command.js');
       return restoreCommand(rest);
+    }
+    case 'rebuild-member': {
+      const { rebuildMemberCommand } = await import('./rebuild-member-command.js');
+      return rebuildMemberCommand(rest);
     }
     case 'install': {
       const { installCommand } = await import('./install-command.js');

@@ -13,7 +13,8 @@ import { commonShape, probeSpecs, type ProbeSpec } from '../api/config-probes.js
 import { clusterIdentity } from '../model/cluster-identity.js';
 import type { KubeObject } from '../model/kube-object.js';
 import { failingPatch, synthesizeCluster } from './synthesize.js';
-import { pointerTokens } from '../model/field-path.js';
+import { dottedPath, pointerTokens } from '../model/field-path.js';
+import { labelSelectorProblems } from '../model/label-selector.js';
 import { quantityValue } from '../model/quantity.js';
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
@@ -127,9 +128,8 @@ export function configProblems(file: string, config: GeneratorConfig): Problem[]
       break;
     }
   }
-  const backupSelector = Object.fromEntries(config.selectorLabels.map((k) => [k, identity.backupLabels[k]]));
-  if (problems.length === 0 && JSON.stringify(backupSelector) === JSON.stringify(identity.selector)) {
-    problems.push({ file, path: 'selectorLabels', message: 'must include a label whose value differs between server and backup pods (one that uses {component}): otherwise the Services and the PodDisruptionBudget also select the backup Jobs\' pods' });
+  if (problems.length === 0 && JSON.stringify(identity.backupSelector) === JSON.stringify(identity.selector)) {
+    problems.push({ file, path: 'selectorLabels', message: 'must include a label whose value differs between server and backup pods (one that uses {component}): otherwise the Services, the PodDisruptionBudget and the NetworkPolicy also select the backup Jobs\' pods' });
   }
   const exportSchedule = config.backup.definitions.schedule;
   try {
@@ -138,8 +138,20 @@ export function configProblems(file: string, config: GeneratorConfig): Problem[]
     problems.push({ file, path: 'backup.definitions.schedule', message: `is not a cron expression (five fields, or six with seconds first): ${(e as Error).message}` });
   }
   problems.push(...resourceProblems(file, config));
+  problems.push(...networkPolicyProblems(file, config));
   if (problems.length === 0) problems.push(...patchProblems(file, config));
   return problems;
+}
+
+/** The NetworkPolicy's selectors: one Kubernetes refuses would fail every cluster's NetworkPolicy at apply. */
+function networkPolicyProblems(file: string, config: GeneratorConfig): Problem[] {
+  const { metricsNamespaceSelector, controller } = config.networkPolicy;
+  const selectors: [string, unknown][] = [
+    ['networkPolicy.metricsNamespaceSelector', metricsNamespaceSelector],
+    ['networkPolicy.controller.namespaceSelector', controller.namespaceSelector],
+    ['networkPolicy.controller.podSelector', controller.podSelector],
+  ];
+  return selectors.flatMap(([path, selector]) => labelSelectorProblems(selector).map((p) => ({ file, path: dottedPath([...path.split('.'), ...p.segments]), message: p.message })));
 }
 
 /** A default request above its limit makes pods the API server refuses (after it accepted the StatefulSet or CronJob). */

@@ -12,9 +12,11 @@ import { KVBackupCronJob } from './backup-cron-job.js';
 import { KVMemberConfig } from './member-config.js';
 import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity.js';
 import { KVDisruptionBudget } from './disruption-budget.js';
+import { hasNetworkPolicy, KVNetworkPolicy } from './network-policy.js';
 import { KVServices } from './services.js';
 import { KVStatefulSet } from './stateful-set.js';
 import { PLAIN, tlsInEffect, type LiveTls } from '../model/tls.js';
+import { plainJson, rendersPlainly } from './plain-rendering.js';
 
 export interface DistributedKVProps {
   /** The DistributedKV's metadata.name; every generated name derives from it. */
@@ -49,6 +51,14 @@ export interface DistributedKVProps {
    * @default none: a new cluster, what `dkv synth` writes; TLS as the spec asks
    */
   readonly liveTls?: LiveTls;
+  /**
+   * `true`: no NetworkPolicy, though the spec and the configuration leave it
+   * on: the controller withholds it from a cluster that ran without one
+   * until its spec says `networkPolicy.enabled: true`
+   * (reconciler/day2/network-policy-adoption.ts).
+   * @default false, what `dkv synth` writes: the policy is emitted
+   */
+  readonly networkPolicyWithheld?: boolean;
 }
 
 function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
@@ -64,8 +74,9 @@ function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
 
 /**
  * Everything a DistributedKV turns into: the StatefulSet of members, the
- * headless and client Services, the PodDisruptionBudget and, when backups
- * are configured, the backup CronJob. The configuration's per-kind patches
+ * headless and client Services, the PodDisruptionBudget, the NetworkPolicy
+ * of the members' ports (unless turned off) and, when backups are
+ * configured, the backup CronJob. The configuration's per-kind patches
  * are applied last, so they can change anything the constructs decide; then
  * each object gets its desired-hash annotation (the hash of everything
  * else), by which the controller tells an object it would write itself from
@@ -112,8 +123,10 @@ export class DistributedKVCluster extends Construct {
     new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership, volumeSizeNow: props.volumeSizeNow, tls });
     new KVServices(this, 'Services', { identity, config });
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity });
+    if (hasNetworkPolicy(spec, config) && !props.networkPolicyWithheld) new KVNetworkPolicy(this, 'NetworkPolicy', { identity, networkPolicy: spec.networkPolicy, config });
     if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended, tls });
 
+    const plainly = rendersPlainly(this);
     for (const child of this.node.findAll()) {
       if (!(child instanceof ApiObject)) continue;
       const patches = (config.patches[child.kind as keyof GeneratorConfig['patches']] ?? []).map(toCdk8sPatch);
@@ -122,7 +135,7 @@ export class DistributedKVCluster extends Construct {
       // patches apply to the object as Kubernetes reads it, after the L1 class has converted its props: patches
       // added to the L1 object itself (addJsonPatch) apply before that conversion, which drops any field the
       // L1 schema lacks and renders a quantity given as a plain string empty.
-      const render = child.toJson.bind(child);
+      const render = plainly ? () => plainJson(child) : child.toJson.bind(child);
       child.toJson = () => withDesiredHash((patches.length > 0 ? JsonPatch.apply(render(), ...patches) : render()) as KubeObject, config.hashAnnotation);
     }
   }

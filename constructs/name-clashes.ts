@@ -1,6 +1,7 @@
 import type { GeneratorConfig, PatchableKind } from '../api/config.js';
 import type { ValidResource } from '../api/validate.js';
 import { engineFor } from '../engines/index.js';
+import { hasNetworkPolicy } from './network-policy.js';
 import { clusterIdentity, namesByTemplate, OBJECT_ROLES } from '../model/cluster-identity.js';
 
 type NameTemplate = keyof GeneratorConfig['names'];
@@ -13,6 +14,7 @@ const KIND_OF_TEMPLATE: Readonly<Record<NameTemplate, PatchableKind>> = {
   podDisruptionBudget: 'PodDisruptionBudget',
   backupCronJob: 'CronJob',
   memberConfig: 'ConfigMap',
+  networkPolicy: 'NetworkPolicy',
 };
 
 /** One object a cluster generates, as Kubernetes addresses it. */
@@ -28,12 +30,17 @@ export interface GeneratedName {
  * The kind and name of every object a DistributedKV generates, from the
  * configured name templates alone, without rendering it: cheap enough to
  * compare every cluster with every other. The backup CronJob exists only
- * with a backup section, the member ConfigMap only with an engine that has one. A test holds this equal to what synthesizeCluster
+ * with a backup section, the member ConfigMap only with an engine that has one, the NetworkPolicy unless it is turned off. A test holds this equal to what synthesizeCluster
  * renders.
  */
 export function generatedNames(resource: ValidResource, config: GeneratorConfig): GeneratedName[] {
   const names = namesByTemplate(clusterIdentity(resource.metadata.name, config));
-  const generated = (t: NameTemplate) => (t === 'backupCronJob' ? resource.spec.backup !== undefined : t === 'memberConfig' ? engineFor(config.engine).memberConfig !== undefined : true);
+  const generated = (t: NameTemplate): boolean => {
+    if (t === 'backupCronJob') return resource.spec.backup !== undefined;
+    if (t === 'memberConfig') return engineFor(config.engine).memberConfig !== undefined;
+    if (t === 'networkPolicy') return hasNetworkPolicy(resource.spec, config);
+    return true;
+  };
   const templates = (Object.keys(names) as NameTemplate[]).filter(generated);
   return templates.map((template) => ({ kind: KIND_OF_TEMPLATE[template], namespace: resource.metadata.namespace, name: names[template], template }));
 }

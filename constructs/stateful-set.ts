@@ -56,6 +56,8 @@ export class KVStatefulSet extends Construct {
     const dataMount = { name: DATA_VOLUME, mountPath: config.dataPath };
     // Validation refuses spec.restore for an engine that cannot restore.
     const restore = spec.restore && engine.restoreContainer?.({ identity, spec, config, membership, tls, from: spec.restore.from });
+    // Every member may be the one a lost quorum is rebuilt from (docs/auto-healing.md, "Quorum loss").
+    const rebuild = engine.rebuildContainer?.({ identity, spec, config, membership, tls });
     const runner = s3RunnerEnvironment(config);
     this.apiObject = new k8s.KubeStatefulSet(this, 'Resource', {
       metadata: { name: identity.statefulSetName, labels: { ...identity.serverLabels }, annotations: identity.annotations },
@@ -84,8 +86,8 @@ export class KVStatefulSet extends Construct {
             topologySpreadConstraints: [
               { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { ...identity.selector } } },
             ],
-            initContainers: restore ? [
-              {
+            initContainers: restore || rebuild ? [
+              ...(restore ? [{
                 name: 'restore',
                 image: config.backup.runner.image,
                 command: restore.command,
@@ -95,7 +97,19 @@ export class KVStatefulSet extends Construct {
                 resources: resourceRequirements(config.restore.resources),
                 securityContext: restrictedContainerSecurityContext(),
                 volumeMounts: [dataMount],
-              },
+              }] : []),
+              // After a restore: a member restored from a backup is never the recorded member of a recovery.
+              ...(rebuild ? [{
+                name: 'recover',
+                image: config.backup.runner.image,
+                command: rebuild.command,
+                args: rebuild.args,
+                env: rebuild.env,
+                envFrom: rebuild.envFrom,
+                resources: resourceRequirements(config.restore.resources),
+                securityContext: restrictedContainerSecurityContext(),
+                volumeMounts: [dataMount],
+              }] : []),
             ] : undefined,
             containers: [
               {

@@ -3,6 +3,7 @@ import type { GeneratorConfig, JsonPatchOperation, PatchableKind } from '../api/
 import { InvalidConfigError } from '../api/problem.js';
 import type { ValidResource } from '../api/validate.js';
 import { DistributedKVCluster } from './distributed-kv.js';
+import { renderPlainly } from './plain-rendering.js';
 import type { KubeObject } from '../model/kube-object.js';
 import type { MembershipPlan } from '../engines/index.js';
 import type { LiveTls } from '../model/tls.js';
@@ -15,7 +16,7 @@ import type { LiveTls } from '../model/tls.js';
 export class DistributedKVChart extends Chart {
   constructor(scope: App, id: string, readonly resource: ValidResource, readonly config: GeneratorConfig, membership?: MembershipPlan, options: SynthesisOptions = {}) {
     super(scope, id, { namespace: resource.metadata.namespace, disableResourceNameHashes: true });
-    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership, backupsSuspended: options.backupsSuspended, volumeSizeNow: options.volumeSizeNow, liveTls: options.liveTls });
+    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership, backupsSuspended: options.backupsSuspended, volumeSizeNow: options.volumeSizeNow, liveTls: options.liveTls, networkPolicyWithheld: options.networkPolicyWithheld });
   }
 }
 
@@ -27,10 +28,13 @@ export interface SynthesisOptions {
   readonly volumeSizeNow?: string;
   /** The schemes the running members use, read from the live StatefulSet: kept until the migration to TLS exists (model/tls.ts). */
   readonly liveTls?: LiveTls;
+  /** A cluster that ran without a NetworkPolicy keeps running without one until its spec enables it (reconciler/day2/network-policy-adoption.ts). */
+  readonly networkPolicyWithheld?: boolean;
 }
 
 function render(resource: ValidResource, config: GeneratorConfig, membership?: MembershipPlan, options?: SynthesisOptions): KubeObject[] {
-  const app = new App({ outdir: '.' });
+  // An App of its own for each cluster, which nothing else reaches: its objects render plainly (plain-rendering.ts).
+  const app = renderPlainly(new App({ outdir: '.' }));
   return new DistributedKVChart(app, resource.metadata.name, resource, config, membership, options).toJson();
 }
 

@@ -106,6 +106,13 @@ export interface Engine {
    * has neither, and a spec asking for them is refused.
    */
   readonly restoreContainer?: (props: MemberContainerProps & { readonly from: string }) => RestoreContainer;
+  /**
+   * For engines whose members a lost quorum can be rebuilt from on request
+   * (docs/auto-healing.md, "Quorum loss"): the init container every member
+   * runs, which acts only on a recovery's chosen member. Run by the backup
+   * runner's image, with the data volume.
+   */
+  readonly rebuildContainer?: (props: MemberContainerProps) => RestoreContainer;
 }
 
 /** The pod's own name and namespace, for `$(POD_NAME)` expansion in arguments. */

@@ -188,6 +188,17 @@ export interface DistributedKVStatus {
     lastDefragmentationTime?: string;
   }[];
   /**
+   * Whether the controller applies the cluster's NetworkPolicy (docs/network-policy.md): `Applied` (a new cluster, one that had it, or `spec.networkPolicy.enabled: true`; a deleted one is recreated), `Withheld` (the cluster ran without one before: none is applied until the spec sets `networkPolicy.enabled: true`, see the NetworkPolicy condition) or `Off` (turned off by the spec or the configuration). The controller's record of its decision, kept across restarts.
+   */
+  networkPolicy?: 'Applied' | 'Withheld' | 'Off';
+  /**
+   * A member pod whose learners were removed for not catching up (`healing.learnerCatchUpSeconds`), and how many times in a row: its next learner gets that bound doubled for each, at most 8 times it. Cleared once the pod's member votes.
+   */
+  learnerRetry?: {
+    pod: string;
+    attempts: number;
+  };
+  /**
    * Each member's database quota (etcd's --quota-backend-bytes) the members run with.
    */
   quotaBytes?: number;

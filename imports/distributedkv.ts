@@ -170,6 +170,86 @@ export interface DistributedKVSpec {
     };
   };
   /**
+   * Who may reach the members (docs/network-policy.md). Every cluster gets a NetworkPolicy on its member pods: the peer port from its own members only, the client port from the pods `clients` allows (by default every pod of the cluster's namespace) and from its backup Jobs and the controller, the metrics port from the namespaces the configuration names (networkPolicy.metricsNamespaceSelector). Omit the section for these defaults. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.
+   */
+  networkPolicy?: {
+    /**
+     * `false`: no NetworkPolicy for this cluster (its network plugin enforces none, or another policy governs it); the controller removes the one it made. Unset: `true` for a new cluster, unless the configuration turns NetworkPolicies off for every cluster; a cluster that already ran without one keeps running without one until this says `true` (`status.networkPolicy: Withheld`, docs/network-policy.md, "Upgrading").
+     */
+    enabled?: boolean;
+    /**
+     * The pods allowed to the client port, beside the cluster's backup Jobs and the controller, which always are. Each entry is a NetworkPolicy peer: `podSelector` alone selects pods of the cluster's namespace, `namespaceSelector` alone every pod of the namespaces it selects, both together the selected pods of the selected namespaces. Unset: every pod of the cluster's namespace. `[]`: no other pod.
+     *
+     * @maxItems 16
+     */
+    clients?: {
+      /**
+       * The client pods (in the cluster's namespace, or in the namespaces namespaceSelector selects). `{}`: every pod.
+       */
+      podSelector?: {
+        /**
+         * Labels that must all be present with these values.
+         */
+        matchLabels?: {
+          [k: string]: string;
+        };
+        /**
+         * Requirements that must all hold.
+         *
+         * @maxItems 16
+         */
+        matchExpressions?: {
+          /**
+           * The label key.
+           */
+          key: string;
+          /**
+           * `In` and `NotIn` need values; `Exists` and `DoesNotExist` take none.
+           */
+          operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+          /**
+           * The label values.
+           *
+           * @maxItems 64
+           */
+          values?: string[];
+        }[];
+      };
+      /**
+       * The client pods' namespaces. `{}`: every namespace.
+       */
+      namespaceSelector?: {
+        /**
+         * Labels that must all be present with these values.
+         */
+        matchLabels?: {
+          [k: string]: string;
+        };
+        /**
+         * Requirements that must all hold.
+         *
+         * @maxItems 16
+         */
+        matchExpressions?: {
+          /**
+           * The label key.
+           */
+          key: string;
+          /**
+           * `In` and `NotIn` need values; `Exists` and `DoesNotExist` take none.
+           */
+          operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+          /**
+           * The label values.
+           *
+           * @maxItems 64
+           */
+          values?: string[];
+        }[];
+      };
+    }[];
+  };
+  /**
    * Periodic backups to S3. Omit to run no backups (and remove an existing backup CronJob).
    */
   backup?: {
@@ -262,6 +342,17 @@ export interface DistributedKVStatus {
      */
     lastDefragmentationTime?: string;
   }[];
+  /**
+   * Whether the controller applies the cluster's NetworkPolicy (docs/network-policy.md): `Applied` (a new cluster, one that had it, or `spec.networkPolicy.enabled: true`; a deleted one is recreated), `Withheld` (the cluster ran without one before: none is applied until the spec sets `networkPolicy.enabled: true`, see the NetworkPolicy condition) or `Off` (turned off by the spec or the configuration). The controller's record of its decision, kept across restarts.
+   */
+  networkPolicy?: 'Applied' | 'Withheld' | 'Off';
+  /**
+   * A member pod whose learners were removed for not catching up (`healing.learnerCatchUpSeconds`), and how many times in a row: its next learner gets that bound doubled for each, at most 8 times it. Cleared once the pod's member votes.
+   */
+  learnerRetry?: {
+    pod: string;
+    attempts: number;
+  };
   /**
    * Each member's database quota (etcd's --quota-backend-bytes) the members run with.
    */

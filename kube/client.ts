@@ -18,6 +18,7 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   'apps/v1/StatefulSet': { plural: 'statefulsets', namespaced: true },
   'apps/v1/Deployment': { plural: 'deployments', namespaced: true },
   'policy/v1/PodDisruptionBudget': { plural: 'poddisruptionbudgets', namespaced: true },
+  'networking.k8s.io/v1/NetworkPolicy': { plural: 'networkpolicies', namespaced: true },
   'batch/v1/CronJob': { plural: 'cronjobs', namespaced: true },
   'batch/v1/Job': { plural: 'jobs', namespaced: true },
   'coordination.k8s.io/v1/Lease': { plural: 'leases', namespaced: true },

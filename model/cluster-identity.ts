@@ -17,12 +17,15 @@ export interface ClusterIdentity {
   readonly podDisruptionBudgetName: string;
   readonly backupCronJobName: string;
   readonly memberConfigName: string;
+  readonly networkPolicyName: string;
   /** Labels of the server pods and of every object except the backup CronJob. */
   readonly serverLabels: Readonly<Record<string, string>>;
   /** Labels of the backup CronJob and its Jobs' pods. */
   readonly backupLabels: Readonly<Record<string, string>>;
   /** The subset of serverLabels that selects server pods (and never backup pods). */
   readonly selector: Readonly<Record<string, string>>;
+  /** The same labels of backupLabels: selects the backup Jobs' pods (and never server pods). */
+  readonly backupSelector: Readonly<Record<string, string>>;
   /** The configured annotations, or undefined when there are none (so no empty map is rendered). */
   readonly annotations: Readonly<Record<string, string>> | undefined;
 }
@@ -37,6 +40,7 @@ function labelsFor(config: GeneratorConfig, name: string, component: Component):
 
 export function clusterIdentity(name: string, config: GeneratorConfig): ClusterIdentity {
   const serverLabels = labelsFor(config, name, 'server');
+  const backupLabels = labelsFor(config, name, 'backup');
   return {
     name,
     statefulSetName: expand(config.names.statefulSet, name, 'server'),
@@ -45,9 +49,11 @@ export function clusterIdentity(name: string, config: GeneratorConfig): ClusterI
     podDisruptionBudgetName: expand(config.names.podDisruptionBudget, name, 'server'),
     backupCronJobName: expand(config.names.backupCronJob, name, 'backup'),
     memberConfigName: expand(config.names.memberConfig, name, 'server'),
+    networkPolicyName: expand(config.names.networkPolicy, name, 'server'),
     serverLabels,
-    backupLabels: labelsFor(config, name, 'backup'),
+    backupLabels,
     selector: Object.fromEntries(config.selectorLabels.map((k) => [k, serverLabels[k]])),
+    backupSelector: Object.fromEntries(config.selectorLabels.map((k) => [k, backupLabels[k]])),
     annotations: Object.keys(config.annotations).length > 0 ? { ...config.annotations } : undefined,
   };
 }
@@ -61,6 +67,7 @@ export function namesByTemplate(identity: ClusterIdentity): Record<keyof Generat
     podDisruptionBudget: identity.podDisruptionBudgetName,
     backupCronJob: identity.backupCronJobName,
     memberConfig: identity.memberConfigName,
+    networkPolicy: identity.networkPolicyName,
   };
 }
 
@@ -79,6 +86,7 @@ export const NAME_LIMITS = {
   podDisruptionBudget: 253,
   backupCronJob: 52,
   memberConfig: 253,
+  networkPolicy: 253,
 } as const satisfies Record<keyof GeneratorConfig['names'], number>;
 
 /** What each named object is to its cluster, for messages ("the headless Service"). */
@@ -89,6 +97,7 @@ export const OBJECT_ROLES: Readonly<Record<keyof GeneratorConfig['names'], strin
   podDisruptionBudget: 'PodDisruptionBudget',
   backupCronJob: 'backup CronJob',
   memberConfig: 'member ConfigMap',
+  networkPolicy: 'NetworkPolicy',
 };
 
 /** DNS-1035 label: Services need it, and every other derived name is satisfied by it. */

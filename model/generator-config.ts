@@ -3,6 +3,8 @@
  * layer shares. Loading, validating and checking a configuration live above
  * this: api/config.ts loads and validates, constructs/config-check.ts checks what it generates.
  */
+import type { LabelSelector } from './label-selector.js';
+
 /** An RFC 6902 operation applied to every generated object of one kind. */
 export interface JsonPatchOperation {
   readonly op: 'add' | 'remove' | 'replace' | 'copy' | 'move' | 'test';
@@ -15,7 +17,7 @@ export interface JsonPatchOperation {
 export type EngineName = 'etcd' | 'generic';
 
 /** The kinds a configuration can patch. */
-export type PatchableKind = 'StatefulSet' | 'Service' | 'PodDisruptionBudget' | 'CronJob' | 'ConfigMap';
+export type PatchableKind = 'StatefulSet' | 'Service' | 'PodDisruptionBudget' | 'CronJob' | 'ConfigMap' | 'NetworkPolicy';
 
 /** A quantity as Kubernetes reads it: `500m`, `2`, `1Gi`. */
 export type ResourceQuantity = string | number;
@@ -46,6 +48,8 @@ export interface GeneratorConfig {
     readonly backupCronJob: string;
     /** The ConfigMap from which an engine's members read how to join (etcd only). */
     readonly memberConfig: string;
+    /** The NetworkPolicy of the members' ports (networkPolicy below). */
+    readonly networkPolicy: string;
   };
   readonly labels: Readonly<Record<string, string>>;
   readonly selectorLabels: readonly string[];
@@ -133,12 +137,32 @@ export interface GeneratorConfig {
     /** NOSPACE is disarmed once every member's database is this share below the quota, so the next writes do not raise it again at once. */
     readonly nospaceMarginPercent: number;
   };
+  /**
+   * The NetworkPolicy every cluster gets (constructs/network-policy.ts,
+   * docs/network-policy.md): who may reach the members' ports beyond what
+   * the spec's networkPolicy.clients says.
+   */
+  readonly networkPolicy: {
+    /** `false`: no cluster gets one (a network plugin that enforces none); a spec can also turn its own off. */
+    readonly enabled: boolean;
+    /** The metrics port (metrics, /readyz, /livez): from every pod of the namespaces this selects (the scrapers'). */
+    readonly metricsNamespaceSelector: LabelSelector;
+    /** The controller's pods, which call each member's client port (membership, health, maintenance). */
+    readonly controller: {
+      /** The namespace the controller runs in (`dkv install --namespace`). */
+      readonly namespaceSelector: LabelSelector;
+      /** The controller's pods in it. */
+      readonly podSelector: LabelSelector;
+    };
+  };
   /** Member replacement and quorum-loss recovery (engines/etcd/replacement.ts, docs/auto-healing.md). */
   readonly healing: {
     /** How long a voting member may stay unhealthy, for no reason the controller can read, before it is replaced. */
     readonly unhealthySeconds: number;
     /** How long a learner may take to be promoted before it is removed and added again with an empty volume. */
     readonly learnerCatchUpSeconds: number;
+    /** How often the etcd leader compares the members' data (etcd's periodic corruption check, engines/etcd/corruption-check.ts); 0: never. */
+    readonly corruptionCheckSeconds: number;
     /** Written on a member's claim with the member's id: the replacement is decided, and every later step reads it there. */
     readonly replacementAnnotation: string;
     /** Set by a user on a DistributedKV that lost its quorum: the member pod to rebuild the cluster from, or `auto`. */

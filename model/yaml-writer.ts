@@ -44,7 +44,28 @@ function literalBlock(text: string, indent: string): string {
 }
 
 function isEmpty(value: unknown): boolean {
-  return Array.isArray(value) ? value.length === 0 : Object.keys(value as object).length === 0;
+  if (Array.isArray(value)) return value.length === 0;
+  for (const _key in value as object) return false; // JSON-shaped: no inherited keys
+  return true;
+}
+
+/**
+ * Keys as written, remembered: a run writes the same few hundred keys (the
+ * fields of Kubernetes objects) a thousand times each, and testing each
+ * against the patterns was a good part of the writer's time. Only keys are
+ * remembered, and at most KEYS_REMEMBERED of them (a long-running process
+ * writing ever new keys, a ConfigMap's file names say, keeps no more).
+ */
+const writtenKeys = new Map<string, string>();
+const KEYS_REMEMBERED = 4096;
+
+function key(name: string): string {
+  let written = writtenKeys.get(name);
+  if (written === undefined) {
+    written = scalar(name);
+    if (writtenKeys.size < KEYS_REMEMBERED) writtenKeys.set(name, written);
+  }
+  return written;
 }
 
 function isCollection(value: unknown): value is object {
@@ -53,18 +74,18 @@ function isCollection(value: unknown): value is object {
 
 function writeMap(map: Record<string, unknown>, indent: string, out: string[], firstPrefix?: string): void {
   let first = true;
-  for (const key of Object.keys(map).sort()) {
-    const value = map[key];
+  for (const name of Object.keys(map).sort()) {
+    const value = map[name];
     if (value === undefined) continue;
     const prefix = first && firstPrefix !== undefined ? firstPrefix : indent;
     first = false;
     if (isCollection(value) && !isEmpty(value)) {
-      out.push(`${prefix}${scalar(key)}:\n`);
+      out.push(`${prefix}${key(name)}:\n`);
       writeNode(value, indent + '  ', out);
     } else if (typeof value === 'string' && isLiteral(value)) {
-      out.push(`${prefix}${scalar(key)}: ${literalBlock(value, indent)}`);
+      out.push(`${prefix}${key(name)}: ${literalBlock(value, indent)}`);
     } else {
-      out.push(`${prefix}${scalar(key)}: ${isCollection(value) ? (Array.isArray(value) ? '[]' : '{}') : scalar(value)}\n`);
+      out.push(`${prefix}${key(name)}: ${isCollection(value) ? (Array.isArray(value) ? '[]' : '{}') : scalar(value)}\n`);
     }
   }
 }

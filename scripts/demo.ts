@@ -133,7 +133,7 @@ try {
   show(['delete', 'distributedkv', '--all', '-A', '--wait=false']);
   try {
     await eventually('the clusters and every object they generated to be gone', async () => {
-      const left = JSON.parse(kubectl('get', 'distributedkvs,statefulsets,services,poddisruptionbudgets,configmaps,cronjobs', '-A', '-l', generatedSelector(config), '-o', 'json')).items;
+      const left = JSON.parse(kubectl('get', 'distributedkvs,statefulsets,services,poddisruptionbudgets,networkpolicies,configmaps,cronjobs', '-A', '-l', generatedSelector(config), '-o', 'json')).items;
       const clustersLeft = (await admin.request('GET', '/apis/example.com/v1beta1/distributedkvs')).items;
       return left.length === 0 && clustersLeft.length === 0 ? true : undefined;
     }, 120_000, 500);
@@ -142,7 +142,7 @@ try {
     show(['get', 'events', '-A', '--field-selector', `involvedObject.kind=${KIND}`, '-o', 'custom-columns=NAME:.involvedObject.name,REASON:.reason,MESSAGE:.message']);
     throw e;
   }
-  show(['get', 'statefulsets,services,poddisruptionbudgets,cronjobs', '-A', '-l', generatedSelector(config)]);
+  show(['get', 'statefulsets,services,poddisruptionbudgets,networkpolicies,cronjobs', '-A', '-l', generatedSelector(config)]);
   say(`done: ${clusters.length} clusters converged, drift undone, all deleted, in ${elapsed()}`);
 } finally {
   await controller?.stop();

@@ -3,6 +3,8 @@
  *   imports/distributedkv.ts            TypeScript types of the storage version (json-schema-to-typescript)
  *   imports/distributedkv-<version>.ts  TypeScript types of each older served version
  *   docs/spec-reference.md              the spec reference linked from the README
+ *   imports/spec-validators.ts          ajv's standalone validators of every served version's spec,
+ *   imports/config-validator.ts         and of a configuration file (api/validator-code.ts)
  * The CRD is derived at synth time (it depends on the configuration) and
  * lands in dist/ with the examples. CI runs this and fails on any difference.
  */
@@ -10,6 +12,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { compile } from 'json-schema-to-typescript';
 import { packageRoot } from '../api/package-root.js';
+import { configValidatorModule, specValidatorsModule } from '../api/validator-code.js';
 import { SERVED_VERSIONS, SINCE, STORAGE_VERSION, schemaForVersion, type ServedVersion } from '../api/versions.js';
 
 const root = packageRoot();
@@ -22,6 +25,8 @@ async function types(version: ServedVersion): Promise<string> {
   return compile(schemaForVersion(schema, version), 'DistributedKV', {
     bannerComment: `/* eslint-disable */\n// ${HEADER}\n// example.com/${version}: ${note}.`,
     additionalProperties: false,
+    // maxItems bounds a list for the API server; as tuple types of every length it would only bloat the types.
+    ignoreMinAndMaxItems: true,
     unreachableDefinitions: true,
     format: true,
     style: { singleQuote: true, printWidth: 120 },
@@ -97,4 +102,6 @@ writeFileSync(join(root, 'imports', 'distributedkv.ts'), await types(STORAGE_VER
 for (const version of SERVED_VERSIONS.filter((v) => v !== STORAGE_VERSION)) {
   writeFileSync(join(root, 'imports', `distributedkv-${version}.ts`), await types(version));
 }
+writeFileSync(join(root, 'imports', 'spec-validators.ts'), specValidatorsModule());
+writeFileSync(join(root, 'imports', 'config-validator.ts'), configValidatorModule());
 writeFileSync(join(root, 'docs', 'spec-reference.md'), reference());

@@ -7,7 +7,8 @@
  * same reader, hashed) and thrown away; for a restore, the download and
  * etcdutl by hand. Each size is measured `--runs` times, floor and backup
  * in turn, and the medians are printed with the targets (throughput at
- * least 0.9x the floor's, peak RSS at most 128 MiB) and the load average:
+ * least 0.9x the floor's, peak RSS at most 128 MiB), where a backup's time
+ * went (start, snapshot, retention: its own log lines) and the load average:
  * on a shared machine a single run says little. Figures only; nothing is
  * asserted, and no timing fails the run.
  *
@@ -17,7 +18,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream, mkdtempSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -47,9 +48,19 @@ const TARGET_RSS_MIB = 128;
  */
 const DISK_PER_MIB = 3 * 2 + 2 + 2;
 
-/** Runs a command under /usr/bin/time: wall seconds, CPU seconds (user + system) and peak RSS (MiB) of the process. */
-function timed(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<{ seconds: number; cpuSeconds: number; peakMiB: number; stdout: string; stderr: string; status: number | null }> {
+/** Runs a command under /usr/bin/time: wall seconds, CPU seconds (user + system) and peak RSS (MiB) of the process, and when it was started (ms since the epoch). */
+interface Timed {
+  seconds: number;
+  cpuSeconds: number;
+  peakMiB: number;
+  stdout: string;
+  stderr: string;
+  status: number | null;
+  startedAt: number;
+}
+function timed(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<Timed> {
   return new Promise((resolve, reject) => {
+    const startedAt = Date.now();
     const child = spawn('/usr/bin/time', ['-f', 'DKV_TIME %e %M %U %S', command, ...args], { env: env ?? process.env });
     let stdout = '';
     let stderr = '';
@@ -59,9 +70,46 @@ function timed(command: string, args: string[], env?: NodeJS.ProcessEnv): Promis
     child.on('close', (status) => {
       const match = /DKV_TIME ([\d.]+) (\d+) ([\d.]+) ([\d.]+)/.exec(stderr);
       if (!match) return reject(new Error(`no timing from /usr/bin/time: ${stderr}`));
-      resolve({ seconds: Number(match[1]), cpuSeconds: Number(match[3]) + Number(match[4]), peakMiB: Number(match[2]) / 1024, stdout, stderr, status });
+      resolve({ seconds: Number(match[1]), cpuSeconds: Number(match[3]) + Number(match[4]), peakMiB: Number(match[2]) / 1024, stdout, stderr, status, startedAt });
     });
   });
+}
+
+/**
+ * Where a `dkv backup` run's time went, from its own log lines (pino's millisecond timestamps on stderr): from the
+ * process's start to `backup started` (Node.js, the modules, the configuration, the membership calls), to `backup
+ * written` (the snapshot streamed into the store and the manifest written), and from there to the exit (the retention).
+ */
+function backupStages(run: { seconds: number; stderr: string; startedAt: number }): { start: number; snapshot: number; rest: number } {
+  const at = (msg: string): number => {
+    for (const line of run.stderr.split('\n')) {
+      if (!line.startsWith('{')) continue;
+      const entry = JSON.parse(line) as { msg?: string; time?: string | number };
+      if (entry.msg === msg && entry.time !== undefined) return (new Date(entry.time).getTime() - run.startedAt) / 1000;
+    }
+    throw new Error(`dkv backup logged no "${msg}": ${run.stderr}`);
+  };
+  const started = at('backup started');
+  const written = at('backup written');
+  return { start: started, snapshot: written - started, rest: run.seconds - written };
+}
+
+/**
+ * CPU seconds (user + system) used so far by the process whose command line holds `fragment` (Linux's /proc, in
+ * clock ticks of 1/100 s): what the member serving the snapshot and the S3 server spend, which the two cores share
+ * with the runner.
+ */
+function cpuSecondsOf(fragment: string): number {
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(fragment)) continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return Number.NaN;
 }
 
 const median = (xs: readonly number[]): number => {
@@ -85,7 +133,8 @@ if (freeMiB < largest * DISK_PER_MIB) {
 const binDir = locateBinaries(['etcd']);
 const tools = backupTools();
 const s3 = await startS3Server();
-const { cluster, pods, membership } = await startLocalEtcdCluster(3, binDir, join(dir, 'members'));
+// Plain members, as the figures in docs/performance.md were taken: what TLS adds is bench:tls's to measure.
+const { cluster, pods, membership } = await startLocalEtcdCluster(3, binDir, join(dir, 'members'), 'shop', { tls: { mode: 'disabled' } });
 /** Rows as they are measured: a larger size that fails leaves the smaller one's figures printed. */
 const print = (rows: readonly [string, string][]) => {
   for (const [k, v] of rows) process.stdout.write(`${k.padEnd(80)}  ${v}\n`);
@@ -117,10 +166,15 @@ try {
     const loadBefore = load();
     const floors: number[] = [];
     const floorCpu: number[] = [];
-    const backups: { seconds: number; cpuSeconds: number; peakMiB: number }[] = [];
+    // The follower's etcd and the S3 server: during the floor, and during each backup.
+    const member = `--name=${follower} --data-dir=${join(dir, 'members')}`;
+    const store = `versitygw --port ${new URL(s3.endpoint).host}`;
+    const others: { floorMember: number; backupMember: number; backupStore: number }[] = [];
+    const backups: { seconds: number; cpuSeconds: number; peakMiB: number; stderr: string; startedAt: number }[] = [];
     let snapshotBytes = 0;
     for (let run = 0; run < runs; run++) {
       // Floor: the snapshot from the same follower, through the same reader, hashed and discarded.
+      const memberBefore = cpuSecondsOf(member);
       const floorStarted = performance.now();
       const cpuBefore = process.cpuUsage();
       const hash = createHash('sha256');
@@ -133,10 +187,13 @@ try {
       floors.push((performance.now() - floorStarted) / 1000);
       const cpu = process.cpuUsage(cpuBefore);
       floorCpu.push((cpu.user + cpu.system) / 1e6);
+      const memberBetween = cpuSecondsOf(member);
+      const storeBefore = cpuSecondsOf(store);
       const backup = await timed(process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), 'backup', '--cluster', 'kv', '--namespace', 'shop', '--size', '3',
         '--s3-path', `s3://${s3.bucket}/bench`, '--config', configFile, ...memberArgs], { PATH: process.env.PATH, HOME: process.env.HOME, ...s3.env });
       if (backup.status !== 0) throw new Error(`dkv backup failed: ${backup.stderr}`);
       backups.push(backup);
+      others.push({ floorMember: memberBetween - memberBefore, backupMember: cpuSecondsOf(member) - memberBetween, backupStore: cpuSecondsOf(store) - storeBefore });
     }
     const loadAfter = load();
 
@@ -174,7 +231,13 @@ try {
       ['  load average (1, 5, 15 min) before / after the runs', `${loadBefore} / ${loadAfter}`],
       [`  floor: snapshot streamed from a follower, hashed, discarded (median of ${runs})`, `${floor.toFixed(2)} s (${(mb / floor).toFixed(0)} MiB/s); runs ${all(floors)}`],
       [`  dkv backup: process start to exit (median of ${runs})`, `${backup.toFixed(2)} s (${(mb / backup).toFixed(0)} MiB/s); runs ${all(backups.map((b) => b.seconds))}`],
+      ['  dkv backup stages (medians, from its log)', (() => {
+        const stage = (k: 'start' | 'snapshot' | 'rest') => median(backups.map((b) => backupStages(b)[k])).toFixed(2);
+        return `${stage('start')} s to the snapshot request, ${stage('snapshot')} s streamed and stored, ${stage('rest')} s retention and exit`;
+      })()],
       ['  CPU seconds (user + system), median: floor\'s reader / dkv backup', `${median(floorCpu).toFixed(2)} / ${median(backups.map((b) => b.cpuSeconds)).toFixed(2)}`],
+      ['  CPU seconds, median: follower\'s etcd in floor / in backup; S3 server',
+        `${median(others.map((o) => o.floorMember)).toFixed(2)} / ${median(others.map((o) => o.backupMember)).toFixed(2)}; ${median(others.map((o) => o.backupStore)).toFixed(2)}`],
       ['  dkv backup throughput / floor\'s', `${ratio.toFixed(2)}x (target >= ${TARGET_RATIO}x: ${ratio >= TARGET_RATIO ? 'met' : 'not met'})`],
       ['  dkv backup: peak RSS, median (largest)', `${rss.toFixed(0)} MiB (${rssMax.toFixed(0)} MiB) (target <= ${TARGET_RSS_MIB} MiB: ${rssMax <= TARGET_RSS_MIB ? 'met' : rss <= TARGET_RSS_MIB ? 'met by the median only' : 'not met'})`],
       ['  restore floor: download from S3 by hand', `${downloadSeconds.toFixed(2)} s`],

@@ -26,6 +26,8 @@ const GENERATED = ['get', 'list', 'watch', 'create', 'patch', 'delete'];
 const STATEFUL_SETS: k8s.PolicyRule = { apiGroups: ['apps'], resources: ['statefulsets'], verbs: GENERATED };
 const SERVICES: k8s.PolicyRule = { apiGroups: [''], resources: ['services'], verbs: GENERATED };
 const DISRUPTION_BUDGETS: k8s.PolicyRule = { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: GENERATED };
+/** Each cluster's NetworkPolicy (docs/network-policy.md): only ingress rules on its own members, never wider than the spec and configuration say. */
+const NETWORK_POLICIES: k8s.PolicyRule = { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: GENERATED };
 const CRON_JOBS: k8s.PolicyRule = { apiGroups: ['batch'], resources: ['cronjobs'], verbs: GENERATED };
 
 /**
@@ -88,7 +90,7 @@ const EVENTS: k8s.PolicyRule = { apiGroups: [''], resources: ['events'], verbs: 
  * the bundle's ServiceAccount against a real API server in RBAC mode.
  */
 export const CONTROLLER_RULES: readonly k8s.PolicyRule[] = [
-  CLUSTERS, CLUSTER_STATUS, CLUSTER_FINALIZERS, STATEFUL_SETS, SERVICES, DISRUPTION_BUDGETS, CRON_JOBS, JOBS,
+  CLUSTERS, CLUSTER_STATUS, CLUSTER_FINALIZERS, STATEFUL_SETS, SERVICES, DISRUPTION_BUDGETS, NETWORK_POLICIES, CRON_JOBS, JOBS,
   CONFIG_MAPS, SECRETS, PODS, CLAIMS, STORAGE_CLASSES, VOLUME_SNAPSHOTS, EVENTS, DEFINITION, DEFINITION_STATUS,
 ];
 

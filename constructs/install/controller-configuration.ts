@@ -4,6 +4,9 @@ import { DEFAULT_CONFIG_FILE, type GeneratorConfig } from '../../api/config.js';
 import { loadCheckedConfig } from '../config-check.js';
 
 const RUNNER_IMAGE = ['backup', 'runner', 'image'];
+const CONTROLLER_NAMESPACE = ['networkPolicy', 'controller', 'namespaceSelector'];
+/** Set by Kubernetes on every namespace: its name. */
+const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
 /** A configuration as the controller will run with it: checked, and the file to ship. */
 export interface ControllerConfiguration {
@@ -21,9 +24,13 @@ export interface ControllerConfiguration {
  *
  * The backup runner is the controller's own image (it holds `dkv` and
  * `etcdutl`), so with `image` the shipped file's backup.runner.image
- * follows it, unless `file` names a runner image of its own.
+ * follows it, unless `file` names a runner image of its own. Likewise the
+ * clusters' NetworkPolicies admit the controller from the namespace it is
+ * installed in: with `namespace`, the shipped file's
+ * networkPolicy.controller.namespaceSelector names it, unless `file` names
+ * a selector of its own.
  */
-export function controllerConfiguration(file?: string, image?: string): ControllerConfiguration {
+export function controllerConfiguration(file?: string, image?: string, namespace?: string): ControllerConfiguration {
   let config = loadCheckedConfig(file);
   let text = readFileSync(file ?? DEFAULT_CONFIG_FILE, 'utf8');
   const ownRunner = file !== undefined && parseDocument(text).hasIn(RUNNER_IMAGE);
@@ -32,6 +39,14 @@ export function controllerConfiguration(file?: string, image?: string): Controll
     document.setIn(RUNNER_IMAGE, image);
     text = document.toString();
     config = { ...config, backup: { ...config.backup, runner: { ...config.backup.runner, image } } };
+  }
+  const ownControllerNamespace = file !== undefined && parseDocument(text).hasIn(CONTROLLER_NAMESPACE);
+  const namespaceSelector = namespace === undefined ? undefined : { matchLabels: { [NAMESPACE_NAME_LABEL]: namespace } };
+  if (namespaceSelector && !ownControllerNamespace && JSON.stringify(namespaceSelector) !== JSON.stringify(config.networkPolicy.controller.namespaceSelector)) {
+    const document = parseDocument(text);
+    document.setIn(CONTROLLER_NAMESPACE, document.createNode(namespaceSelector));
+    text = document.toString();
+    config = { ...config, networkPolicy: { ...config.networkPolicy, controller: { ...config.networkPolicy.controller, namespaceSelector } } };
   }
   return { config, text };
 }

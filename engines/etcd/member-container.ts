@@ -3,8 +3,10 @@ import { POD_IDENTITY_ENV, type Engine, type MemberContainer, type MemberContain
 import { clientUrl, memberName, peerUrl } from './peer-urls.js';
 import { clusterToken, dataDirectory, NAMESPACE, POD } from './member-settings.js';
 import { restoreContainer } from './restore-container.js';
+import { rebuildContainer } from './rebuild-container.js';
 import { etcdImageChangeProblem } from './versions.js';
 import { compactionArgs } from './compaction.js';
+import { corruptionCheckArgs } from './corruption-check.js';
 import { backendQuotaBytes } from '../../model/backend-quota.js';
 import { memberTls } from './tls-files.js';
 
@@ -33,7 +35,9 @@ import { memberTls } from './tls-files.js';
  *   its history (compaction.ts) and its database may grow to the backend
  *   quota (model/backend-quota.ts), not etcd's 2 GiB default. Both are
  *   arguments, read at start: a change is a new pod template, which the
- *   controller rolls one member at a time (upgrade.ts).
+ *   controller rolls one member at a time (upgrade.ts);
+ * - checked for corruption: the leader compares the members' data
+ *   periodically (corruption-check.ts), a CORRUPT alarm on a difference.
  *
  * - TLS with client-certificate authentication on the peer and the client
  *   listeners, each on its own (spec.tls, model/tls.ts): the members'
@@ -68,6 +72,7 @@ export const etcdEngine: Engine = {
         ...compactionArgs(spec),
         `--quota-backend-bytes=${backendQuotaBytes(spec)}`,
         ...secured.args,
+        ...corruptionCheckArgs({ spec, config }),
       ],
       env: [...POD_IDENTITY_ENV],
       envFrom: [{ configMapRef: { name: identity.memberConfigName } }],
@@ -103,4 +108,5 @@ export const etcdEngine: Engine = {
   updateStrategy: 'OnDelete',
   imageChangeProblem: etcdImageChangeProblem,
   restoreContainer,
+  rebuildContainer,
 };

@@ -76,10 +76,45 @@ export interface ReplacementInput {
   readonly now: number;
   /** How long a member may stay unhealthy before it is replaced. */
   readonly unhealthyAfterMs: number;
-  /** How long a learner may take to be promoted before it is removed and added again. */
+  /** How long a learner may take to be promoted before it is removed and added again, the first time (learnerCatchUpBoundMs). */
   readonly learnerCatchUpMs: number;
+  /** A pod whose learner was already removed for not catching up, and how many times (status.learnerRetry). */
+  readonly learnerRetry?: LearnerRetry;
   /** Another change under way (an upgrade, a storage step, a defragmentation), in words: no replacement starts. */
   readonly otherChange?: string;
+}
+
+/** A member pod whose learners were removed for not catching up, and how many times in a row. */
+export interface LearnerRetry {
+  readonly pod: string;
+  readonly attempts: number;
+}
+
+/** The most a learner's bound grows to, as a multiple of the first (300 s by default: at most 40 min). */
+export const LEARNER_CATCH_UP_CAP = 8;
+
+/**
+ * How long the next learner of a pod is given to catch up, after `attempts`
+ * learners of it were removed for not catching up: the first bound, doubled
+ * for each (capped at LEARNER_CATCH_UP_CAP times). A learner that could not
+ * catch up in time once (a large database, a slow volume, a busy leader)
+ * would fail again at the same bound and cost the leader a snapshot each
+ * time; a longer one lets it finish.
+ */
+export function learnerCatchUpBoundMs(firstMs: number, attempts: number): number {
+  return firstMs * Math.min(2 ** attempts, LEARNER_CATCH_UP_CAP);
+}
+
+/**
+ * The retry record once this step is made: the step's own when it removes a
+ * learner for not catching up; none once the pod's member is promoted (a
+ * voting member again); the earlier one otherwise, through the removal, the
+ * new claim and the next learner.
+ */
+export function learnerRetryAfter(previous: LearnerRetry | undefined, step: ReplacementStep | undefined, membership: MembershipStatus): LearnerRetry | undefined {
+  if (step?.learnerRetry) return step.learnerRetry;
+  if (previous && membership.members.some((m) => m.name === previous.pod && !m.learner)) return undefined;
+  return previous;
 }
 
 export type ReplacementAction =
@@ -110,6 +145,8 @@ export interface ReplacementStep {
    * than the membership has). Absent when every pod has a member.
    */
   readonly joinablePods?: readonly string[];
+  /** Set when the step removes a learner for not catching up: the pod and how many of its learners were, this one included. */
+  readonly learnerRetry?: LearnerRetry;
 }
 
 const SOON_MS = 2_000;
@@ -266,9 +303,16 @@ function decideStep(input: ReplacementInput, podOf: (m: MemberStatus) => string 
     const pod = podOf(learner);
     const started = pod ? input.pods.get(pod)?.createdAtMs : undefined;
     const claim = pod ? input.claims.get(pod) : undefined;
-    if (pod && claim && !claim.deleting && started !== undefined && input.now - started > input.learnerCatchUpMs) {
-      const reason = `a learner not promoted within ${Math.round(input.learnerCatchUpMs / 1000)} s`;
-      return { action: { type: 'mark', pod, claim: { name: claim.name, uid: claim.uid }, memberId: learner.id, reason }, phase: 'Replacing', pod, message: `replacing ${pod}: ${reason}`, requeueAfterMs: SOON_MS };
+    // Each learner of the same pod removed for it doubles the next one's bound (learnerCatchUpBoundMs).
+    const attempts = pod !== undefined && input.learnerRetry?.pod === pod ? input.learnerRetry.attempts : 0;
+    const bound = learnerCatchUpBoundMs(input.learnerCatchUpMs, attempts);
+    if (pod && claim && !claim.deleting && started !== undefined && input.now - started > bound) {
+      const next = Math.round(learnerCatchUpBoundMs(input.learnerCatchUpMs, attempts + 1) / 1000);
+      const reason = `a learner not promoted within ${Math.round(bound / 1000)} s (attempt ${attempts + 1}; the next learner gets ${next} s)`;
+      return {
+        action: { type: 'mark', pod, claim: { name: claim.name, uid: claim.uid }, memberId: learner.id, reason }, phase: 'Replacing', pod, message: `replacing ${pod}: ${reason}`, requeueAfterMs: SOON_MS,
+        learnerRetry: { pod, attempts: attempts + 1 },
+      };
     }
     return undefined; // the scaling step promotes it
   }

@@ -147,7 +147,8 @@ async function sha256Of(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
-function etcdutl(binary: string, args: string[], signal?: AbortSignal): Promise<void> {
+/** Runs `etcdutl` (a snapshot restore) to completion; its stderr's tail is the error. */
+export function etcdutl(binary: string, args: string[], signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], signal });
     let stderr = '';

@@ -21,6 +21,11 @@
  * sink borrows the chunk: it is valid until the sink returns (or its
  * promise settles), and the socket is paused meanwhile, which is the
  * back-pressure on the member.
+ *
+ * The snapshot's whole length is known from the first message (its blob,
+ * the `remaining_bytes` after it, and the 32-byte sha256 etcd sends last),
+ * and is announced before the first chunk: an upload that knows it can send
+ * the snapshot as one sized request instead of parts (backup/object-store.ts).
  */
 import { connect, isIP, type Socket } from 'node:net';
 import { connect as connectTls, type ConnectionOptions } from 'node:tls';
@@ -28,6 +33,9 @@ import type { EtcdClientTls } from './etcd-http.js';
 
 /** Takes one chunk, borrowed: valid until it returns, or until its promise settles (nothing more is read meanwhile). */
 export type SnapshotSink = (chunk: Buffer) => void | Promise<void>;
+
+/** etcd ends every snapshot with the sha256 of what it sent before, 32 bytes (`etcdutl snapshot restore` checks it). */
+export const SNAPSHOT_HASH_BYTES = 32;
 
 export class SnapshotError extends Error {}
 
@@ -78,15 +86,18 @@ class Bytes {
  * it is an error, never a short snapshot taken for a whole one. Aborting
  * `signal` (a deadline, a killed runner) cuts the stream off and rejects
  * with its reason. An https:// member (client TLS) is read over TLS with the
- * client certificate `tls`, trusting only the cluster's CA.
+ * client certificate `tls`, trusting only the cluster's CA. `onLength` is
+ * told the snapshot's length in bytes, once, before the first chunk, as the
+ * member's first message gives it (the upload holds the stream to it:
+ * backup/object-store.ts).
  */
-export function streamEtcdSnapshot(endpoint: string, sink: SnapshotSink, signal?: AbortSignal, tls?: EtcdClientTls): Promise<void> {
+export function streamEtcdSnapshot(endpoint: string, sink: SnapshotSink, signal?: AbortSignal, tls?: EtcdClientTls, onLength?: (bytes: number) => void): Promise<void> {
   const url = new URL('/v3/maintenance/snapshot', endpoint);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.reject(new SnapshotError(`${endpoint}: the snapshot is read over http:// or https:// only (got ${url.protocol})`));
   if (url.protocol === 'https:' && !tls) return Promise.reject(new SnapshotError(`${endpoint}: an https:// member needs the client certificate (DKV_TLS_DIR)`));
   signal?.throwIfAborted();
   return new Promise<void>((resolve, reject) => {
-    const reader = new SnapshotReader(endpoint, sink);
+    const reader = new SnapshotReader(endpoint, sink, onLength);
     let settled = false;
     const settle = (error?: unknown) => {
       if (settled) return;
@@ -161,7 +172,9 @@ class SnapshotReader {
   private refusal = '';
   private finished = false;
 
-  constructor(private readonly endpoint: string, private readonly sink: SnapshotSink) {}
+  private announced = false;
+
+  constructor(private readonly endpoint: string, private readonly sink: SnapshotSink, private readonly onLength?: (bytes: number) => void) {}
 
   /** Takes bytes [start, end) of a read; a promise when the sink is still busy with them (the rest is read after it). */
   feed(buffer: Buffer, start: number, end: number): Promise<void> | undefined {
@@ -327,7 +340,14 @@ class SnapshotReader {
     if (blobEnd <= blobStart) return undefined;
     const base64 = line.toString('latin1', blobStart, blobEnd);
     const target = base64.length * 0.75 + 3 <= this.chunk.length ? this.chunk : Buffer.allocUnsafe(Math.ceil(base64.length * 0.75) + 3);
-    const result = this.sink(target.subarray(0, target.write(base64, 0, 'base64')));
+    const chunk = target.subarray(0, target.write(base64, 0, 'base64'));
+    if (!this.announced) {
+      this.announced = true;
+      // A remaining_bytes that is not a count announces nothing: the upload then goes in parts, as for any unknown length.
+      const length = chunk.length + Number(remaining ?? 0) + SNAPSHOT_HASH_BYTES;
+      if (Number.isSafeInteger(length)) this.onLength?.(length);
+    }
+    const result = this.sink(chunk);
     return result instanceof Promise ? result : undefined;
   }
 }

@@ -1,5 +1,6 @@
 /**
- * Quorum-aware rolling upgrades (after ECK's driver/stateful/upgrade.go and
+ * Quorum-aware rolling restarts onto a new pod template (an upgrade, or new
+ * arguments alone) (after ECK's driver/stateful/upgrade.go and
  * the recommendation in ../shared/notes/day2-operations.md §1): the
  * StatefulSet is `OnDelete`, so a new pod template (a new image) changes no
  * pod by itself; each reconcile deletes at most one outdated pod, and only
@@ -25,11 +26,14 @@ export interface MemberPod {
   /** Its `controller-revision-hash` label: the template revision it runs. */
   readonly revision: string;
   readonly image: string;
+  /** Its member container's arguments. */
+  readonly args: readonly string[];
   readonly deleting: boolean;
 }
 
 export type UpgradeAction =
-  | { readonly type: 'deletePod'; readonly pod: MemberPod; readonly reason: string }
+  /** `change`: what the pod's restart changes, in words (rollChange). */
+  | { readonly type: 'deletePod'; readonly pod: MemberPod; readonly reason: string; readonly change: string }
   | { readonly type: 'moveLeader'; readonly fromPod: string; readonly toId: string; readonly toPod: string };
 
 export interface UpgradeStep {
@@ -47,6 +51,8 @@ export interface UpgradeStep {
 
 export interface UpgradeInput {
   readonly targetImage: string;
+  /** The member container's arguments in the latest template. */
+  readonly targetArgs: readonly string[];
   readonly replicas: number;
   /** The StatefulSet controller has observed the latest template. */
   readonly statefulSetCurrent: boolean;
@@ -57,8 +63,25 @@ export interface UpgradeInput {
 
 const SOON_MS = 2_000;
 
+/**
+ * What restarting `pod` on the latest template changes, in words: the
+ * image, the arguments that differ (a quota raised after the volumes grew,
+ * a flag the new etcd version spells otherwise), or both; else another part
+ * of the template (resources, a patch). A roll is not always an upgrade, and
+ * its messages should not say it is.
+ */
+export function rollChange(pod: Pick<MemberPod, 'image' | 'args'>, target: { readonly image: string; readonly args: readonly string[] }): string {
+  const added = target.args.filter((a) => !pod.args.includes(a));
+  const removed = pod.args.filter((a) => !target.args.includes(a));
+  const args = added.length > 0 ? `new arguments (${added.join(' ')})` : removed.length > 0 ? `arguments without ${removed.join(' ')}` : undefined;
+  const image = pod.image !== target.image ? target.image : undefined;
+  if (image && args) return `${image} and ${args}`;
+  return image ?? args ?? 'a new pod template (neither its image nor its arguments changed)';
+}
+
 export function decideUpgradeStep(input: UpgradeInput): UpgradeStep {
   const { pods, membership, updateRevision, targetImage } = input;
+  const change = (pod: MemberPod) => rollChange(pod, { image: targetImage, args: input.targetArgs });
   const outdated = pods.filter((p) => p.revision !== updateRevision);
   const updated = pods.length - outdated.length;
   const currentVersion = outdated.find((p) => p.image !== targetImage)?.image ?? targetImage;
@@ -79,7 +102,7 @@ export function decideUpgradeStep(input: UpgradeInput): UpgradeStep {
   const brokenOutdated = outdated.find((p) => !memberOf(p)?.healthy);
   if (brokenOutdated) {
     if (!hasQuorum(membership)) return hold(`no quorum: ${membership.healthyVoters} of ${membership.voters} voting members healthy`);
-    return { ...base, upgrading: true, message: `replacing ${brokenOutdated.name}, which is outdated and unhealthy`, action: { type: 'deletePod', pod: brokenOutdated, reason: 'outdated and unhealthy' }, requeueAfterMs: SOON_MS };
+    return { ...base, upgrading: true, message: `replacing ${brokenOutdated.name}, which is outdated and unhealthy`, action: { type: 'deletePod', pod: brokenOutdated, reason: 'outdated and unhealthy', change: change(brokenOutdated) }, requeueAfterMs: SOON_MS };
   }
   const unhealthy = voters.filter((m) => !m.healthy);
   if (unhealthy.length > 0) return hold(`waiting for every member to be healthy before the next restart; unhealthy: ${unhealthy.map((m) => `${m.name || m.id} (${m.problem ?? 'unhealthy'})`).join(', ')}`);
@@ -91,13 +114,13 @@ export function decideUpgradeStep(input: UpgradeInput): UpgradeStep {
   const followers = outdated.filter((p) => p.name !== leader.name).sort((a, b) => ordinal(b) - ordinal(a));
   if (followers.length > 0) {
     const pod = followers[0];
-    return { ...base, upgrading: true, message: `restarting ${pod.name} with ${targetImage} (${updated} of ${pods.length} updated)`, action: { type: 'deletePod', pod, reason: 'outdated' }, requeueAfterMs: SOON_MS };
+    return { ...base, upgrading: true, message: `restarting ${pod.name} with ${change(pod)} (${updated} of ${pods.length} updated)`, action: { type: 'deletePod', pod, reason: 'outdated', change: change(pod) }, requeueAfterMs: SOON_MS };
   }
   // Only the leader is left: hand leadership to an updated member first (a single member just restarts).
   const successor = voters.find((m) => m.name !== leader.name);
   const leaderPod = outdated[0];
   if (!successor) {
-    return { ...base, upgrading: true, message: `restarting the only member ${leaderPod.name} with ${targetImage}: a single member is unavailable while it restarts`, action: { type: 'deletePod', pod: leaderPod, reason: 'outdated (single member)' }, requeueAfterMs: SOON_MS };
+    return { ...base, upgrading: true, message: `restarting the only member ${leaderPod.name} with ${change(leaderPod)}: a single member is unavailable while it restarts`, action: { type: 'deletePod', pod: leaderPod, reason: 'outdated (single member)', change: change(leaderPod) }, requeueAfterMs: SOON_MS };
   }
   return { ...base, upgrading: true, message: `moving leadership from ${leader.name} to ${successor.name} before restarting it`, action: { type: 'moveLeader', fromPod: leader.name, toId: successor.id, toPod: successor.name }, requeueAfterMs: SOON_MS };
 }

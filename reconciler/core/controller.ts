@@ -41,6 +41,7 @@ export const OWNED_KINDS = [
   { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' },
   { apiVersion: 'batch/v1', kind: 'CronJob' },
   { apiVersion: 'v1', kind: 'ConfigMap' },
+  { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy' },
 ] as const;
 
 import { ISSUED_KINDS } from './issued-kinds.js';

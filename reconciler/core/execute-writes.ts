@@ -14,6 +14,7 @@ import type { HeldField, WritePlan } from './plan-writes.js';
 import type { StorageWrite } from '../day2/storage-step.js';
 import { describeMembershipAction, type MemberWrite } from '../day2/membership-step.js';
 import { describeReplacementAction } from '../day2/member-replacement.js';
+import { describeRebuildAction, recoveryConfigMap } from '../day2/recovery-step.js';
 import { objectName, type ReconcileContext } from './reconcile-context.js';
 import type { IssuedSecret } from '../day2/tls-step.js';
 import { withBucketLabel } from './bucket-label.js';
@@ -235,6 +236,11 @@ export async function makeMemberWrite(ctx: ReconcileContext, key: string, write:
     ctx.log.info('member replacement', { key, change: describeReplacementAction(write.action) });
     return;
   }
+  if (write.kind === 'recovery') {
+    await makeRecoveryWrite(ctx, write);
+    ctx.log.info('quorum-loss recovery', { key, change: describeRebuildAction(write.action) });
+    return;
+  }
   if (write.kind === 'moveLeader') {
     await write.via.moveLeader(write.toId);
     ctx.log.info('membership changed', { key, change: `moved leadership from ${write.fromPod} to ${write.toPod}` });
@@ -245,7 +251,7 @@ export async function makeMemberWrite(ctx: ReconcileContext, key: string, write:
   await ctx.client.request('DELETE', resourcePath('v1', 'Pod', namespace, pod.name), {
     body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: pod.uid, resourceVersion: pod.resourceVersion } },
   });
-  ctx.log.info('member restarted for an upgrade', { key, pod: pod.name, reason: write.reason, image: write.image });
+  ctx.log.info('member restarted onto the new pod template', { key, pod: pod.name, reason: write.reason, change: write.change });
 }
 
 /**
@@ -308,4 +314,38 @@ export async function createTlsSecrets(ctx: ReconcileContext, cr: CachedObject, 
     }
   }
   return taken;
+}
+
+/**
+ * One step of a quorum-loss recovery (engines/etcd/rebuild.ts decides it).
+ * Every write names the object judged (uid preconditions), and each is safe
+ * to make again: a record already there, a pod or ConfigMap already gone.
+ */
+async function makeRecoveryWrite(ctx: ReconcileContext, write: Extract<MemberWrite, { kind: 'recovery' }>): Promise<void> {
+  const { action, namespace } = write;
+  const absent = (e: unknown) => e instanceof KubeApiError && (e.status === 404 || e.status === 409);
+  switch (action.type) {
+    case 'record':
+      await ctx.client.request('POST', resourcePath('v1', 'ConfigMap', namespace), { body: recoveryConfigMap(namespace, write.identity, action) })
+        .catch((e) => { if (!(e instanceof KubeApiError && e.status === 409)) throw e; });
+      return;
+    case 'mark':
+      await ctx.client.request('PATCH', resourcePath('v1', 'PersistentVolumeClaim', namespace, action.claim.name), {
+        body: { metadata: { uid: action.claim.uid, annotations: { [write.annotation]: action.memberId } } }, contentType: 'application/merge-patch+json',
+      });
+      return;
+    case 'restartSource':
+      await ctx.client.request('DELETE', resourcePath('v1', 'Pod', namespace, action.pod), {
+        body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: action.uid } },
+      }).catch((e) => { if (!absent(e)) throw e; });
+      return;
+    case 'finish':
+      // The request first: a request left without its record would be judged again, a record left without its request is finished next time.
+      await ctx.client.request('PATCH', resourcePath(API_VERSION, KIND, namespace, write.cluster), {
+        body: { metadata: { annotations: { [write.recoveryAnnotation]: null } } }, contentType: 'application/merge-patch+json',
+      });
+      await ctx.client.request('DELETE', resourcePath('v1', 'ConfigMap', namespace, action.record.name), {
+        body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: action.record.uid } },
+      }).catch((e) => { if (!absent(e)) throw e; });
+  }
 }

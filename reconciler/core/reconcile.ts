@@ -37,6 +37,7 @@ import { withBucketLabel } from './bucket-label.js';
 import { objectName, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 import { recordBackupMetrics, refuse, refuseWith, reportFinalBackup, reportOutcome } from './report.js';
 import { restoreSourceDecision, restoreSourceReader } from '../day2/restore-source.js';
+import { decideNetworkPolicy } from '../day2/network-policy-adoption.js';
 import { liveBackupFolder, s3PathClash } from './s3-path-claims.js';
 import { liveTlsOf } from '../../engines/etcd/tls-files.js';
 import { PLAIN, tlsInEffect } from '../../model/tls.js';
@@ -140,12 +141,28 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     }), cr, resource, detectOnly,
   );
   const membership = membershipDecision && await actOnMembership(ctx, key, membershipDecision);
+  const previouslyGenerated = new Set(((cr.status as DistributedKVStatus | undefined)?.generatedObjects ?? []).map((g: GeneratedObject) => `${g.kind}/${g.name}`));
+  // A cluster that ran without a NetworkPolicy keeps running without one until its spec enables it (network-policy-adoption.ts).
+  const policyName = `NetworkPolicy/${identity.networkPolicyName}`;
+  const networkPolicy = decideNetworkPolicy({
+    spec: resource.spec,
+    config,
+    recorded: (cr.status as DistributedKVStatus | undefined)?.networkPolicy,
+    // Whoever applied it (this controller, an earlier one, or a GitOps tool from `dkv synth`): its members run.
+    // Status lists it too where a shard's cache does not show it.
+    statefulSetExists: Boolean(ctx.owned.get('apps/v1/StatefulSet')?.get(`${namespace}/${identity.statefulSetName}`)) || owned.some((o) => o.kind === 'StatefulSet')
+      || previouslyGenerated.has(`StatefulSet/${identity.statefulSetName}`),
+    // One of that name with the cluster's labels (ours, or applied from `dkv synth` output) already restricts the members.
+    policyApplied: Boolean(ctx.owned.get('networking.k8s.io/v1/NetworkPolicy')?.get(`${namespace}/${identity.networkPolicyName}`))
+      || owned.some((o) => o.kind === 'NetworkPolicy') || previouslyGenerated.has(policyName) || ctx.memory.object(key, policyName).appliedHash !== undefined,
+  });
   let desired: KubeObject[];
   try {
     // While volumes grow, the members' quota is the one their volumes have room for (storage-step.ts).
     // Running members keep the scheme they run (model/tls.ts): a cluster created before TLS stays plain.
     desired = synthesizeCluster(resource, config, membership?.plan, {
       backupsSuspended: fleet ? fleet.role === 'standby' : undefined, volumeSizeNow: volumeSizeOf(own.statefulSet), liveTls: liveTlsOf(own.statefulSet),
+      networkPolicyWithheld: networkPolicy.state === 'Withheld',
     });
   } catch (e) {
     if (!(e instanceof InvalidConfigError)) throw e;
@@ -160,7 +177,6 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   // create found taken, one this process wrote whose write the cache has not shown yet (a quick second
   // reconcile), one the cluster's status lists (deleted, or hidden from the cache by new labels: the
   // checks below must see it before anything is written); and every miss of a detect-only cluster.
-  const previouslyGenerated = new Set(((cr.status as DistributedKVStatus | undefined)?.generatedObjects ?? []).map((g: GeneratedObject) => `${g.kind}/${g.name}`));
   const live = new Map<string, CachedObject | undefined>();
   await Promise.all(desired.map(async (object) => {
     const name = objectName(object);
@@ -221,7 +237,10 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     compacted: ctx.memory.compaction(key), detectOnly: detectOnly || outcome.failures.length > 0, now: ctx.now(),
   });
   const maintenance = maintenanceDecision && await actOnMaintenance(ctx, key, maintenanceDecision);
-  const reported = await reportOutcome(ctx, { cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step, maintenance, tls: { ...tlsDecision.status, ...(tlsProblem ? { reason: [tlsDecision.status.reason, tlsProblem].filter(Boolean).join('; ') } : {}) }, tlsProblem });
+  const reported = await reportOutcome(ctx, {
+    cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step, maintenance, networkPolicy,
+    tls: { ...tlsDecision.status, ...(tlsProblem ? { reason: [tlsDecision.status.reason, tlsProblem].filter(Boolean).join('; ') } : {}) }, tlsProblem,
+  });
 
   if (outcome.failures.length > 0) throw new Error(`${outcome.failures.length} write(s) failed: ${outcome.failures.join('; ')}`);
   const holds = [...plan.held, ...outcome.fights].map((f) => f.until);
@@ -250,6 +269,7 @@ async function actOnMembership(ctx: ReconcileContext, key: string, decision: Mem
     const error = (e as Error).message;
     if (write.kind === 'membership') ctx.log.warn('membership change refused or failed', { key, action: write.action.type, error });
     else if (write.kind === 'healing') ctx.log.warn('replacement step refused or failed', { key, action: write.action.type, error });
+    else if (write.kind === 'recovery') ctx.log.warn('recovery step refused or failed', { key, action: write.action.type, error });
     else ctx.log.warn('upgrade step refused or failed', { key, action: write.kind === 'moveLeader' ? 'moveLeader' : 'deletePod', error });
     return membershipNotYet(decision, error);
   }

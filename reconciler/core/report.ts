@@ -16,6 +16,7 @@ import type { FinalBackupDecision } from '../day2/final-backup.js';
 import type { MembershipStepResult } from '../day2/membership-step.js';
 import type { MaintenanceStepResult } from '../day2/maintenance-step.js';
 import type { StorageStep } from '../../engines/storage-growth.js';
+import type { NetworkPolicyAdoption } from '../day2/network-policy-adoption.js';
 import type { HeldField, WritePlan } from './plan-writes.js';
 import { objectName, TerminalError, type ReconcileContext } from './reconcile-context.js';
 import type { Refusal } from './step-decision.js';
@@ -33,6 +34,8 @@ export interface ReconcileReport {
   readonly membership?: MembershipStepResult;
   /** Where a volume growth stands. */
   readonly storage?: StorageStep;
+  /** Whether the NetworkPolicy is applied, withheld or off (network-policy-adoption.ts). */
+  readonly networkPolicy: NetworkPolicyAdoption;
   /** The maintenance step of this reconcile (etcd, when the members answered). */
   readonly maintenance?: MaintenanceStepResult;
   /** The TLS the members run and its certificates' expiry (day2/tls-step.ts); with a problem, why it is not as the spec asks. */
@@ -50,7 +53,7 @@ export function describeHeld(field: HeldField): string {
  * cluster's status nor this process has reported the same message for the
  * same reason. A problem that persists is reported once.
  */
-function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: DegradedReason | 'QuorumLost' | 'SizeWarning' | 'QuotaTooSmall' | 'RecoveryRefused' | 'RecoveryUnavailable', message: string): boolean {
+function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: DegradedReason | 'QuorumLost' | 'SizeWarning' | 'QuotaTooSmall' | 'RecoveryRefused', message: string): boolean {
   const news = ctx.memory.isNews(key, reason, message);
   const inStatus = (cr.status as DistributedKVStatus | undefined)?.conditions?.some((c) => c.reason === reason && c.message === message);
   return news && !inStatus;
@@ -92,16 +95,21 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   if (membership?.healingEvent) events.push(record('Normal', membership.healingEvent.reason, membership.healingEvent.message));
   if (membership?.phase === 'QuorumLost' && isNews(ctx, cr, key, 'QuorumLost', membership.message)) events.push(record('Warning', 'QuorumLost', membership.message));
   const recovery = membership?.recoveryEvent;
-  if (recovery && isNews(ctx, cr, key, recovery.reason, recovery.message)) events.push(record('Warning', recovery.reason, recovery.message));
+  // A refusal repeats on every reconcile while it stands: reported once. A start or an end is a step made: reported as made.
+  if (recovery && (recovery.reason !== 'RecoveryRefused' || isNews(ctx, cr, key, recovery.reason, recovery.message))) events.push(record(recovery.type, recovery.reason, recovery.message));
   if (membership?.warning && isNews(ctx, cr, key, 'SizeWarning', membership.warning)) events.push(record('Warning', 'SizeWarning', membership.warning));
   const maintenance = report.maintenance;
   if (maintenance?.changed) events.push(record('Normal', maintenance.changedReason!, maintenance.changed));
   const raised = raisedAlarms(ctx, cr, key, maintenance);
   for (const { alarm, message } of raised.news) events.push(record('Warning', `Alarm${alarm}`, message));
   if (maintenance?.reason === 'QuotaTooSmall' && isNews(ctx, cr, key, 'QuotaTooSmall', maintenance.message)) events.push(record('Warning', 'QuotaTooSmall', maintenance.message));
+  const withheld = report.networkPolicy.state === 'Withheld' ? report.networkPolicy.condition.message : '';
+  // Once, as any problem (isNews): the status's NetworkPolicy condition (reason Withheld) already says it after a restart.
+  const withheldShown = (cr.status as DistributedKVStatus | undefined)?.conditions?.some((c) => c.type === 'NetworkPolicy' && c.reason === 'Withheld' && c.message === withheld);
+  if (withheld && ctx.memory.isNews(key, 'NetworkPolicyWithheld', withheld) && !withheldShown) events.push(record('Warning', 'NetworkPolicyWithheld', withheld));
   ctx.memory.resolvedExcept(key, [
-    conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : '', membership?.phase === 'QuorumLost' ? 'QuorumLost' : '', membership?.warning ? 'SizeWarning' : '', recovery?.reason ?? '',
-    maintenance?.reason === 'QuotaTooSmall' ? 'QuotaTooSmall' : '', ...raised.active,
+    conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : '', membership?.phase === 'QuorumLost' ? 'QuorumLost' : '', membership?.warning ? 'SizeWarning' : '', recovery?.reason === 'RecoveryRefused' ? recovery.reason : '',
+    maintenance?.reason === 'QuotaTooSmall' ? 'QuotaTooSmall' : '', withheld ? 'NetworkPolicyWithheld' : '', ...raised.active,
   ].filter(Boolean));
   await Promise.all(events);
   // A create found its name taken by an object no cache shows (execute-writes.ts): the next reconcile,
@@ -131,11 +139,13 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     generatedObjects,
     degraded,
     membership: membership && {
-      phase: membership.phase, message: membership.message, members: membership.members, upgrade: membership.upgrade, healing: membership.healing, unhealthySince: membership.unhealthySince,
+      phase: membership.phase, message: membership.message, members: membership.members, upgrade: membership.upgrade, healing: membership.healing,
+      unhealthySince: membership.unhealthySince, learnerRetry: membership.learnerRetry,
     },
     storage: report.storage && report.storage.kind !== 'unchanged' && report.storage.kind !== 'refused' ? report.storage : undefined,
     maintenance,
     tls: report.tls,
+    networkPolicy: report.networkPolicy,
   });
   return { degraded: degraded?.reason, backupStaleAtMs: backup?.staleAtMs };
 }

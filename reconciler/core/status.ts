@@ -30,6 +30,12 @@ export interface ObservedState {
   readonly maintenance?: Pick<MaintenanceStepResult, 'reason' | 'message' | 'quotaBytes' | 'alarms' | 'lastDefragmented'>;
   /** The TLS the members run, and when its certificates expire (day2/tls-step.ts). */
   readonly tls?: DistributedKVStatus['tls'];
+  /**
+   * Whether the cluster's NetworkPolicy is applied, and the condition that
+   * says why (reconciler/day2/network-policy-adoption.ts). Unset on a
+   * refusal: the recorded decision is kept as it was.
+   */
+  readonly networkPolicy?: { readonly state: 'Applied' | 'Withheld' | 'Off'; readonly condition: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string } };
   /** A volume growth under way, or blocked. */
   readonly storage?: { readonly kind: string; readonly message: string };
   /** For engines with a membership: where the membership step stands, and the members as they answered. */
@@ -42,6 +48,8 @@ export interface ObservedState {
     readonly healing?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
     /** Since when each unhealthy member (by its status name) has been unhealthy. */
     readonly unhealthySince?: ReadonlyMap<string, string>;
+    /** A pod whose learners were removed for not catching up, and how many times (the next one's bound doubles for each). */
+    readonly learnerRetry?: { readonly pod: string; readonly attempts: number };
   };
 }
 
@@ -137,6 +145,8 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
 
   if (observed.fleet) conditions.push(standbyCondition(observed.fleet));
 
+  if (observed.networkPolicy) conditions.push({ type: 'NetworkPolicy', ...observed.networkPolicy.condition });
+
   conditions.push(observed.degraded
     ? { type: 'Degraded', status: 'True', reason: observed.degraded.reason, message: observed.degraded.message }
     : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'every generated object matches the spec' });
@@ -147,6 +157,13 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
     conditions: conditions.map((c) => condition(c, previous?.conditions, observed.generation, timestamp)),
     generatedObjects: [...observed.generatedObjects],
   };
+  // The controller's record of its NetworkPolicy decision: a refusal, which decides nothing, keeps it (and its condition).
+  const networkPolicy = observed.networkPolicy?.state ?? previous?.networkPolicy;
+  if (networkPolicy) status.networkPolicy = networkPolicy;
+  const keptCondition = observed.networkPolicy ? undefined : previous?.conditions?.find((c) => c.type === 'NetworkPolicy');
+  if (keptCondition) status.conditions!.push(keptCondition);
+  const learnerRetry = observed.membership?.learnerRetry;
+  if (learnerRetry) status.learnerRetry = { pod: learnerRetry.pod, attempts: learnerRetry.attempts };
   const upgrade = observed.membership?.upgrade;
   if (upgrade) {
     status.currentVersion = upgrade.currentVersion;

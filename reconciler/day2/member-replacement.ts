@@ -5,13 +5,15 @@
  * lets engines/etcd/replacement.ts decide one step, and says the write and
  * the Healing condition. The core makes the write (core/execute-writes.ts).
  * Nothing is remembered in the process: a controller killed at any step
- * finds the marked claim, the membership and the pods where it left them.
+ * finds the marked claim, the membership and the pods where it left them,
+ * and in status how many learners of a pod were removed for not catching
+ * up (status.learnerRetry), which lengthens the next one's bound.
  */
 import { resourcePath, type KubeClient } from '../../kube/client.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { equalitySelector } from '../../kube/label-selector.js';
 import type { DistributedKVStatus } from '../../imports/distributedkv.js';
-import { decideReplacementStep, type HealingClaim, type HealingPod, type ReplacementAction, type ReplacementStep } from '../../engines/etcd/replacement.js';
+import { decideReplacementStep, learnerRetryAfter, type HealingClaim, type LearnerRetry, type HealingPod, type ReplacementAction, type ReplacementStep } from '../../engines/etcd/replacement.js';
 import type { MembershipStatus, MemberStatus } from '../../engines/membership.js';
 import type { ClusterIdentity } from '../../model/cluster-identity.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
@@ -22,7 +24,7 @@ import { readMemberPods } from './member-pods.js';
 /** The Healing condition, as status shows it. */
 export interface HealingReport {
   readonly status: 'True' | 'False';
-  readonly reason: 'Replacing' | 'MemberUnhealthy' | 'Healthy' | 'Replaced' | 'RecoveryRefused' | 'RecoveryUnavailable';
+  readonly reason: 'Replacing' | 'MemberUnhealthy' | 'Healthy' | 'Replaced' | 'RecoveryRefused' | 'Recovering' | 'Recovered';
   readonly message: string;
 }
 
@@ -52,6 +54,8 @@ export interface HealingDecision {
   readonly report: HealingReport;
   /** Since when each unhealthy member (by its status name) has been unhealthy, for status. */
   readonly unhealthySince: ReadonlyMap<string, string>;
+  /** The learner retry record for status once the step is made (status.learnerRetry): what a restarted controller bounds the next learner by. */
+  readonly learnerRetry?: LearnerRetry;
   /** An Event the step's write earns (MemberReplacing when it is decided). */
   readonly event?: { readonly reason: 'MemberReplacing' | 'MemberReplaced'; readonly message: string };
 }
@@ -84,21 +88,22 @@ export async function healingStep(read: HealingReader, input: HealingInput): Pro
     size: input.size, replicas: input.replicas, membership, pod: input.pod, peerUrl: input.peerUrl, pods, claims,
     unhealthySince: new Map(membership.members.filter((m) => unhealthySince.has(statusName(m))).map((m) => [m.id, Date.parse(unhealthySince.get(statusName(m))!)])),
     now, unhealthyAfterMs: input.config.healing.unhealthySeconds * 1000, learnerCatchUpMs: input.config.healing.learnerCatchUpSeconds * 1000,
-    otherChange: input.otherChange,
+    otherChange: input.otherChange, learnerRetry: previous?.learnerRetry,
   });
+  const learnerRetry = learnerRetryAfter(previous?.learnerRetry, step, membership);
   if (step?.phase === 'Replacing') {
     const event = step.action?.type === 'mark' ? { reason: 'MemberReplacing' as const, message: `replacing ${step.action.pod} (member ${step.action.memberId}): ${step.action.reason}` }
       : step.action?.type === 'promote' ? { reason: 'MemberReplaced' as const, message: `${step.action.pod} replaced: it joined with an empty volume, caught up and votes again` } : undefined;
-    return { step, report: { status: 'True', reason: 'Replacing', message: step.message }, unhealthySince, event };
+    return { step, report: { status: 'True', reason: 'Replacing', message: step.message }, unhealthySince, event, learnerRetry };
   }
   // A replacement's last step is the scaling step's promotion of the learner: until then, it is still under way.
   const learner = membership.members.find((m) => m.learner);
   if (previousHealing?.reason === 'Replacing' && learner) {
-    return { step, report: { status: 'True', reason: 'Replacing', message: `${statusName(learner)} joined as a learner; promoted once it has caught up` }, unhealthySince };
+    return { step, report: { status: 'True', reason: 'Replacing', message: `${statusName(learner)} joined as a learner; promoted once it has caught up` }, unhealthySince, learnerRetry };
   }
-  if (step?.phase === 'Waiting') return { step, report: { status: 'False', reason: 'MemberUnhealthy', message: step.message }, unhealthySince };
-  if (previousHealing?.reason === 'Replacing') return { step, report: { status: 'False', reason: 'Replaced', message: `${previousHealing.message.replace(/^replacing (\S+?):.*$/, '$1')} replaced: every member votes again` }, unhealthySince };
-  return { step, report: previousHealing?.reason === 'Replaced' && membership.members.every((m) => m.healthy) ? previousHealing as HealingReport : healthy, unhealthySince };
+  if (step?.phase === 'Waiting') return { step, report: { status: 'False', reason: 'MemberUnhealthy', message: step.message }, unhealthySince, learnerRetry };
+  if (previousHealing?.reason === 'Replacing') return { step, report: { status: 'False', reason: 'Replaced', message: `${previousHealing.message.replace(/^replacing (\S+?):.*$/, '$1')} replaced: every member votes again` }, unhealthySince, learnerRetry };
+  return { step, report: (previousHealing?.reason === 'Replaced' || previousHealing?.reason === 'Recovered') && membership.members.every((m) => m.healthy) ? previousHealing as HealingReport : healthy, unhealthySince, learnerRetry };
 }
 
 /** A replacement step, in words (for an Event and the log). */

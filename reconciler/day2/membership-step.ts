@@ -17,13 +17,15 @@ import { decideUpgradeStep, type MemberPod, type UpgradeStep } from '../../engin
 import type { KubeClient } from '../../kube/client.js';
 import { hasQuorum, type Membership, type MembershipStatus, type MemberStatus } from '../../engines/membership.js';
 import type { ReplacementAction } from '../../engines/etcd/replacement.js';
-import { recoveryStep, type RecoveryEvent } from './recovery-step.js';
+import { recoveryReader, recoveryStep, type RecoveryEvent, type RecoveryReader } from './recovery-step.js';
+import type { RebuildAction } from '../../engines/etcd/rebuild.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { clusterIdentity, type ClusterIdentity } from '../../model/cluster-identity.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
 import { sizeWarning } from '../../model/quorum.js';
 import { readMemberPods } from './member-pods.js';
 import { describeReplacementAction, healingReader, healingStep, type HealingReader, type HealingReport } from './member-replacement.js';
+import type { LearnerRetry } from '../../engines/etcd/replacement.js';
 import type { DistributedKVStatus } from '../../imports/distributedkv.js';
 import { quantityValue } from '../../model/quantity.js';
 import type { MemberAddresses } from './member-addresses.js';
@@ -50,9 +52,11 @@ export interface MembershipStepResult {
   readonly healing?: HealingReport;
   /** Since when each unhealthy member (by its status name) has been unhealthy: the clock of its replacement. */
   readonly unhealthySince?: ReadonlyMap<string, string>;
+  /** The learner retry record for status (member-replacement.ts); the earlier one, kept, while healing does not run. */
+  readonly learnerRetry?: LearnerRetry;
   /** A replacement decided (MemberReplacing) or finished (MemberReplaced) in this step, for an Event. */
   readonly healingEvent?: { readonly reason: 'MemberReplacing' | 'MemberReplaced'; readonly message: string };
-  /** A recovery request on a cluster that lost its quorum, judged (recovery-step.ts): a Warning Event, once per message. */
+  /** A quorum-loss recovery's Event (recovery-step.ts): a refusal once per message, a start or an end once. */
   readonly recoveryEvent?: RecoveryEvent;
   readonly requeueAfterMs?: number;
 }
@@ -88,9 +92,11 @@ export type MemberWrite =
   /** Leadership moves off a member before the upgrade restarts it. */
   | { readonly kind: 'moveLeader'; readonly toId: string; readonly fromPod: string; readonly toPod: string; readonly via: Membership }
   /** A member restarts onto the new pod template: the pod that was judged is deleted (uid and resourceVersion preconditions). */
-  | { readonly kind: 'restartMember'; readonly namespace: string; readonly pod: MemberPod; readonly reason: string; readonly image: string }
+  | { readonly kind: 'restartMember'; readonly namespace: string; readonly pod: MemberPod; readonly reason: string; readonly change: string }
   /** One step of a member replacement (engines/etcd/replacement.ts): mark its claim, remove it, delete its claim and pod, add it back, disarm. */
-  | { readonly kind: 'healing'; readonly namespace: string; readonly action: ReplacementAction; readonly annotation: string; readonly via: Membership };
+  | { readonly kind: 'healing'; readonly namespace: string; readonly action: ReplacementAction; readonly annotation: string; readonly via: Membership }
+  /** One step of a quorum-loss recovery (engines/etcd/rebuild.ts): record it, mark a claim, restart the source, finish. */
+  | { readonly kind: 'recovery'; readonly namespace: string; readonly identity: ClusterIdentity; readonly action: RebuildAction; readonly annotation: string; readonly recoveryAnnotation: string; readonly cluster: string };
 
 /** What the membership step decided: what to render and report, and the change to make for it. */
 export interface MembershipDecision {
@@ -116,6 +122,8 @@ export interface MembershipReader {
   memberPods(namespace: string, identity: ClusterIdentity): Promise<MemberPod[]>;
   /** Member pods and claims as replacement reads them, fresh. */
   readonly healing: HealingReader;
+  /** The recovery ConfigMap, fresh: read only while a recovery is asked for or under way. */
+  readonly recovery: RecoveryReader;
   readonly now: () => number;
 }
 
@@ -126,7 +134,7 @@ export interface MembershipReader {
  */
 export function membershipNotYet(decision: MembershipDecision, error: string): MembershipStepResult {
   const failed = decision.ifWriteFails ?? decision.result;
-  if (decision.write?.kind === 'membership' || decision.write?.kind === 'healing') return { ...failed, message: `${failed.message}: not yet (${error})` };
+  if (decision.write?.kind === 'membership' || decision.write?.kind === 'healing' || decision.write?.kind === 'recovery') return { ...failed, message: `${failed.message}: not yet (${error})` };
   return { ...failed, upgrade: failed.upgrade && { ...failed.upgrade, message: `${failed.upgrade.message}: not yet (${error})` } };
 }
 
@@ -144,7 +152,14 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
   const tls = read.tls ?? PLAIN;
   const addresses: MemberAddresses = read.addresses ?? { client: (ns, p, id) => clientUrl(id, p, ns, config, tls.client), peer: (_ns, p, id) => peerUrl(id, p, config, tls.peer) };
   const endpoint = (pod: string) => addresses.client(namespace, pod, identity);
-  const pods = () => Array.from({ length: Math.max(replicas ?? 0, 1) }, (_, i) => memberName(identity, i));
+  const ordinals = () => Array.from({ length: Math.max(replicas ?? 0, 1) }, (_, i) => memberName(identity, i));
+  // A quorum-loss recovery: its record (the recovery ConfigMap) is read only while one is asked for, or was under way
+  // when status was last written (a controller killed between removing the request and deleting the record finishes).
+  const request = cr.metadata.annotations?.[config.healing.recoveryAnnotation]?.trim() || undefined;
+  const previousHealing = (cr.status as DistributedKVStatus | undefined)?.conditions?.find((c) => c.type === 'Healing');
+  const record = statefulSet && (request || previousHealing?.reason === 'Recovering') ? await read.recovery.record(namespace, identity) : undefined;
+  // The rebuilt member is asked first: an old member that still runs would list the old membership.
+  const pods = () => (record ? [record.pod, ...ordinals().filter((p) => p !== record.pod)] : ordinals());
   const membership = read.members(pods, endpoint);
   const status = replicas === undefined ? { unreachable: 'not created' } : await membership.status().catch((e: Error) => ({ unreachable: e.message }));
   const stsStatus = statefulSet?.status as { observedGeneration?: number; replicas?: number } | undefined;
@@ -154,17 +169,42 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
   const answered = 'members' in status ? { status, via: membership } : undefined;
   const warning = sizeWarning(resource.spec.size, members?.filter((m) => !m.learner).length);
 
+  // A recovery is judged while the quorum is lost, and carried on while its record exists.
+  const quorum = 'members' in status && hasQuorum(status);
+  const recovery = statefulSet && replicas !== undefined && (record || (request && !quorum))
+    ? await (async () => {
+      const [livePods, claims] = await Promise.all([read.healing.pods(namespace, identity), read.healing.claims(namespace, identity, config.healing.replacementAnnotation)]);
+      return recoveryStep({ request, record, membership: 'members' in status ? status : undefined, size: resource.spec.size, pods: ordinals(), livePods, claims, now: read.now() });
+    })()
+    : undefined;
+  if (recovery && !recovery.replacing) {
+    const plan = recordedPlan(configMap) ?? step.plan;
+    const result: MembershipStepResult = {
+      plan, phase: step.phase, message: step.message, members, membership: answered, warning, healing: recovery.report,
+      recoveryEvent: recovery.event, requeueAfterMs: recovery.requeueAfterMs ?? step.requeueAfterMs,
+    };
+    if (!recovery.action || detectOnly) return { result: { ...result, recoveryEvent: recovery.event?.reason === 'RecoveryRefused' ? recovery.event : undefined } };
+    return {
+      result,
+      write: { kind: 'recovery', namespace, identity, action: recovery.action, annotation: config.healing.replacementAnnotation, recoveryAnnotation: config.healing.recoveryAnnotation, cluster: resource.metadata.name },
+      ifWriteFails: { ...result, recoveryEvent: undefined },
+    };
+  }
+
   // Healing first: a replacement under way holds the StatefulSet at its size and every other change.
-  const healing = 'members' in status && statefulSet && replicas !== undefined && hasQuorum(status)
+  const healing = 'members' in status && statefulSet && replicas !== undefined && quorum
     ? await healingStep(read.healing, {
       config, namespace, identity, size: resource.spec.size, replicas, membership: status, previous: cr.status as DistributedKVStatus | undefined,
       pod: (i) => memberName(identity, i), peerUrl: (pod) => addresses.peer(namespace, pod, identity), now: read.now(),
       otherChange: otherChange(statefulSet, resource, podsSettled),
     })
     : undefined;
-  // Without a quorum nothing is healed; a user's recovery request is judged (and, until the rebuild is built, only judged).
-  const recovery = healing ? undefined : recoveryStep(cr.metadata.annotations?.[config.healing.recoveryAnnotation], 'members' in status ? status : undefined);
-  const healed = healing ? { healing: healing.report, unhealthySince: healing.unhealthySince } : recovery && { healing: recovery.report, recoveryEvent: recovery.event };
+  // A recovery whose rebuilt member holds a quorum: the replacement's steps bring the others back, reported as the recovery's.
+  const report = healing && recovery?.replacing
+    ? { status: 'True' as const, reason: 'Recovering' as const, message: healing.step?.phase === 'Replacing' ? `${recovery.replacing}; ${healing.step.message}` : recovery.replacing }
+    : healing?.report;
+  const learnerRetry = healing ? healing.learnerRetry : (cr.status as DistributedKVStatus | undefined)?.learnerRetry;
+  const healed = { ...(healing ? { healing: report!, unhealthySince: healing.unhealthySince } : {}), learnerRetry };
   if (healing?.step?.phase === 'Replacing' && replicas !== undefined) {
     const joinable = healing.step.joinablePods?.map((p) => Number(/-(\d+)$/.exec(p)![1]));
     const plan: MembershipPlan = joinable ? { replicas, state: 'existing', members: joinable } : { replicas, state: 'existing' };
@@ -174,7 +214,8 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
     return {
       result: { ...result, changed: describeReplacementAction(action), healingEvent: healing.event },
       write: { kind: 'healing', namespace, action, annotation: config.healing.replacementAnnotation, via: membership },
-      ifWriteFails: result,
+      // Not removed after all: the record stays as it was.
+      ifWriteFails: { ...result, learnerRetry: (cr.status as DistributedKVStatus | undefined)?.learnerRetry },
     };
   }
   const healingRequeue = healing?.step?.requeueAfterMs;
@@ -218,6 +259,11 @@ export function templateImage(statefulSet: CachedObject): string | undefined {
   return (statefulSet.spec as { template?: { spec?: { containers?: { image?: string }[] } } } | undefined)?.template?.spec?.containers?.[0]?.image;
 }
 
+/** The live pod template's member container arguments. */
+function templateArgs(statefulSet: CachedObject): readonly string[] {
+  return (statefulSet.spec as { template?: { spec?: { containers?: { args?: string[] }[] } } } | undefined)?.template?.spec?.containers?.[0]?.args ?? [];
+}
+
 /** The pods of the StatefulSet, read from the API server (fresh), only while some may be outdated. */
 export async function memberPods(client: KubeClient, namespace: string, identity: ClusterIdentity): Promise<MemberPod[]> {
   return (await readMemberPods(client, namespace, identity.selector, identity.statefulSetName))
@@ -227,6 +273,7 @@ export async function memberPods(client: KubeClient, namespace: string, identity
       resourceVersion: p.metadata.resourceVersion!,
       revision: p.metadata.labels?.['controller-revision-hash'] ?? '',
       image: p.spec?.containers?.[0]?.image ?? '',
+      args: p.spec?.containers?.[0]?.args ?? [],
       deleting: Boolean(p.metadata.deletionTimestamp),
     }));
 }
@@ -251,7 +298,7 @@ async function upgradeStep(
     return { result: { ...result, upgrade } };
   }
   const step = decideUpgradeStep({
-    targetImage: resource.spec.image, replicas, statefulSetCurrent, updateRevision: sts.status?.updateRevision,
+    targetImage: resource.spec.image, targetArgs: templateArgs(sts), replicas, statefulSetCurrent, updateRevision: sts.status?.updateRevision,
     pods: await read.memberPods(namespace, identity), membership: status,
   });
   const { action, requeueAfterMs, ...upgrade } = step;
@@ -266,8 +313,8 @@ async function upgradeStep(
     };
   }
   return {
-    result: { ...next, restarted: `restarted ${action.pod.name} (${action.reason}) to run ${resource.spec.image}` },
-    write: { kind: 'restartMember', namespace, pod: action.pod, reason: action.reason, image: resource.spec.image },
+    result: { ...next, restarted: `restarted ${action.pod.name} (${action.reason}) with ${action.change}` },
+    write: { kind: 'restartMember', namespace, pod: action.pod, reason: action.reason, change: action.change },
     ifWriteFails: next,
   };
 }
@@ -282,7 +329,7 @@ export function membershipReader(
   } = {},
 ): MembershipReader {
   return {
-    config, ...own, addresses: options.addresses, tls: options.tls, healing: healingReader(client), now: options.now ?? Date.now,
+    config, ...own, addresses: options.addresses, tls: options.tls, healing: healingReader(client), recovery: recoveryReader(client), now: options.now ?? Date.now,
     members: (pods, endpoint) => new EtcdMembership(pods, endpoint, options.timeoutMs, options.term, options.clientTls),
     memberPods: (namespace, identity) => memberPods(client, namespace, identity),
   };

@@ -99,6 +99,34 @@ describe('reading an etcd snapshot stream', () => {
     expect(got.equals(data)).toBe(true);
   });
 
+  it('announces the snapshot\'s whole length before its first chunk: the first message\'s blob, what remains after it, and etcd\'s 32-byte sha256 sent last', async () => {
+    // As etcd sends it: the database in messages counting down remaining_bytes, then its sha256 alone.
+    const database = randomBytes(100_000);
+    const hash = createHash('sha256').update(database).digest();
+    const text = gatewayLines(database, 32 * 1024).join('') + JSON.stringify({ result: { blob: hash.toString('base64'), version: '3.6.0' } }) + '\n';
+    handler = (response) => {
+      response.writeHead(200);
+      response.end(text);
+    };
+    const events: string[] = [];
+    let bytes = 0;
+    await streamEtcdSnapshot(endpoint, (chunk) => {
+      if (events.at(-1) !== 'chunk') events.push('chunk');
+      bytes += chunk.length;
+    }, undefined, undefined, (length) => events.push(`length ${length}`));
+    expect(events).toEqual([`length ${database.length + 32}`, 'chunk']);
+    expect(bytes).toBe(database.length + 32);
+
+    // A first message whose remaining_bytes is no count announces nothing (the upload goes in parts), and is read all the same.
+    handler = (response) => {
+      response.writeHead(200);
+      response.end(text.replace(/"remaining_bytes":"\d+"/, '"remaining_bytes":"many"'));
+    };
+    const announced: number[] = [];
+    await streamEtcdSnapshot(endpoint, () => undefined, undefined, undefined, (length) => announced.push(length));
+    expect(announced).toEqual([]);
+  });
+
   it('fails, naming the member, on a stream that ends before the member\'s last message', async () => {
     const lines = gatewayLines(randomBytes(100_000), 32 * 1024);
     handler = (response) => {

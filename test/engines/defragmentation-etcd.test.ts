@@ -15,60 +15,12 @@ import { join } from 'node:path';
 import { decideDefragmentationStep, type DefragmentationAction } from '../../engines/etcd/defragmentation.js';
 import type { EtcdMembership } from '../../engines/etcd/membership.js';
 import { locateBinaries } from '../cluster/control-plane.js';
-import { b64, etcdPost, startLocalEtcdCluster, type LocalEtcdCluster } from '../support/etcd-members.js';
+import { ClientLoad, fragment, type Request } from '../support/etcd-load.js';
+import { startLocalEtcdCluster } from '../support/etcd-members.js';
 import { InvariantMonitor } from '../support/invariant-monitor.js';
 
 const describeWithEtcd = process.env.DKV_SKIP_CLUSTER ? describe.skip : describe;
 const MIB = 2 ** 20;
-
-/** Overwrites `keys` keys of `valueBytes` `rounds` times, then compacts: a database mostly of free pages. */
-async function fragment(clientUrl: string, keys: number, valueBytes: number, rounds: number): Promise<void> {
-  const value = b64('x'.repeat(valueBytes));
-  for (let round = 0; round < rounds; round++) {
-    for (let i = 0; i < keys; i += 50) {
-      const success = Array.from({ length: Math.min(50, keys - i) }, (_, j) => ({ requestPut: { key: b64(`blob/${i + j}`), value } }));
-      await etcdPost(clientUrl, '/v3/kv/txn', { success }, 30_000);
-    }
-  }
-  const { header } = await etcdPost(clientUrl, '/v3/kv/range', { key: b64('blob/0') });
-  await etcdPost(clientUrl, '/v3/kv/compaction', { revision: header.revision, physical: true }, 60_000);
-}
-
-interface Request { readonly pod: string; readonly start: number; readonly end: number; readonly error?: string }
-
-/**
- * A steady, bounded client load: one writer and one reader per member, each
- * a request at a time with a pause, until stopped or `max` requests each.
- */
-class ClientLoad {
-  readonly requests: Request[] = [];
-  private stopped = false;
-  private loops: Promise<void>[] = [];
-
-  constructor(private readonly cluster: LocalEtcdCluster, private readonly pods: readonly string[]) {}
-
-  start(max = 5_000): void {
-    this.loops = this.pods.flatMap((pod) => [0, 1].map(async (kind) => {
-      const url = this.cluster.addressOf(pod).clientUrl;
-      for (let n = 0; n < max && !this.stopped; n++) {
-        const start = Date.now();
-        try {
-          if (kind === 0) await etcdPost(url, '/v3/kv/put', { key: b64(`load/${pod}`), value: b64(String(n)) }, 10_000);
-          else await etcdPost(url, '/v3/kv/range', { key: b64(`load/${pod}`) }, 10_000);
-          this.requests.push({ pod, start, end: Date.now() });
-        } catch (e) {
-          this.requests.push({ pod, start, end: Date.now(), error: (e as Error).message });
-        }
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    }));
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await Promise.all(this.loops);
-  }
-}
 
 describeWithEtcd('defragmentation of a real etcd cluster', () => {
   let dir: string;

@@ -2,14 +2,15 @@
  * The upgrade decision, one pod restart per reconcile, from the pods, the
  * StatefulSet's revisions and the membership alone.
  */
-import { decideUpgradeStep, type MemberPod, type UpgradeInput } from '../../engines/etcd/upgrade.js';
+import { decideUpgradeStep, rollChange, type MemberPod, type UpgradeInput } from '../../engines/etcd/upgrade.js';
 import type { MemberStatus, MembershipStatus } from '../../engines/membership.js';
 
 const OLD = 'registry.k8s.io/etcd:3.6.8-0';
 const NEW = 'registry.k8s.io/etcd:3.6.9-0';
+const ARGS = ['--name=$(POD_NAME)', '--quota-backend-bytes=5368709120'];
 
 function pod(i: number, revision: 'old' | 'new', over: Partial<MemberPod> = {}): MemberPod {
-  return { name: `kv-${i}`, uid: `uid-${i}`, resourceVersion: `${100 + i}`, revision, image: revision === 'old' ? OLD : NEW, deleting: false, ...over };
+  return { name: `kv-${i}`, uid: `uid-${i}`, resourceVersion: `${100 + i}`, revision, image: revision === 'old' ? OLD : NEW, args: ARGS, deleting: false, ...over };
 }
 function member(i: number, over: Partial<MemberStatus> = {}): MemberStatus {
   return { id: `${1000 + i}`, name: `kv-${i}`, peerUrls: [], learner: false, healthy: true, leader: false, alarms: [], ...over };
@@ -19,7 +20,7 @@ function membership(members: MemberStatus[]): MembershipStatus {
   return { members, voters: voters.length, healthyVoters: voters.filter((m) => m.healthy).length, leaderId: members.find((m) => m.leader)?.id, alarms: [] };
 }
 function step(pods: MemberPod[], members: MemberStatus[], over: Partial<UpgradeInput> = {}) {
-  return decideUpgradeStep({ targetImage: NEW, replicas: pods.length, statefulSetCurrent: true, updateRevision: 'new', pods, membership: membership(members), ...over });
+  return decideUpgradeStep({ targetImage: NEW, targetArgs: ARGS, replicas: pods.length, statefulSetCurrent: true, updateRevision: 'new', pods, membership: membership(members), ...over });
 }
 
 describe('quorum-aware upgrades, one member at a time', () => {
@@ -52,7 +53,7 @@ describe('quorum-aware upgrades, one member at a time', () => {
     expect(stuck.upgrading).toBe(true);
     // The spec is reverted: the old template is the update revision again, and the broken pod is the outdated one.
     const reverted = decideUpgradeStep({
-      targetImage: OLD, replicas: 3, statefulSetCurrent: true, updateRevision: 'old',
+      targetImage: OLD, targetArgs: ARGS, replicas: 3, statefulSetCurrent: true, updateRevision: 'old',
       pods: [pod(0, 'old'), pod(1, 'old'), pod(2, 'new', { image: 'registry.k8s.io/etcd:3.6.10-bad' })], membership: membership(broken),
     });
     expect(reverted.action).toMatchObject({ type: 'deletePod', pod: { name: 'kv-2' }, reason: 'outdated and unhealthy' });
@@ -77,5 +78,31 @@ describe('quorum-aware upgrades, one member at a time', () => {
     const s = step([pod(0, 'new'), pod(1, 'new'), pod(2, 'new')], [member(0, { leader: true }), member(1), member(2)]);
     expect(s).toMatchObject({ upgrading: false, currentVersion: NEW, updatedMembers: 3 });
     expect(s.action).toBeUndefined();
+  });
+});
+
+describe('what a roll changes, in its messages', () => {
+  const RAISED = ['--name=$(POD_NAME)', '--quota-backend-bytes=8589934592'];
+
+  it('names the image of an upgrade, and the first restart says it', () => {
+    expect(rollChange({ image: OLD, args: ARGS }, { image: NEW, args: ARGS })).toBe(NEW);
+    const s = step([pod(0, 'old'), pod(1, 'old'), pod(2, 'old')], [member(0, { leader: true }), member(1), member(2)]);
+    expect(s.message).toBe(`restarting kv-2 with ${NEW} (0 of 3 updated)`);
+  });
+
+  it('names the arguments of an arguments-only roll (a quota raised after the volumes grew), not the image the members already run', () => {
+    expect(rollChange({ image: OLD, args: ARGS }, { image: OLD, args: RAISED })).toBe('new arguments (--quota-backend-bytes=8589934592)');
+    const s = step([pod(0, 'old', { image: OLD }), pod(1, 'old', { image: OLD }), pod(2, 'old', { image: OLD })], [member(0, { leader: true }), member(1), member(2)], { targetImage: OLD, targetArgs: RAISED });
+    expect(s.message).toBe('restarting kv-2 with new arguments (--quota-backend-bytes=8589934592) (0 of 3 updated)');
+    expect(s.action).toMatchObject({ type: 'deletePod', change: 'new arguments (--quota-backend-bytes=8589934592)' });
+    expect(s.message).not.toContain(OLD);
+  });
+
+  it('names both when an upgrade changes a flag\'s spelling too, an argument dropped alone, and another template change in words', () => {
+    const on35 = ['--name=$(POD_NAME)', '--experimental-corrupt-check-time=14400s'];
+    const on36 = ['--name=$(POD_NAME)', '--corrupt-check-time=14400s'];
+    expect(rollChange({ image: 'registry.k8s.io/etcd:3.5.21-0', args: on35 }, { image: NEW, args: on36 })).toBe(`${NEW} and new arguments (--corrupt-check-time=14400s)`);
+    expect(rollChange({ image: OLD, args: on36 }, { image: OLD, args: ['--name=$(POD_NAME)'] })).toBe('arguments without --corrupt-check-time=14400s');
+    expect(rollChange({ image: OLD, args: ARGS }, { image: OLD, args: ARGS })).toBe('a new pod template (neither its image nor its arguments changed)');
   });
 });

@@ -252,3 +252,47 @@ describe('dkv synth given invalid input', () => {
     expect(readTree(out)).toEqual(before);
   }, CLI_TIMEOUT_MS);
 });
+
+describe('dkv validate and dkv synth reject a network policy client that is not a valid label selector', () => {
+  const bad = yamlOf({
+    name: 'orders',
+    networkPolicy: {
+      clients: [
+        { podSelector: { matchLabels: { 'app/with/slashes': 'checkout' } } },
+        { namespaceSelector: { matchExpressions: [{ key: 'team', operator: 'In' }] } },
+        { podSelector: { matchExpressions: [{ key: 'tier', operator: 'Exists', values: ['api'] }] } },
+        { podSelector: { matchLabels: { app: 'not a value' } } },
+        {},
+      ],
+    },
+  });
+
+  it('dkv validate names the file and each field, and exits 1', () => {
+    const { dir } = workspace({ 'orders.yaml': bad });
+    const result = dkv(['validate', 'orders.yaml'], dir);
+    expect(result.status).toBe(1);
+    expect(result.stderr).not.toContain('    at ');
+    expect(result.stderr).toMatch(/^orders\.yaml: spec\.networkPolicy\.clients\[0\]\.podSelector\.matchLabels\.app\/with\/slashes: must be a label key/m);
+    expect(result.stderr).toMatch(/^orders\.yaml: spec\.networkPolicy\.clients\[1\]\.namespaceSelector\.matchExpressions\[0\]\.values: must hold at least one value with operator In/m);
+    expect(result.stderr).toMatch(/^orders\.yaml: spec\.networkPolicy\.clients\[2\]\.podSelector\.matchExpressions\[0\]\.values: must be empty with operator Exists/m);
+    expect(result.stderr).toMatch(/^orders\.yaml: spec\.networkPolicy\.clients\[3\]\.podSelector\.matchLabels\.app: must be a label value/m);
+    expect(result.stderr).toMatch(/^orders\.yaml: spec\.networkPolicy\.clients\[4\]: must name a podSelector, a namespaceSelector or both/m);
+    expect(result.stderr).toContain('5 problem(s) found');
+  }, CLI_TIMEOUT_MS);
+
+  it('dkv synth writes nothing', () => {
+    const stderr = expectRejected({ 'orders.yaml': bad });
+    expect(stderr).toContain('orders.yaml: spec.networkPolicy.clients[1].namespaceSelector.matchExpressions[0].values');
+  }, CLI_TIMEOUT_MS);
+
+  it('a configuration whose metrics or controller selector is invalid is refused, naming the configuration file and field', () => {
+    const { dir } = workspace({
+      'orders.yaml': yamlOf({ name: 'orders' }),
+      'bad.config.yaml': 'networkPolicy:\n  metricsNamespaceSelector:\n    matchExpressions: [{ key: monitoring, operator: NotIn }]\n  controller:\n    podSelector:\n      matchLabels: { "-bad": dkv }\n',
+    });
+    const result = dkv(['validate', 'orders.yaml', '--config', 'bad.config.yaml'], dir);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/^bad\.config\.yaml: networkPolicy\.metricsNamespaceSelector\.matchExpressions\[0\]\.values: must hold at least one value with operator NotIn/m);
+    expect(result.stderr).toMatch(/^bad\.config\.yaml: networkPolicy\.controller\.podSelector\.matchLabels\.-bad: must be a label key/m);
+  }, CLI_TIMEOUT_MS);
+});

@@ -90,7 +90,7 @@ describe.each(SIZES)('a cluster of %i member(s)', (size) => {
 
   it('runs a backup CronJob only when backups are configured', () => {
     expect(byRole(withoutBackup).cronJob).toBeUndefined();
-    expect(withoutBackup.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'PodDisruptionBudget', 'Service', 'Service', 'StatefulSet']);
+    expect(withoutBackup.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'NetworkPolicy', 'PodDisruptionBudget', 'Service', 'Service', 'StatefulSet']);
     expect(byRole(withBackup).cronJob).toBeDefined();
   });
 

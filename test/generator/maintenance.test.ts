@@ -72,6 +72,36 @@ describe('compaction and quota in every member\'s arguments', () => {
   });
 });
 
+describe('etcd\'s periodic corruption check in every member\'s arguments', () => {
+  const withCheck = (seconds: number): GeneratorConfig => ({ ...DEFAULT_CONFIG, healing: { ...DEFAULT_CONFIG.healing, corruptionCheckSeconds: seconds } });
+
+  it('has the leader compare the members\' data every 4 hours by default, with the flag spelled as etcd 3.6 names it', () => {
+    const args = memberArgs({});
+    expect(flag(args, 'corrupt-check-time')).toBe('14400s');
+    expect(args.some((a) => a.startsWith('--experimental-corrupt-check-time'))).toBe(false);
+  });
+
+  it('spells it --experimental-corrupt-check-time for etcd 3.5 (its only name there: an unknown flag stops etcd) and for a tag that names no version (accepted by 3.5 and 3.6 alike)', () => {
+    for (const image of ['quay.io/coreos/etcd:v3.5.17', 'registry.k8s.io/etcd:3.5.21-0', 'registry.k8s.io/etcd:latest', 'registry.example.com/kv/etcd-build@sha256:0123', 'registry.example.com/kv/server:1.4.2']) {
+      const args = memberArgs({ image });
+      expect({ image, check: flag(args, 'experimental-corrupt-check-time'), stable: flag(args, 'corrupt-check-time') }).toEqual({ image, check: '14400s', stable: undefined });
+    }
+  });
+
+  it('runs the configuration\'s interval, and no check at all when it is 0', () => {
+    expect(flag(memberArgs({}, withCheck(3)), 'corrupt-check-time')).toBe('3s');
+    expect(memberArgs({}, withCheck(0)).filter((a) => a.includes('corrupt-check'))).toEqual([]);
+  });
+
+  it('changes the image and the flag\'s spelling in one pod template on an upgrade from 3.5 to 3.6: each member restarts once, with both', () => {
+    const before = byRole(synth({ image: 'registry.k8s.io/etcd:3.5.21-0' })).statefulSet.spec.template.spec.containers[0];
+    const after = byRole(synth({ image: ETCD })).statefulSet.spec.template.spec.containers[0];
+    const changedArgs = (a: string[], b: string[]) => a.filter((x) => !b.includes(x));
+    expect([before.image, changedArgs(before.args, after.args)]).toEqual(['registry.k8s.io/etcd:3.5.21-0', ['--experimental-corrupt-check-time=14400s']]);
+    expect([after.image, changedArgs(after.args, before.args)]).toEqual([ETCD, ['--corrupt-check-time=14400s']]);
+  });
+});
+
 describe('no container runs best-effort', () => {
   const memberContainer = (options: ClusterOptions, config?: GeneratorConfig) => byRole(synth({ image: ETCD, ...options }, config)).statefulSet.spec.template.spec.containers[0];
 
@@ -95,11 +125,11 @@ describe('no container runs best-effort', () => {
     expect(restore.resources).toEqual({ requests: { cpu: '100m', memory: '256Mi' }, limits: { cpu: '1', memory: '1Gi' } });
   });
 
-  it.each(SIZES)('gives every container of a %i-member cluster with backups and a restore requests and limits of CPU and memory', (size) => {
+  it.each(SIZES)('gives every container of a %i-member cluster with backups and a restore (and the recover container) requests and limits of CPU and memory', (size) => {
     const objects = synth({ image: ETCD, size, backup: BACKUP, restore: { from: RESTORE_FROM } });
     const { statefulSet, cronJob } = byRole(objects);
     const containers = [...statefulSet.spec.template.spec.containers, ...statefulSet.spec.template.spec.initContainers, ...cronJob!.spec.jobTemplate.spec.template.spec.containers];
-    expect(containers).toHaveLength(3);
+    expect(containers.map((c) => c.name)).toEqual(['kv', 'restore', 'recover', 'backup']);
     for (const c of containers) {
       expect(Object.keys(c.resources.requests).sort()).toEqual(['cpu', 'memory']);
       expect(Object.keys(c.resources.limits).sort()).toEqual(['cpu', 'memory']);

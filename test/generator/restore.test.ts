@@ -15,7 +15,8 @@ describe('a cluster created from a backup', () => {
     const { statefulSet, cronJob } = byRole(synth({ image: ETCD, restore: { from: FROM }, backup: { s3Path: 's3://acme-kv-backups/nightly', schedule: '0 2 * * *' } }));
     const pod = (statefulSet as any).spec.template.spec;
     const [member] = pod.containers;
-    expect(pod.initContainers).toHaveLength(1);
+    // The restore first; then every member's recover container (a restored member is never a recovery's recorded one).
+    expect(pod.initContainers.map((c: any) => c.name)).toEqual(['restore', 'recover']);
     const [restore] = pod.initContainers;
     expect(restore.image).toBe(DEFAULT_CONFIG.backup.runner.image);
     expect(restore.command).toEqual(['dkv', 'restore']);
@@ -33,9 +34,9 @@ describe('a cluster created from a backup', () => {
     expect(restore.env.filter((e: any) => e.name.startsWith('DKV_S3_'))).toEqual(backupEnv);
   });
 
-  it('adds nothing to a cluster without restore', () => {
+  it('adds no restore to a cluster without restore (only the recover container every member has)', () => {
     const { statefulSet } = byRole(synth({ image: ETCD }));
-    expect((statefulSet as any).spec.template.spec.initContainers).toBeUndefined();
+    expect((statefulSet as any).spec.template.spec.initContainers.map((c: any) => c.name)).toEqual(['recover']);
   });
 
   it('refuses a source that is not one backup\'s folder, and a restore the engine cannot do, naming the field', () => {

@@ -310,6 +310,21 @@ describe('dkv install options', () => {
     expect(container(bundle({ configFile: writeConfig('backup:\n  runner:\n    image: ghcr.io/acme/dkv:9\n') })).image).toBe('ghcr.io/acme/dkv:9');
   });
 
+  it('--namespace is where the clusters\' NetworkPolicies admit the controller from (the shipped configuration names it), unless --config names a namespace of its own', () => {
+    const shipped = (objects: Manifest[]) => parse(one(objects, 'ConfigMap').data!['dkv.config.yaml']).networkPolicy.controller;
+    expect(shipped(bundle()).namespaceSelector).toEqual({ matchLabels: { 'kubernetes.io/metadata.name': 'dkv-system' } });
+    const moved = shipped(bundle({ namespace: 'ops' }));
+    expect(moved.namespaceSelector).toEqual({ matchLabels: { 'kubernetes.io/metadata.name': 'ops' } });
+    expect(moved.podSelector).toEqual(DEFAULT_CONFIG.networkPolicy.controller.podSelector);
+    const own = bundle({ namespace: 'ops', configFile: writeConfig('networkPolicy:\n  controller:\n    namespaceSelector: { matchLabels: { team: platform } }\n') });
+    expect(shipped(own).namespaceSelector).toEqual({ matchLabels: { team: 'platform' } });
+  });
+
+  it('grants the controller every verb it uses on NetworkPolicies, the kind it generates beside the PodDisruptionBudget', () => {
+    expect([...verbsOn(one(bundle(), 'ClusterRole', 'dkv-controller').rules!, 'networking.k8s.io', 'networkpolicies')].sort()).toEqual(['create', 'delete', 'get', 'list', 'patch', 'watch']);
+    expect(OWNED_KINDS).toContainEqual({ apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy' });
+  });
+
   it('--replicas sets the Deployment\'s replicas; the disruption budget still lets a single replica drain', () => {
     expect(one(bundle({ replicas: 3 }), 'Deployment').spec.replicas).toBe(3);
     const single = bundle({ replicas: 1 });

@@ -209,7 +209,7 @@ describe('the Dockerfile', () => {
     const read = [
       ['api/package-root.ts', "'package.json'", 'package.json'],
       ['api/schema.ts', "'distributedkv.schema.json'", 'api/distributedkv.schema.json'],
-      ['api/config.ts', "'config.schema.json'", 'api/config.schema.json'],
+      // api/config.schema.json is not read at runtime: its validator is compiled at build time (imports/config-validator.ts).
       ['api/config.ts', "'dkv.config.yaml'", 'dkv.config.yaml'],
       ['cli/synth-command.ts', "'examples'", 'examples/orders.yaml'],
       ['cli/synth-command.ts', "'examples'", 'examples/dev.yaml'],

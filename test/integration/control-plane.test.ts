@@ -63,11 +63,68 @@ describeWithCluster('the control plane', () => {
         const result = validateDistributedKV({ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: `kv-${size}`, namespace }, spec: { size, image: 'kv:1', backup } }, config);
         if (!result.valid) throw new Error(JSON.stringify(result.problems));
         const objects = synthesizeCluster(result.resource, config);
-        // The etcd engine's member ConfigMap, and the backup CronJob when there is a backup.
-        expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', ...(backup ? ['CronJob'] : []), 'PodDisruptionBudget', 'Service', 'Service', 'StatefulSet']);
+        // The etcd engine's member ConfigMap, the NetworkPolicy, and the backup CronJob when there is a backup.
+        expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', ...(backup ? ['CronJob'] : []), 'NetworkPolicy', 'PodDisruptionBudget', 'Service', 'Service', 'StatefulSet']);
         for (const object of objects) await client.apply(object, { fieldManager: 'dkv-test', dryRun: true });
       }
     }
+  });
+
+  it('accepts, in a server-side dry-run apply, the NetworkPolicy with every form of client the spec takes and configured selectors, and stores it as generated', async () => {
+    const clients = [
+      { podSelector: { matchLabels: { app: 'checkout' } } },
+      { namespaceSelector: { matchLabels: { team: 'payments' } } },
+      { namespaceSelector: { matchExpressions: [{ key: 'env', operator: 'NotIn', values: ['dev'] }] }, podSelector: { matchExpressions: [{ key: 'tier', operator: 'Exists' }] } },
+      { podSelector: {} },
+    ];
+    const configured = {
+      ...config,
+      networkPolicy: {
+        enabled: true,
+        metricsNamespaceSelector: { matchExpressions: [{ key: 'monitoring.example.com/scraper', operator: 'In', values: ['prometheus', 'vmagent'] }] },
+        controller: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ops' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'dkv-controller' } } },
+      },
+    } as const;
+    for (const [spec, cfg] of [[{ networkPolicy: { clients } }, configured], [{ networkPolicy: { clients: [] } }, config], [{}, config]] as const) {
+      const result = validateDistributedKV({ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'kv-np', namespace }, spec: { size: 3, image: 'kv:1', backup: { s3Path: 's3://bucket/kv', schedule: '@daily' }, ...spec } }, cfg);
+      if (!result.valid) throw new Error(JSON.stringify(result.problems));
+      const policy = synthesizeCluster(result.resource, cfg).find((o) => o.kind === 'NetworkPolicy')!;
+      const stored = await client.apply(policy, { fieldManager: 'dkv-test', dryRun: true });
+      // Nothing defaulted or dropped that the controller would then read as drift, beyond the server's own metadata.
+      expect(stored.spec).toEqual((policy as unknown as { spec: unknown }).spec);
+    }
+  });
+
+  it('refuses, as the API server does, exactly the label selectors dkv validate refuses in spec.networkPolicy.clients', async () => {
+    const keys = ['app', 'example.com/app', 'a.b-c_d', 'x'.repeat(63), 'x'.repeat(64), '', '/app', 'Example.com/app', 'a/b/c', '-a', 'a-', 'example.com/', `${'d'.repeat(254)}/a`, 'ex_ample.com/a'];
+    const values = ['', 'v', 'x'.repeat(63), 'x'.repeat(64), 'a b', '-a', 'a.b_c-d', 'a/b'];
+    const selectors: unknown[] = [
+      ...keys.map((key) => ({ matchLabels: { [key]: 'v' } })),
+      ...values.map((value) => ({ matchLabels: { app: value } })),
+      ...keys.map((key) => ({ matchExpressions: [{ key, operator: 'Exists' }] })),
+      ...values.map((value) => ({ matchExpressions: [{ key: 'app', operator: 'In', values: [value] }] })),
+      { matchExpressions: [{ key: 'app', operator: 'In' }] }, { matchExpressions: [{ key: 'app', operator: 'NotIn', values: [] }] },
+      { matchExpressions: [{ key: 'app', operator: 'Exists', values: ['a'] }] }, { matchExpressions: [{ key: 'app', operator: 'DoesNotExist', values: ['a'] }] },
+      {},
+    ];
+    const disagreements: string[] = [];
+    const verdicts = { accepted: 0, refused: 0 };
+    for (const selector of selectors) {
+      const local = validateDistributedKV({ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'kv-sel', namespace }, spec: { size: 3, image: 'kv:1', networkPolicy: { clients: [{ podSelector: selector }] } } }, config);
+      let server = true;
+      try {
+        await client.apply({ apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'selector-check', namespace }, spec: { podSelector: {}, ingress: [{ from: [{ podSelector: selector }] }] } } as never, { fieldManager: 'dkv-test', dryRun: true });
+      } catch (e) {
+        if (!(isApiError(e) && e.status === 422)) throw e;
+        server = false;
+      }
+      verdicts[server ? 'accepted' : 'refused']++;
+      if (local.valid !== server) disagreements.push(`${JSON.stringify(selector).slice(0, 120)}: dkv ${local.valid ? 'accepts' : 'refuses'}, the API server ${server ? 'accepts' : 'refuses'}`);
+    }
+    expect(disagreements).toEqual([]);
+    // Both verdicts occur, so agreement is not one side accepting everything.
+    expect(Math.min(verdicts.accepted, verdicts.refused)).toBeGreaterThanOrEqual(15);
+    console.log(`label selectors: ${verdicts.accepted} accepted, ${verdicts.refused} refused by both`);
   });
 
   describe('differential validation: ajv and the API server give the same verdict', () => {

@@ -67,7 +67,7 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
     expect(listed.find((g: any) => g.kind === 'Service' && g.name === 'orders').uid).toBeUndefined();
 
     await client.request('DELETE', resourcePath('v1', 'Service', namespace, 'orders'));
-    const fixed = await converged(client, namespace, 'orders', 4);
+    const fixed = await converged(client, namespace, 'orders', 5);
     expect(degraded(fixed)).toMatchObject({ status: 'False', reason: 'AsExpected' });
     const ours = await get('v1', 'Service', namespace, 'orders');
     expect(ours.metadata.ownerReferences[0]).toMatchObject({ kind: 'DistributedKV', name: 'orders', uid: fixed.metadata.uid });
@@ -91,7 +91,7 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
     }) as KubeClient;
     running = await startController(counting, namespace, { sharded, objectConflictRecheckMs: 200 });
     await createCluster(client, namespace, 'kv', SPEC);
-    await converged(client, namespace, 'kv', 4);
+    await converged(client, namespace, 'kv', 5);
     expect(reads.filter((p) => !p.includes('/distributedkvs/'))).toEqual([]);
 
     // Created after the controller started, and outside its caches (no generated labels): only the create's refusal shows it.
@@ -114,7 +114,7 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
 
     // Gone: the next recheck reads it gone, and the cluster's own is created.
     await client.request('DELETE', resourcePath('v1', 'Service', namespace, 'shop'));
-    const fixed = await converged(client, namespace, 'shop', 4);
+    const fixed = await converged(client, namespace, 'shop', 5);
     expect(degraded(fixed)).toMatchObject({ status: 'False', reason: 'AsExpected' });
     expect((await get('v1', 'Service', namespace, 'shop')).metadata.ownerReferences[0]).toMatchObject({ kind: 'DistributedKV', name: 'shop', uid: fixed.metadata.uid });
   });
@@ -123,7 +123,7 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
     const namespace = await createNamespace(client, 'own-clash');
     running = await startController(client, namespace);
     await createCluster(client, namespace, 'kv-peers', SPEC);
-    const older = await converged(client, namespace, 'kv-peers', 4);
+    const older = await converged(client, namespace, 'kv-peers', 5);
     const service = await get('v1', 'Service', namespace, 'kv-peers');
 
     await createCluster(client, namespace, 'kv', SPEC);
@@ -146,7 +146,7 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
       const namespace = await createNamespace(client, prefix);
       running = await startController(client, namespace);
       await createCluster(client, namespace, 'kv', SPEC);
-      await converged(client, namespace, 'kv', 4);
+      await converged(client, namespace, 'kv', 5);
       const statefulSet = await get('apps/v1', 'StatefulSet', namespace, 'kv');
       await running.stop();
       running = await startController(client, namespace, { config: changed });
@@ -192,7 +192,7 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
     const namespace = await createNamespace(client, 'own-fight');
     running = await startController(client, namespace, { fieldFights: { threshold: 3, windowMs: 60_000, holdMs: 60_000, maxHoldMs: 60_000 } });
     await createCluster(client, namespace, 'kv', SPEC);
-    await converged(client, namespace, 'kv', 4);
+    await converged(client, namespace, 'kv', 5);
     const sts = resourcePath('apps/v1', 'StatefulSet', namespace, 'kv');
     const autoscale = () => client.request('PATCH', `${sts}/scale`, { query: { fieldManager: 'horizontal-pod-autoscaler' }, body: { spec: { replicas: 5 } }, contentType: mergePatch });
 

@@ -12,8 +12,8 @@ import { createNamespace, describeWithCluster, eventually, installCrd, testClien
 import { clusterPath, converged, createCluster, startController } from './controller-harness.js';
 
 const SPEC = { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' };
-/** StatefulSet, two Services, PodDisruptionBudget and the etcd engine's member ConfigMap. */
-const GENERATED = 5;
+/** StatefulSet, two Services, PodDisruptionBudget, NetworkPolicy and the etcd engine's member ConfigMap. */
+const GENERATED = 6;
 
 describeWithCluster('an API server restart while 50 clusters reconcile', () => {
   let plane: ControlPlane;
@@ -39,12 +39,13 @@ describeWithCluster('an API server restart while 50 clusters reconcile', () => {
       await plane.stopApiServer();
       await plane.startApiServer();
       await Promise.all(names.slice(25).map((name) => createCluster(client, namespace, name, SPEC)));
-      for (const name of names) await converged(client, namespace, name, 4, 120_000);
+      for (const name of names) await converged(client, namespace, name, 5, 120_000);
 
       const count = async (apiVersion: string, kind: string) => (await client.request('GET', resourcePath(apiVersion, kind, namespace))).items.length;
       expect(await count('apps/v1', 'StatefulSet')).toBe(50);
       expect(await count('v1', 'Service')).toBe(100);
       expect(await count('policy/v1', 'PodDisruptionBudget')).toBe(50);
+      expect(await count('networking.k8s.io/v1', 'NetworkPolicy')).toBe(50);
       const restarts = (await running.controller.metrics.watchRestarts.get()).values.reduce((sum, v) => sum + v.value, 0);
       expect(restarts).toBeGreaterThan(0); // the watches did see the outage, and recovered
     } finally {

@@ -41,8 +41,10 @@ const GENERATED = [
   { apiVersion: 'v1', kind: 'Service', name: NAME },
   { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', name: NAME },
   { apiVersion: 'batch/v1', kind: 'CronJob', name: `${NAME}-backup` },
+  { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', name: NAME },
 ] as const;
 const CRONJOB = GENERATED[4];
+const NETWORK_POLICY = GENERATED[5];
 const OWNED_KINDS = [...new Map(GENERATED.map((g) => [`${g.apiVersion}/${g.kind}`, g])).values()];
 
 const label = (g: { kind: string; name: string }): string => `${g.kind}/${g.name}`;
@@ -129,7 +131,7 @@ describeWithCluster('the DistributedKV controller', () => {
   /** Creates the CR, waits until its status lists every object with a uid, then until the controller is idle. */
   async function createSettled(namespace: string, controller: RunningController, spec: Record<string, unknown> = SPEC, annotations?: Record<string, string>): Promise<any> {
     await createCluster(client, namespace, NAME, spec, annotations);
-    await converged(client, namespace, NAME, (spec as { backup?: unknown }).backup ? 5 : 4);
+    await converged(client, namespace, NAME, (spec as { backup?: unknown }).backup ? GENERATED.length : GENERATED.length - 1);
     await settled(controller, namespace);
     return client.request('GET', clusterPath(namespace, NAME));
   }
@@ -183,12 +185,15 @@ describeWithCluster('the DistributedKV controller', () => {
         return { apiVersion: g.apiVersion, kind: g.kind, name: g.name, uid: object.metadata.uid, hash: object.metadata.annotations[HASH] };
       }).sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`)));
     expect(degraded(cr)).toMatchObject({ status: 'False', reason: 'AsExpected' });
+    // A new cluster (the controller created its StatefulSet) gets its NetworkPolicy by default, and status records it.
+    expect(cr.status.networkPolicy).toBe('Applied');
+    expect(cr.status.conditions.find((c: any) => c.type === 'NetworkPolicy')).toMatchObject({ status: 'True', reason: 'Applied' });
 
     // One event per object or one for all of them: each object is reported created exactly once.
     const created = await events(namespace, 'Created');
     for (const g of GENERATED) expect(created.filter((e) => mentions(e.message, g))).toHaveLength(1);
     expect(created.every((e) => e.type === 'Normal' && e.source.component === FIELD_MANAGER)).toBe(true);
-    expect(await metric(controller, 'dkv_applies_total', { reason: 'created' })).toBe(5);
+    expect(await metric(controller, 'dkv_applies_total', { reason: 'created' })).toBe(GENERATED.length);
   });
 
   // ---- 2. steady state -------------------------------------------------------------------
@@ -327,6 +332,110 @@ describeWithCluster('the DistributedKV controller', () => {
       expect(drift[0].message).toContain('kubectl-edit');
     });
 
+    it('restores a NetworkPolicy whose peer port was opened to every pod, and names who opened it', async () => {
+      const { namespace, controller } = await startIn('ctl-netpol');
+      await createSettled(namespace, controller);
+      const before = await client.request('GET', objectPath(namespace, NETWORK_POLICY));
+      const peerRule = before.spec.ingress.findIndex((r: any) => r.ports[0].port === config.ports.peer);
+      expect(before.spec.ingress[peerRule].from).toEqual([{ podSelector: { matchLabels: before.spec.podSelector.matchLabels } }]);
+
+      const opened = structuredClone(before.spec.ingress);
+      opened[peerRule].from = [{ namespaceSelector: {} }];
+      await client.request('PATCH', objectPath(namespace, NETWORK_POLICY), { query: { fieldManager: 'kubectl-edit' }, body: { spec: { ingress: opened } }, contentType: mergePatch });
+
+      await eventually('the peer port closed again to all but the members', async () => {
+        const policy = await client.request('GET', objectPath(namespace, NETWORK_POLICY));
+        return JSON.stringify(policy.spec.ingress) === JSON.stringify(before.spec.ingress) ? true : undefined;
+      });
+      await settled(controller, namespace);
+      const drift = await driftEvents(namespace);
+      expect(drift).toHaveLength(1);
+      expect(drift[0].message).toContain(`NetworkPolicy/${NETWORK_POLICY.name}`);
+      expect(drift[0].message).toContain('spec.ingress');
+      expect(drift[0].message).toContain('kubectl-edit');
+    });
+
+    it('recreates a deleted NetworkPolicy, and prunes it when the spec turns it off', async () => {
+      const { namespace, controller } = await startIn('ctl-netpol-del');
+      await createSettled(namespace, controller);
+      const before = await client.request('GET', objectPath(namespace, NETWORK_POLICY));
+      await client.request('DELETE', objectPath(namespace, NETWORK_POLICY));
+      const recreated = await eventually('the NetworkPolicy recreated', async () => {
+        try {
+          const policy = await client.request('GET', objectPath(namespace, NETWORK_POLICY));
+          return policy.metadata.uid !== before.metadata.uid ? policy : undefined;
+        } catch (e) {
+          if (isApiError(e, 404)) return undefined;
+          throw e;
+        }
+      });
+      expect(recreated.spec).toEqual(before.spec);
+      expect(recreated.metadata.ownerReferences?.[0]?.controller).toBe(true);
+      await settled(controller, namespace);
+      // A policy the controller applied is repaired, not withheld, though the cluster's StatefulSet runs.
+      expect((await client.request('GET', clusterPath(namespace, NAME))).status.networkPolicy).toBe('Applied');
+      const drift = await driftEvents(namespace);
+      expect(drift).toHaveLength(1);
+      expect(drift[0].message).toContain(`NetworkPolicy/${NETWORK_POLICY.name}`);
+
+      await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { networkPolicy: { enabled: false } } }, contentType: mergePatch });
+      await gone(objectPath(namespace, NETWORK_POLICY));
+      const cr = await converged(client, namespace, NAME, GENERATED.length - 1);
+      expect(cr.status.generatedObjects.map((g: any) => g.kind)).not.toContain('NetworkPolicy');
+      await settled(controller, namespace);
+      const pruned = await events(namespace, 'Pruned');
+      expect(pruned).toHaveLength(1);
+      expect(GENERATED.filter((g) => mentions(pruned[0].message, g))).toEqual([NETWORK_POLICY]);
+    });
+
+    it('keeps a cluster whose members ran without a NetworkPolicy running without one, across a restart, until its spec enables it', async () => {
+      // The cluster as an earlier controller version left it: its CR and its objects (owned by it, by the controller's
+      // field manager), no NetworkPolicy. Only then does this controller start.
+      const namespace = await createNamespace(client, 'ctl-netpol-up');
+      const created = await createCluster(client, namespace, NAME, SPEC);
+      const ownerReferences = [{ apiVersion: API_VERSION, kind: KIND, name: NAME, uid: created.metadata.uid, controller: true, blockOwnerDeletion: true }];
+      for (const object of synthesized(namespace).filter((o) => o.kind !== 'NetworkPolicy')) {
+        await client.apply({ ...object, metadata: { ...object.metadata, ownerReferences } }, { fieldManager: FIELD_MANAGER });
+      }
+      running = await startController(client, namespace);
+      const withheld = await converged(client, namespace, NAME, GENERATED.length - 1);
+      await settled(running, namespace);
+      const cr = await client.request('GET', clusterPath(namespace, NAME));
+      expect(withheld.status.generatedObjects.map((g: any) => g.kind)).not.toContain('NetworkPolicy');
+      expect(cr.status.networkPolicy).toBe('Withheld');
+      const condition = cr.status.conditions.find((c: any) => c.type === 'NetworkPolicy');
+      expect(condition).toMatchObject({ status: 'False', reason: 'Withheld' });
+      expect(condition.message).toContain('spec.networkPolicy.clients');
+      expect(condition.message).toContain('spec.networkPolicy.enabled: true');
+      expect((await liveObjects(namespace)).has(label(NETWORK_POLICY))).toBe(false);
+      // Its objects as this version labels them (the shard bucket) are updated, but nothing is created.
+      expect(await metric(running, 'dkv_applies_total', { reason: 'created' })).toBe(0);
+      const warned = await events(namespace, 'NetworkPolicyWithheld');
+      expect(warned).toHaveLength(1);
+      expect(warned[0]).toMatchObject({ type: 'Warning', message: condition.message });
+
+      // A restarted controller reads the decision from status: still none, and no second Event.
+      await running.stop();
+      running = await startController(client, namespace);
+      await settled(running, namespace);
+      expect((await liveObjects(namespace)).has(label(NETWORK_POLICY))).toBe(false);
+      expect((await client.request('GET', clusterPath(namespace, NAME))).status.networkPolicy).toBe('Withheld');
+      expect(await events(namespace, 'NetworkPolicyWithheld')).toHaveLength(1);
+
+      // The user lists the other namespaces' clients and enables it: applied, and kept once the field is removed again.
+      await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { networkPolicy: { enabled: true, clients: [{ namespaceSelector: { matchLabels: { team: 'payments' } } }] } } }, contentType: mergePatch });
+      const enabled = await converged(client, namespace, NAME, GENERATED.length);
+      expect(enabled.status.networkPolicy).toBe('Applied');
+      expect(enabled.status.conditions.find((c: any) => c.type === 'NetworkPolicy')).toMatchObject({ status: 'True', reason: 'Applied' });
+      const policy = await client.request('GET', objectPath(namespace, NETWORK_POLICY));
+      expect(policy.metadata.ownerReferences?.[0]?.uid).toBe(created.metadata.uid);
+      await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { networkPolicy: { enabled: null } } }, contentType: mergePatch });
+      const unset = await converged(client, namespace, NAME, GENERATED.length);
+      await settled(running, namespace);
+      expect(unset.status.networkPolicy).toBe('Applied');
+      expect((await client.request('GET', objectPath(namespace, NETWORK_POLICY))).metadata.uid).toBe(policy.metadata.uid);
+    });
+
     it('restores a client Service port whose targetPort was edited, and names kubectl-edit', async () => {
       const { namespace, controller } = await startIn('ctl-port');
       await createSettled(namespace, controller);
@@ -435,7 +544,7 @@ describeWithCluster('the DistributedKV controller', () => {
 
     await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { backup: { schedule: '0 3 * * *' } } }, contentType: mergePatch });
     await eventually('the CronJob to carry the new schedule', async () => ((await client.request('GET', objectPath(namespace, CRONJOB))).spec.schedule === '0 3 * * *' ? true : undefined));
-    await converged(client, namespace, NAME, 5);
+    await converged(client, namespace, NAME, GENERATED.length);
     await settled(controller, namespace);
 
     const versionsAfter = await resourceVersions(namespace);
@@ -458,7 +567,7 @@ describeWithCluster('the DistributedKV controller', () => {
         throw e;
       }
     });
-    const cr = await converged(client, namespace, NAME, 4);
+    const cr = await converged(client, namespace, NAME, GENERATED.length - 1);
     await settled(controller, namespace);
     expect(cr.status.generatedObjects.map((g: any) => g.kind)).not.toContain('CronJob');
     const pruned = await events(namespace, 'Pruned');
@@ -498,7 +607,7 @@ describeWithCluster('the DistributedKV controller', () => {
 
     // Fixing the spec brings it back without a restart.
     await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { backup: { schedule: '3-5 * * * *' } } }, contentType: mergePatch });
-    const fixed = await converged(client, namespace, NAME, 5);
+    const fixed = await converged(client, namespace, NAME, GENERATED.length);
     expect(degraded(fixed)).toMatchObject({ status: 'False', reason: 'AsExpected' });
   });
 
@@ -512,6 +621,18 @@ describeWithCluster('the DistributedKV controller', () => {
     await settled(controller, namespace);
     expect(degraded(cr).message).toContain('spec.maintenance.quota: must be at most storage.size (4Gi)');
     expect(degraded(cr).message).toContain('spec.maintenance.defragmentation.window.schedule: hour range 5-3 runs backwards');
+    expect((await liveObjects(namespace)).size).toBe(0);
+  });
+
+  it('refuses a network policy client the API server accepts but that is not a valid label selector as InvalidSpec, naming the field, and creates nothing', async () => {
+    const { namespace, controller } = await startIn('ctl-netpol-bad');
+    await createCluster(client, namespace, NAME, { ...SPEC, networkPolicy: { clients: [{ namespaceSelector: { matchExpressions: [{ key: 'team', operator: 'In' }] } }] } });
+    const cr = await eventually('Degraded=True InvalidSpec', async () => {
+      const current = await client.request('GET', clusterPath(namespace, NAME));
+      return degraded(current)?.reason === 'InvalidSpec' ? current : undefined;
+    });
+    await settled(controller, namespace);
+    expect(degraded(cr).message).toContain('spec.networkPolicy.clients[0].namespaceSelector.matchExpressions[0].values: must hold at least one value with operator In');
     expect((await liveObjects(namespace)).size).toBe(0);
   });
 
@@ -583,7 +704,7 @@ describeWithCluster('the DistributedKV controller', () => {
     await client.request('PATCH', clusterPath(namespace, NAME), { body: { metadata: { finalizers: [LEGACY_FINALIZER] } }, contentType: mergePatch });
     await eventually('the earlier version\'s finalizer to be removed', async () => {
       const current = await client.request('GET', clusterPath(namespace, NAME));
-      return (current.metadata.finalizers ?? []).length === 0 && current.status?.generatedObjects?.length === 4 ? true : undefined;
+      return (current.metadata.finalizers ?? []).length === 0 && current.status?.generatedObjects?.length === GENERATED.length - 1 ? true : undefined;
     });
     await settled(controller, namespace);
 

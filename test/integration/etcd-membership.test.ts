@@ -14,21 +14,14 @@
  * learners at once, or a member removed while a learner was being added;
  * etcd applies each change atomically, so those are the ways to overlap).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { loadDefaultConfig } from '../../api/config.js';
-import { customResourceDefinition } from '../../api/crd.js';
 import { EtcdMembership } from '../../engines/etcd/membership.js';
-import { KubeClient, resourcePath } from '../../kube/client.js';
-import { createLogger } from '../../kube/log.js';
-import { Controller } from '../../reconciler/core/controller.js';
-import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
-import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
-import { byRole, synth } from '../generator/support.js';
-import { EtcdKubelet } from '../support/etcd-kubelet.js';
+import { resourcePath, type KubeClient } from '../../kube/client.js';
+import { describeWithCluster, eventually } from '../cluster/kube.js';
+import type { EtcdKubelet } from '../support/etcd-kubelet.js';
 import { GITOPS_FIELD_MANAGER, GitOpsSync } from '../support/gitops-sync.js';
-import { apiServerSecrets, issuedClientTls, LocalEtcdCluster, trustClient } from '../support/etcd-members.js';
+import { issuedClientTls, trustClient, type LocalEtcdCluster } from '../support/etcd-members.js';
+import { EtcdTestBed } from '../support/etcd-test-bed.js';
 import type { EtcdClientTls } from '../../engines/etcd/etcd-http.js';
 import { clusterPath } from './controller-harness.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
@@ -40,31 +33,18 @@ const mergePatch = 'application/merge-patch+json';
 const pods = Array.from({ length: 9 }, (_, i) => `${NAME}-${i}`);
 
 describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
-  let plane: ControlPlane;
+  let bed: EtcdTestBed;
   let client: KubeClient;
   let namespace: string;
-  let dir: string;
   let cluster: LocalEtcdCluster;
   let kubelet: EtcdKubelet;
-  let controller: Controller | undefined;
   let monitor: InvariantMonitor;
   /** Every write the controller sent, in order: its own client records them (the kubelet loop and kube-controller-manager write too). */
-  const controllerWrites: string[] = [];
+  let controllerWrites: string[];
   /** Loops a test started, stopped even when it fails. */
   const stopAtTheEnd: (() => Promise<void>)[] = [];
-  let controllerClient: KubeClient;
   /** The client certificate the controller issued (TLS is on by default): the tests' own calls to the members use it. */
   let clientTls: EtcdClientTls | undefined;
-
-  const startTheController = async () => {
-    controller = new Controller({
-      client: controllerClient, config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
-      memberAddresses: { client: (_ns, pod) => cluster.addressOf(pod).clientUrl, peer: (_ns, pod) => cluster.addressOf(pod).peerUrl },
-      memberTimeoutMs: 1000,
-    });
-    await controller.startCaches();
-    await controller.startWorkers();
-  };
   const status = () => client.request('GET', clusterPath(namespace, NAME));
   const eventNames = async (reason = 'MembershipChanged'): Promise<string[]> =>
     (await client.request('GET', `/api/v1/namespaces/${namespace}/events`)).items.filter((e: any) => e.reason === reason).map((e: any) => e.message);
@@ -80,34 +60,14 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
   }, deadlineMs, 200);
 
   beforeAll(async () => {
-    plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>] } });
-    client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
-    controllerClient = KubeClient.fromKubeconfig(plane.kubeconfigPath);
-    const send = controllerClient.request.bind(controllerClient);
-    controllerClient.request = (method, path, options) => {
-      if (method !== 'GET') controllerWrites.push(`${method} ${path} ${JSON.stringify(options?.body ?? null).slice(0, 4000)}`);
-      return send(method, path, options);
-    };
-    await installCrd(client);
-    namespace = await createNamespace(client, 'members');
-    dir = mkdtempSync(join(tmpdir(), 'dkv-members-'));
-    const { statefulSet } = byRole(synth({ name: NAME, namespace, size: 3 }, config));
-    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data, apiServerSecrets(client, namespace));
-    for (const pod of pods) await cluster.address(pod);
-    kubelet = new EtcdKubelet(client, namespace, NAME, cluster, (image) => image.includes('does-not-exist'));
-    kubelet.start();
-    await startTheController();
+    bed = await EtcdTestBed.start({ config, name: NAME, label: 'members', maxMembers: 9, unrunnable: (image) => image.includes('does-not-exist'), writeBodyChars: 4000 });
+    ({ client, namespace, cluster, kubelet, controllerWrites } = bed);
   }, 180_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {
     for (const stop of stopAtTheEnd) await stop();
     await monitor?.stop();
-    await controller?.stop();
-    await kubelet?.stop();
-    client?.close();
-    controllerClient?.close();
-    await plane?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await bed?.stop();
   });
 
   it('bootstraps 1 member, grows to 3 and to 5 and shrinks to 3 one member at a time as Git says, never losing quorum, never fighting the GitOps tool, and writes nothing once settled', async () => {
@@ -200,26 +160,26 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
 
   it('finishes a step a crashed controller left half done: a learner added but replicas not raised, a member removed but replicas not lowered', async () => {
     await settledAt(3);
-    await controller!.stop();
+    await bed.controller!.stop();
     const membership = new EtcdMembership(() => pods.slice(0, 3), (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, clientTls);
     // As if the controller died right after adding kv-3, before raising replicas.
     await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { size: 4 } }, contentType: mergePatch });
     await membership.addLearner(cluster.addressOf('kv-3').peerUrl);
     monitor.start();
-    await startTheController();
+    await bed.startController();
     await settledAt(4);
     const afterAdd = await eventNames();
     expect(afterAdd.filter((m) => /added kv-3/.test(m))).toHaveLength(1); // the first test's add only: nobody added it twice
     expect(afterAdd.filter((m) => /promoted kv-3/.test(m))).toHaveLength(2);
 
     // As if the controller died right after removing kv-3, before lowering replicas.
-    await controller!.stop();
+    await bed.controller!.stop();
     await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { size: 3 } }, contentType: mergePatch });
     const four = await membership.status();
     const top = four.members.find((m) => m.name === 'kv-3')!;
     if (top.leader) await membership.moveLeader(four.members.find((m) => m.name === 'kv-0')!.id);
     await eventually('kv-3 to leave', () => membership.remove(top.id).then(() => true), 10_000, 200);
-    await startTheController();
+    await bed.startController();
     await settledAt(3);
     await monitor.stop();
     const afterRemove = await eventNames();
@@ -402,8 +362,8 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
       monitor = new InvariantMonitor(new EtcdMembership(() => pods.slice(0, 5), (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, clientTls));
       monitor.start();
       await client.request('PATCH', '/apis/storage.k8s.io/v1/storageclasses/kwok-volume', { body: { allowVolumeExpansion: true }, contentType: mergePatch });
-      await controller!.stop(); // it waits a minute on a blocked growth; a new controller looks at once
-      await startTheController();
+      await bed.controller!.stop(); // it waits a minute on a blocked growth; a new controller looks at once
+      await bed.startController();
       const replaced = await eventually('the StatefulSet replaced with 20Gi volumes', async () => {
         const sts = await client.request('GET', stsPath).catch(() => undefined);
         return sts && sts.metadata.uid !== before.metadata.uid && sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage === '20Gi' ? sts : undefined;
@@ -437,10 +397,10 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
         return members.length === 5 && members.every((p: any) => p.metadata.ownerReferences?.some((o: any) => o.controller && o.uid === replaced.metadata.uid)) ? true : undefined;
       }, 60_000, 200);
       await settledAt(5, 120_000);
-      await controller!.stop();
+      await bed.controller!.stop();
       await client.request('DELETE', stsPath, { body: { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Orphan' } });
       await eventually('the StatefulSet to be gone', async () => ((await client.request('GET', stsPath).catch(() => undefined)) ? undefined : true), 20_000, 100);
-      await startTheController();
+      await bed.startController();
       await eventually('the StatefulSet created again', async () => {
         const sts = await client.request('GET', stsPath).catch(() => undefined);
         return sts && sts.metadata.uid !== replaced.metadata.uid && sts.spec.replicas === 5 ? sts : undefined;

@@ -41,7 +41,7 @@ describeWithCluster('a final backup before a cluster with backups is deleted', (
 
   it('runs a Job from the CronJob\'s own template, waits for it, then lets the deletion go on', async () => {
     await createCluster(client, namespace, 'kv', SPEC);
-    await converged(client, namespace, 'kv', 5, 60_000);
+    await converged(client, namespace, 'kv', 6, 60_000);
     await withFinalizer('kv');
     const [cronJob] = (await client.request('GET', `/apis/batch/v1/namespaces/${namespace}/cronjobs`)).items;
 

@@ -71,7 +71,7 @@ describeWithCluster('the final-backup finalizer, put on at creation by the bundl
 
   it('leaves the controller no finalizer write where the policy put it on, and the controller still adds it where it did not', async () => {
     running = await startController(client, namespace);
-    await converged(client, namespace, 'with-backups', 5, 60_000);
+    await converged(client, namespace, 'with-backups', 6, 60_000);
     // Turned on by an update, which the policy does not see: the controller adds it, as without the policy.
     const added = await eventually('the controller to add the finalizer to without-backups', async () => {
       const cr = await get('without-backups');

@@ -77,7 +77,7 @@ describeWithCluster('leadership lost with reconciles in flight', () => {
       expect(afterLoss.filter((e) => e.term === oldTerm && e.event === 'sent')).toEqual([]);
 
       // The new term finishes the job, and began writing only once every old request had settled.
-      for (let i = 0; i < CLUSTERS; i++) await converged(admin, namespace, `kv-${i}`, 4);
+      for (let i = 0; i < CLUSTERS; i++) await converged(admin, namespace, `kv-${i}`, 5);
       const terms = [...new Set(client.log.map((e) => e.term))];
       const newTerm = terms[1];
       expect(newTerm).toBeDefined();

@@ -12,24 +12,16 @@
  * generator renders as --quota-backend-bytes and the status reports
  * fullness against.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { loadDefaultConfig } from '../../api/config.js';
-import { customResourceDefinition } from '../../api/crd.js';
-import { EtcdMembership } from '../../engines/etcd/membership.js';
-import { KubeClient, resourcePath } from '../../kube/client.js';
-import { createLogger } from '../../kube/log.js';
+import type { KubeClient } from '../../kube/client.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
-import { Controller } from '../../reconciler/core/controller.js';
-import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
-import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
-import { byRole, synth } from '../generator/support.js';
-import { EtcdKubelet } from '../support/etcd-kubelet.js';
-import { apiServerSecrets, b64, etcdPost, LocalEtcdCluster, memberClientTls } from '../support/etcd-members.js';
+import { describeWithCluster, eventually } from '../cluster/kube.js';
+import type { EtcdKubelet } from '../support/etcd-kubelet.js';
+import { b64, etcdPost, type LocalEtcdCluster } from '../support/etcd-members.js';
+import { EtcdTestBed } from '../support/etcd-test-bed.js';
 import { clusterPath } from './controller-harness.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
-import { InvariantMonitor } from '../support/invariant-monitor.js';
+import type { InvariantMonitor } from '../support/invariant-monitor.js';
 
 const MIB = 2 ** 20;
 const QUOTA = 16 * MIB;
@@ -39,55 +31,25 @@ const config: GeneratorConfig = {
   maintenance: { ...loadDefaultConfig().maintenance, minDefragmentationSizeMiB: 1 },
 };
 const NAME = 'kv';
-const pods = [0, 1, 2].map((i) => `${NAME}-${i}`);
 
 describeWithCluster('maintenance of a real etcd cluster by the controller', () => {
-  let plane: ControlPlane;
+  let bed: EtcdTestBed;
   let client: KubeClient;
-  let controllerClient: KubeClient;
   let namespace: string;
-  let dir: string;
   let cluster: LocalEtcdCluster;
   let kubelet: EtcdKubelet;
-  let controller: Controller | undefined;
   let monitor: InvariantMonitor;
-  const controllerWrites: string[] = [];
+  let controllerWrites: string[];
 
   beforeAll(async () => {
-    plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>] } });
-    client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
-    controllerClient = KubeClient.fromKubeconfig(plane.kubeconfigPath);
-    const send = controllerClient.request.bind(controllerClient);
-    controllerClient.request = (method, path, options) => {
-      if (method !== 'GET') controllerWrites.push(`${method} ${path} ${JSON.stringify(options?.body ?? null).slice(0, 2000)}`);
-      return send(method, path, options);
-    };
-    await installCrd(client);
-    namespace = await createNamespace(client, 'maintenance');
-    dir = mkdtempSync(join(tmpdir(), 'dkv-maintenance-'));
-    const { statefulSet } = byRole(synth({ name: NAME, namespace, size: 3 }, config));
-    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data, apiServerSecrets(client, namespace));
-    for (const pod of pods) await cluster.address(pod);
-    kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
-    kubelet.start();
-    controller = new Controller({
-      client: controllerClient, config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
-      memberAddresses: { client: (_ns, pod) => cluster.addressOf(pod).clientUrl, peer: (_ns, pod) => cluster.addressOf(pod).peerUrl },
-      memberTimeoutMs: 1000,
-    });
-    await controller.startCaches();
-    await controller.startWorkers();
-    monitor = new InvariantMonitor(new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, memberClientTls(cluster)));
+    bed = await EtcdTestBed.start({ config, name: NAME, label: 'maintenance', maxMembers: 3 });
+    ({ client, namespace, cluster, kubelet, controllerWrites } = bed);
+    monitor = bed.monitor();
   }, 180_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {
     await monitor?.stop();
-    await controller?.stop();
-    await kubelet?.stop();
-    client?.close();
-    controllerClient?.close();
-    await plane?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await bed?.stop();
   });
 
   const status = () => client.request('GET', clusterPath(namespace, NAME));

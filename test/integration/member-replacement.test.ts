@@ -7,48 +7,42 @@
  * monitor reads the membership every 150 ms throughout.
  *
  * The configuration's healing.unhealthySeconds is 8 here (600 by default) so
- * that the timeout path runs within the test's time.
+ * that the timeout path runs within the test's time, and
+ * healing.corruptionCheckSeconds 3 (4 hours by default) so that the members'
+ * generated corruption check finds a corrupt member within it.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDefaultConfig } from '../../api/config.js';
-import { customResourceDefinition } from '../../api/crd.js';
-import { EtcdMembership } from '../../engines/etcd/membership.js';
-import { KubeClient, resourcePath } from '../../kube/client.js';
-import { createLogger } from '../../kube/log.js';
-import { Controller } from '../../reconciler/core/controller.js';
-import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
-import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
+import { resourcePath, type KubeClient } from '../../kube/client.js';
+import { describeWithCluster, eventually } from '../cluster/kube.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
-import { byRole, synth } from '../generator/support.js';
-import { EtcdKubelet } from '../support/etcd-kubelet.js';
-import { apiServerSecrets, countOrders, LocalEtcdCluster, memberClientTls, writeOrders } from '../support/etcd-members.js';
+import type { EtcdKubelet } from '../support/etcd-kubelet.js';
+import { countOrders, writeOrders, type LocalEtcdCluster } from '../support/etcd-members.js';
+import { EtcdTestBed } from '../support/etcd-test-bed.js';
 import { InvariantMonitor, type Reading } from '../support/invariant-monitor.js';
 import { clusterPath, createCluster } from './controller-harness.js';
 
 const defaults = loadDefaultConfig();
 const UNHEALTHY_SECONDS = 8;
-const config = { ...defaults, healing: { ...defaults.healing, unhealthySeconds: UNHEALTHY_SECONDS } };
+const CORRUPTION_CHECK_SECONDS = 3;
+const config = { ...defaults, healing: { ...defaults.healing, unhealthySeconds: UNHEALTHY_SECONDS, corruptionCheckSeconds: CORRUPTION_CHECK_SECONDS } };
 const NAME = 'kv';
 const SIZE = 5;
 const KEYS = 1000;
-const CORRUPT_CHECK = '3s';
 const pods = Array.from({ length: SIZE }, (_, i) => `${NAME}-${i}`);
 
 describeWithCluster('member replacement on a real etcd cluster of 5', () => {
-  let plane: ControlPlane;
+  let bed: EtcdTestBed;
   let client: KubeClient;
   let namespace: string;
   let dir: string;
   let cluster: LocalEtcdCluster;
   let kubelet: EtcdKubelet;
-  let controller: Controller | undefined;
-  const membership = () => new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, memberClientTls(cluster));
+  const membership = () => bed.membership();
+  const events = (reason: string) => bed.events(reason);
 
   const status = () => client.request('GET', clusterPath(namespace, NAME));
-  const events = async (reason: string): Promise<string[]> =>
-    (await client.request('GET', `/api/v1/namespaces/${namespace}/events`)).items.filter((e: any) => e.reason === reason).map((e: any) => e.message).sort();
   const claimPath = (pod: string) => resourcePath('v1', 'PersistentVolumeClaim', namespace, `data-${pod}`);
   /** Every member a healthy voter, the StatefulSet at 5, no replacement under way. */
   const settled = (deadlineMs = 120_000) => eventually('5 healthy voting members', async () => {
@@ -80,37 +74,16 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
   };
 
   beforeAll(async () => {
-    plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>] } });
-    client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
-    await installCrd(client);
-    namespace = await createNamespace(client, 'healing');
-    dir = mkdtempSync(join(tmpdir(), 'dkv-healing-'));
-    const { statefulSet } = byRole(synth({ name: NAME, namespace, size: SIZE }, config));
-    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data, apiServerSecrets(client, namespace));
-    for (const pod of pods) await cluster.address(pod);
-    // etcd's periodic corruption check, which the generated members do not ask for (yet): the leader compares every
-    // member's hash of its keys with its own every CORRUPT_CHECK and raises CORRUPT for one that differs.
-    kubelet = new EtcdKubelet(client, namespace, NAME, cluster, undefined, { extraMemberArgs: [`--corrupt-check-time=${CORRUPT_CHECK}`] });
-    kubelet.start();
-    controller = new Controller({
-      client: KubeClient.fromKubeconfig(plane.kubeconfigPath), config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
-      memberAddresses: { client: (_ns, pod) => cluster.addressOf(pod).clientUrl, peer: (_ns, pod) => cluster.addressOf(pod).peerUrl },
-      memberTimeoutMs: 1000,
-    });
-    await controller.startCaches();
-    await controller.startWorkers();
+    bed = await EtcdTestBed.start({ config, name: NAME, label: 'healing', maxMembers: SIZE, keepDirectory: Boolean(process.env.DKV_TEST_KEEP_DIR) });
+    ({ client, namespace, dir, cluster, kubelet } = bed);
     await createCluster(client, namespace, NAME, { size: SIZE, image: 'registry.k8s.io/etcd:3.6.8-0' });
     await settled(120_000);
     await writeOrders(cluster.addressOf('kv-0').clientUrl, KEYS);
   }, 240_000 + LATER_BINARIES_BUILD_MS);
 
+  // Kept on request (DKV_TEST_KEEP_DIR): each member's etcd log is there.
   afterAll(async () => {
-    await controller?.stop();
-    await kubelet?.stop();
-    client?.close();
-    await plane?.stop();
-    if (dir && !process.env.DKV_TEST_KEEP_DIR) rmSync(dir, { recursive: true, force: true }); // kept on request: each member's etcd log is there
-    if (dir && process.env.DKV_TEST_KEEP_DIR) console.log(`member logs kept in ${dir}`);
+    await bed?.stop();
   });
 
   it('does not replace a member that restarts within the configured time', async () => {
@@ -233,6 +206,8 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
     expect(changed).toBeGreaterThanOrEqual(KEYS);
     writeFileSync(db, bytes);
     kubelet.revive(pod);
+    // The members run exactly their generated arguments: the corruption check is the generator's.
+    expect((await client.request('GET', `/api/v1/namespaces/${namespace}/pods/${pod}`)).spec.containers[0].args).toContain(`--corrupt-check-time=${CORRUPTION_CHECK_SECONDS}s`);
     const raised = await eventually(`CORRUPT raised for ${pod}`, async () => {
       const s = await membership().status().catch(() => undefined);
       return s?.members.find((m) => m.id === victim.id)?.alarms.includes('CORRUPT') ? Date.now() : undefined;
@@ -247,7 +222,7 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
     await everyKeyOnEveryMember();
     expect(monitor.violations).toEqual([]);
     expect(monitor.maxDown()).toBeLessThanOrEqual(1);
-    console.log(`member replacement (CORRUPT from etcd's check every ${CORRUPT_CHECK}): corrupted -> alarm in ${((raised - started) / 1000).toFixed(1)} s, `
+    console.log(`member replacement (CORRUPT from etcd's check every ${CORRUPTION_CHECK_SECONDS} s): corrupted -> alarm in ${((raised - started) / 1000).toFixed(1)} s, `
       + `alarm -> settled in ${((Date.now() - raised) / 1000).toFixed(1)} s; at most ${monitor.maxDown()} voting member(s) down, 0 quorum losses`);
   }, 200_000);
 

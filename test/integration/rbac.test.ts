@@ -126,7 +126,7 @@ describeWithCluster('the controller with only the permissions of the generated i
     const running = await startController(clients.controller, namespace, { config: { ...defaults, backup: { ...defaults.backup, final: { ...defaults.backup.final, timeoutSeconds: 2 } } } });
     try {
       await createCluster(clients.admin, namespace, 'kv', { size: 3, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '@daily' } });
-      await converged(clients.admin, namespace, 'kv', 6); // with the etcd engine's member ConfigMap
+      await converged(clients.admin, namespace, 'kv', 7); // with the etcd engine's member ConfigMap and the NetworkPolicy
       // Its TLS Secrets, issued under the role (secrets: create), labelled for the cache (list, watch) and owned by the cluster.
       const issued = (await clients.admin.request('GET', `/api/v1/namespaces/${namespace}/secrets`)).items.filter((s: any) => s.metadata.name.startsWith('kv-tls-'));
       expect(issued.map((s: any) => s.metadata.name).sort()).toEqual(['kv-tls-ca', 'kv-tls-client', 'kv-tls-member']);
@@ -190,7 +190,7 @@ describeWithCluster('the install bundle for a controller that watches one namesp
     const running = await startController(controllerClient, flags.namespace!, { config: defaults });
     try {
       await createCluster(admin, watched, 'kv', { size: 3, image: 'kv:1' });
-      await converged(admin, watched, 'kv', 5); // StatefulSet, two Services, PodDisruptionBudget, member ConfigMap
+      await converged(admin, watched, 'kv', 6); // StatefulSet, two Services, PodDisruptionBudget, NetworkPolicy, member ConfigMap
       await admin.request('DELETE', clusterPath(watched, 'kv'));
       await gone(admin, watched, 'kv');
       const failures = (await running.controller.metrics.reconciles.get()).values.filter((v) => v.labels.result === 'error');

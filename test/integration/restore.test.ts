@@ -115,7 +115,7 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
     // A member added later joins the running cluster empty and copies from the others: nothing is restored into it.
     await client.request('PATCH', clusterPath(target, NAME), { body: { spec: { size: 5 } }, contentType: 'application/merge-patch+json' });
     await healthy(target, 5);
-    const joined = kubelet.initRuns.filter((r) => r.pod === 'kv-3' || r.pod === 'kv-4');
+    const joined = kubelet.initRuns.filter((r) => r.container === 'restore' && (r.pod === 'kv-3' || r.pod === 'kv-4'));
     expect(joined.map((r) => r.code)).toEqual([0, 0]);
     for (const run of joined) expect(readFileSync(run.log, 'utf8')).toMatch(/nothing restored: kv-\d joins the running cluster/);
     const onNew = await etcdPost(clientUrl(target, 'kv-4'), '/v3/kv/range', { key: b64('orders/04242'), serializable: true });

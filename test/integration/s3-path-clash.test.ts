@@ -15,7 +15,7 @@ import { clusterPath, config, converged, createCluster, eventsFor, startControll
 const spec = (s3Path: string) => ({ size: 3, image: 'kv:1', backup: { s3Path, schedule: '0 2 * * *', backupImage: 'kv-backup:1' } });
 /** No final backup Job on deletion: this plane runs no Job controller. */
 const SKIP_FINAL = { [config.backup.final.skipAnnotation]: 'true' };
-const WITH_BACKUP = 5; // StatefulSet, two Services, PodDisruptionBudget, CronJob
+const WITH_BACKUP = 6; // StatefulSet, two Services, PodDisruptionBudget, NetworkPolicy, CronJob
 const mergePatch = 'application/merge-patch+json';
 const degraded = degradedCondition;
 

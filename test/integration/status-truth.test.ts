@@ -21,8 +21,8 @@ const SPEC = {
   image: 'registry.example.com/kv/server:1.4.2',
   backup: { s3Path: 's3://dkv-test/truth', schedule: '* * * * *', backupImage: 'kv-backup:1' },
 };
-/** StatefulSet, headless and client Services, PodDisruptionBudget, backup CronJob. */
-const GENERATED = 5;
+/** StatefulSet, headless and client Services, PodDisruptionBudget, NetworkPolicy, backup CronJob. */
+const GENERATED = 6;
 
 const condition = (cr: any, type: string): { status: string; reason: string } | undefined => cr.status?.conditions?.find((c: any) => c.type === type);
 

@@ -44,6 +44,7 @@ describe('the manifests of the two packages', () => {
     const { modules, packages } = libraryClosure();
     expect(modules).toEqual(expect.arrayContaining(['index', 'constructs/distributed-kv', 'constructs/synthesize', 'api/validate', 'api/config']));
     expect(modules.filter((m) => /^(?:cli|reconciler|kube|conversion)\//.test(m))).toEqual([]);
-    expect(packages).toEqual(['ajv', 'ajv-formats', 'cdk8s', 'cdk8s-plus-27', 'constructs', 'yaml']);
+    // ajv's runtime helpers only: the validators are compiled at build time (api/validator-code.ts), so ajv-formats is not among them.
+    expect(packages).toEqual(['ajv', 'cdk8s', 'cdk8s-plus-27', 'constructs', 'yaml']);
   });
 });

@@ -12,7 +12,8 @@ import type { Membership, MembershipStatus, MemberStatus } from '../../engines/m
 import type { CachedObject } from '../../kube/informer.js';
 import { membershipNotYet, membershipStep, recordedPlan, type MembershipReader } from '../../reconciler/day2/membership-step.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
-import type { HealingClaim } from '../../engines/etcd/replacement.js';
+import type { HealingClaim, HealingPod } from '../../engines/etcd/replacement.js';
+import type { RecoveryRecord } from '../../engines/etcd/rebuild.js';
 
 const config = loadConfig();
 const ETCD = 'registry.k8s.io/etcd:3.6.8-0';
@@ -49,10 +50,16 @@ const NOW = Date.parse('2026-11-26T12:00:00Z');
 const claimsOf = (replicas: number, over: Record<number, Partial<HealingClaim>> = {}): Map<string, HealingClaim> =>
   new Map(Array.from({ length: replicas }, (_, i) => [`kv-${i}`, { name: `data-kv-${i}`, uid: `claim-${i}`, deleting: false, phase: 'Bound', ...over[i] }]));
 
-function reader(status: MembershipStatus, sts?: CachedObject, pods: MemberPod[] = [], claims?: Map<string, HealingClaim>): MembershipReader {
+/** The member pods as replacement reads them, each running (uid pod-<i>). */
+const livePodsOf = (replicas: number): Map<string, HealingPod> =>
+  new Map(Array.from({ length: replicas }, (_, i) => [`kv-${i}`, { name: `kv-${i}`, uid: `pod-${i}`, deleting: false, createdAtMs: NOW - 60_000 }]));
+
+function reader(status: MembershipStatus, sts?: CachedObject, pods: MemberPod[] = [], claims?: Map<string, HealingClaim>, record?: RecoveryRecord): MembershipReader {
+  const replicas = (sts?.spec?.replicas as number | undefined) ?? 0;
   return {
     config, statefulSet: sts, configMap: sts && configMap(sts.spec!.replicas as number), members: () => members(status), memberPods: async () => pods,
-    healing: { pods: async () => new Map(), claims: async () => claims ?? claimsOf((sts?.spec?.replicas as number | undefined) ?? 0) },
+    healing: { pods: async () => livePodsOf(replicas), claims: async () => claims ?? claimsOf(replicas) },
+    recovery: { record: async () => record },
     now: () => NOW,
   };
 }
@@ -85,11 +92,13 @@ describe('the membership step', () => {
 
   it('asks to restart an outdated follower for an upgrade (that pod, by uid and resourceVersion), once the new template is applied', async () => {
     const next = 'registry.k8s.io/etcd:3.6.9-0';
-    const pod = (i: number, image: string, revision: string): MemberPod => ({ name: `kv-${i}`, uid: `pod-uid-${i}`, resourceVersion: `${10 + i}`, revision, image, deleting: false });
+    const args: string[] = []; // the template's and the pods' alike
+    const pod = (i: number, image: string, revision: string): MemberPod => ({ name: `kv-${i}`, uid: `pod-uid-${i}`, resourceVersion: `${10 + i}`, revision, image, args, deleting: false });
     const sts = statefulSet(3, next, { updateRevision: 'r2', currentRevision: 'r1', updatedReplicas: 0 });
     const decision = (await membershipStep(reader(statusOf([member(0), member(1), member(2)]), sts, [pod(0, ETCD, 'r1'), pod(1, ETCD, 'r1'), pod(2, ETCD, 'r1')]), cr, resource(3, next), false))!;
-    expect(decision.write).toMatchObject({ kind: 'restartMember', namespace: 'shop', pod: { name: 'kv-2', uid: 'pod-uid-2', resourceVersion: '12' }, image: next });
-    expect(decision.result.restarted).toMatch(/^restarted kv-2 \(outdated\) to run registry\.k8s\.io\/etcd:3\.6\.9-0$/);
+    expect(decision.write).toMatchObject({ kind: 'restartMember', namespace: 'shop', pod: { name: 'kv-2', uid: 'pod-uid-2', resourceVersion: '12' }, change: next });
+    // Only the image changed: the restart says that, and no arguments.
+    expect(decision.result.restarted).toBe('restarted kv-2 (outdated) with registry.k8s.io/etcd:3.6.9-0');
     const notYet = membershipNotYet(decision, 'the pod changed');
     expect(notYet.restarted).toBeUndefined();
     expect(notYet.upgrade?.message).toMatch(/: not yet \(the pod changed\)$/);
@@ -159,9 +168,10 @@ describe('a replaced member added back while another pod has no member', () => {
   });
 });
 
+const annotated = (value: string) => ({ ...cr, metadata: { ...cr.metadata, annotations: { [config.healing.recoveryAnnotation]: value } } }) as CachedObject;
+
 describe('a lost quorum (recovery-step.ts)', () => {
   const lost = statusOf([member(0, { healthy: false, leader: false, problem: 'no leader', raftTerm: 4, raftIndex: 90 }), member(1, { healthy: false, leader: false, problem: 'refused' }), member(2, { healthy: false, leader: false, problem: 'refused' })]);
-  const annotated = (value: string) => ({ ...cr, metadata: { ...cr.metadata, annotations: { [config.healing.recoveryAnnotation]: value } } }) as CachedObject;
 
   it('is hands-off without a request: QuorumLost, no write, no Healing report, no Event', async () => {
     const decision = (await membershipStep(reader(lost, statefulSet(3)), cr, resource(3), false))!;
@@ -175,18 +185,62 @@ describe('a lost quorum (recovery-step.ts)', () => {
     const decision = (await membershipStep(reader(lost, statefulSet(3)), annotated('kv-2'), resource(3), false))!;
     expect(decision.write).toBeUndefined();
     expect(decision.result.healing).toMatchObject({ status: 'False', reason: 'RecoveryRefused', message: expect.stringMatching(/^recovery from kv-2 refused: it does not answer/) });
-    expect(decision.result.recoveryEvent).toEqual({ reason: 'RecoveryRefused', message: decision.result.healing!.message });
+    expect(decision.result.recoveryEvent).toEqual({ type: 'Warning', reason: 'RecoveryRefused', message: decision.result.healing!.message });
   });
 
-  it('judges auto, names the member it would rebuild from, and still writes nothing (the rebuild is not built)', async () => {
+  it('accepts auto by recording the decision first (the recovery ConfigMap), with a Warning Event, and changes nothing else', async () => {
     const decision = (await membershipStep(reader(lost, statefulSet(3)), annotated('auto'), resource(3), false))!;
+    expect(decision.write).toMatchObject({ kind: 'recovery', action: { type: 'record', pod: 'kv-0', memberId: 'id0', sourcePodUid: 'pod-0' } });
+    expect(decision.result.healing).toMatchObject({ status: 'True', reason: 'Recovering', message: expect.stringMatching(/^recovering from kv-0 \(term 4, index 90\).*recording the decision/) });
+    expect(decision.result.recoveryEvent).toMatchObject({ type: 'Warning', reason: 'RecoveryStarted' });
+    expect(decision.ifWriteFails?.recoveryEvent).toBeUndefined();
+  });
+
+  it('in detect-only mode judges a request and writes nothing', async () => {
+    const decision = (await membershipStep(reader(lost, statefulSet(3)), annotated('auto'), resource(3), true))!;
     expect(decision.write).toBeUndefined();
-    expect(decision.result.healing).toMatchObject({ reason: 'RecoveryUnavailable', message: expect.stringMatching(/^recovering from kv-0 \(term 4, index 90\)/) });
+    expect(decision.result.recoveryEvent).toBeUndefined();
   });
 
   it('ignores a request while the quorum holds: healing is the replacement\'s to report', async () => {
     const decision = (await membershipStep(reader(statusOf([member(0), member(1), member(2)]), statefulSet(3)), annotated('auto'), resource(3), false))!;
     expect(decision.result.healing?.reason).toBe('Healthy');
     expect(decision.result.recoveryEvent).toBeUndefined();
+  });
+
+  it('says each step of a recorded recovery in a Normal Event: a claim marked, then the source restarted', async () => {
+    const record: RecoveryRecord = { name: 'kv-recovery', uid: 'cm-1', createdAtMs: NOW - 5_000, pod: 'kv-0', memberId: 'id0', id: 'r1', sourcePodUid: 'pod-0' };
+    const marking = (await membershipStep(reader(lost, statefulSet(3), [], undefined, record), annotated('auto'), resource(3), false))!;
+    expect(marking.write).toMatchObject({ kind: 'recovery', action: { type: 'mark', pod: 'kv-1', memberId: 'id1' } });
+    expect(marking.result.recoveryEvent).toEqual({ type: 'Normal', reason: 'Recovering', message: 'marked kv-1\'s claim: it joins the rebuilt cluster empty' });
+    const restarting = (await membershipStep(reader(lost, statefulSet(3), [], claimsOf(3, { 1: { replacing: 'id1' }, 2: { replacing: 'id2' } }), record), annotated('auto'), resource(3), false))!;
+    expect(restarting.write).toMatchObject({ kind: 'recovery', action: { type: 'restartSource', pod: 'kv-0', uid: 'pod-0' } });
+    expect(restarting.result.recoveryEvent).toMatchObject({ type: 'Normal', reason: 'Recovering', message: expect.stringMatching(/^restarted kv-0/) });
+    expect(restarting.result.healing).toMatchObject({ status: 'True', reason: 'Recovering' });
+  });
+
+  it('carries a recorded recovery on once the rebuilt member holds a quorum: the replacement adds the first marked member back, reported as the recovery', async () => {
+    const record: RecoveryRecord = { name: 'kv-recovery', uid: 'cm-1', createdAtMs: NOW - 30_000, pod: 'kv-0', memberId: 'id0', id: 'r1', sourcePodUid: 'pod-0-old' };
+    const rebuilt = statusOf([member(0, { id: 'new0' })]);
+    const claims = claimsOf(3, { 1: { replacing: 'id1' }, 2: { replacing: 'id2' } });
+    const decision = (await membershipStep(reader(rebuilt, statefulSet(3), [], claims, record), annotated('auto'), resource(3), false))!;
+    expect(decision.write).toMatchObject({ kind: 'healing', action: { type: 'addLearner', pod: 'kv-1' } });
+    expect(decision.result.plan).toEqual({ replicas: 3, state: 'existing', members: [0, 1] });
+    expect(decision.result.healing).toMatchObject({ status: 'True', reason: 'Recovering', message: expect.stringMatching(/^recovering from kv-0 \(member id0\): it runs as a one-member cluster.*; replacing kv-1: adding it back/) });
+  });
+});
+
+describe('a recovery under way, with its request removed before its record (a controller killed between the two)', () => {
+  it('is read back while status still says Recovering, and finished', async () => {
+    const record: RecoveryRecord = { name: 'kv-recovery', uid: 'cm-1', createdAtMs: NOW - 30_000, pod: 'kv-0', memberId: 'id0', id: 'r1', sourcePodUid: 'pod-0-old' };
+    const whole = statusOf([member(0, { id: 'new0' }), member(1, { id: 'new1' }), member(2, { id: 'new2' })]);
+    const recovering = { ...cr, status: { conditions: [{ type: 'Healing', status: 'True', reason: 'Recovering', message: '…' }] } } as unknown as CachedObject;
+    const decision = (await membershipStep(reader(whole, statefulSet(3), [], undefined, record), recovering, resource(3), false))!;
+    expect(decision.write).toMatchObject({ kind: 'recovery', action: { type: 'finish', record: { name: 'kv-recovery', uid: 'cm-1' } } });
+    expect(decision.result.healing).toMatchObject({ status: 'False', reason: 'Recovered' });
+    expect(decision.result.recoveryEvent).toMatchObject({ type: 'Normal', reason: 'Recovered', message: expect.stringMatching(/^recovered from kv-0 \(member id0\): 3 of 3 voting members healthy.*30 s after the decision/) });
+    // Without that status, no request and no record: nothing is read, nothing happens.
+    const plain = (await membershipStep(reader(whole, statefulSet(3), [], undefined, record), cr, resource(3), false))!;
+    expect(plain.write).toBeUndefined();
   });
 });

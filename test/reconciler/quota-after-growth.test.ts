@@ -83,7 +83,9 @@ describe('a storage growth that raises the derived quota', () => {
     expect(after.spec.template.spec.containers[0]).toMatchObject({ image: ETCD });
 
     // The new StatefulSet counts its own template current (r2) and the adopted pods, labelled r1, outdated.
-    let pods: MemberPod[] = [0, 1, 2].map((i) => ({ name: `kv-${i}`, uid: `pod-${i}`, resourceVersion: '1', revision: 'r1', image: ETCD, deleting: false }));
+    const oldArgs = before.spec.template.spec.containers[0].args as string[];
+    let pods: MemberPod[] = [0, 1, 2].map((i) => ({ name: `kv-${i}`, uid: `pod-${i}`, resourceVersion: '1', revision: 'r1', image: ETCD, args: oldArgs, deleting: false }));
+    const said: string[] = [];
     let leader = 'kv-0';
     const order: string[] = [];
     for (let reconcile = 0; reconcile < 10 && pods.some((p) => p.revision !== 'r2'); reconcile++) {
@@ -93,6 +95,7 @@ describe('a storage growth that raises the derived quota', () => {
       const write = decision?.write;
       if (write?.kind === 'restartMember') {
         order.push(write.pod.name);
+        said.push(decision!.result.upgrade!.message, decision!.result.restarted!);
         // Recreated by the StatefulSet controller on the new template, healthy again before the next look.
         pods = pods.map((p) => (p.name === write.pod.name ? { ...p, uid: `${p.uid}'`, revision: 'r2' } : p));
       } else if (write?.kind === 'moveLeader') {
@@ -103,6 +106,10 @@ describe('a storage growth that raises the derived quota', () => {
       }
     }
     expect(order).toEqual(['kv-2', 'kv-1', 'leader to kv-1', 'kv-0']);
+    // A roll for the arguments alone says so, naming the one that changed; nothing claims a new image.
+    const raised = `new arguments (--quota-backend-bytes=${8 * 2 ** 30})`;
+    expect(said.slice(0, 2)).toEqual([`restarting kv-2 with ${raised} (0 of 3 updated)`, `restarted kv-2 (outdated) with ${raised}`]);
+    expect(said.filter((m) => m.includes(ETCD))).toEqual([]);
     expect(pods.every((p) => p.revision === 'r2')).toBe(true);
   });
 });
@@ -117,6 +124,6 @@ function reader(sts: CachedObject, pods: MemberPod[], leader: string): Membershi
   const claims = new Map([0, 1, 2].map((i) => [`kv-${i}`, { name: `data-kv-${i}`, uid: `claim-${i}`, deleting: false, phase: 'Bound' }]));
   return {
     config, statefulSet: sts, configMap, members: () => membership, memberPods: async () => pods,
-    healing: { pods: async () => new Map(), claims: async () => claims }, now: () => Date.parse('2026-11-26T12:00:00Z'),
+    healing: { pods: async () => new Map(), claims: async () => claims }, recovery: { record: async () => undefined }, now: () => Date.parse('2026-11-26T12:00:00Z'),
   };
 }

@@ -118,6 +118,15 @@ describe('the status of a DistributedKV', () => {
       expect(status).toMatchObject({ currentVersion: 'etcd:3.6.8', targetVersion: 'etcd:3.6.9', updatedMembers: 1 });
     });
 
+    it('records how many learners of a pod were removed for not catching up, and drops the record once there is none', () => {
+      const retrying = desiredStatus(observed({ membership: { phase: 'Stable', message: '', learnerRetry: { pod: 'kv-2', attempts: 2 } } }), undefined, NOW);
+      expect(retrying.learnerRetry).toEqual({ pod: 'kv-2', attempts: 2 });
+      const stored = JSON.parse(JSON.stringify({ ...retrying }));
+      const promoted = desiredStatus(observed({ membership: { phase: 'Stable', message: '' } }), stored, LATER);
+      expect(promoted).not.toHaveProperty('learnerRetry');
+      expect(statusPatch(stored, promoted).status).toHaveProperty('learnerRetry', null);
+    });
+
     it('is not Available when the quorum is lost, whatever the pods\' readiness says', () => {
       const status = desiredStatus(observed({ membership: { phase: 'QuorumLost', message: '1 of 3 voting members healthy; not reachable: kv-1, kv-2' } }), undefined, NOW);
       expect(condition(status, 'Available')).toMatchObject({ status: 'False', reason: 'QuorumLost', message: '1 of 3 voting members healthy; not reachable: kv-1, kv-2' });

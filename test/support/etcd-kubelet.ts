@@ -55,15 +55,7 @@ export class EtcdKubelet {
     private readonly statefulSet: string,
     private readonly cluster: LocalEtcdCluster,
     private readonly unrunnable: (image: string) => boolean = () => false,
-    private readonly options: {
-      readonly readiness?: 'kwok' | 'probe';
-      /**
-       * Flags added to every member container's arguments, for what a test
-       * needs etcd to do that the generated members do not ask for (its
-       * periodic corruption check, say): named in the test that passes them.
-       */
-      readonly extraMemberArgs?: readonly string[];
-    } = {},
+    private readonly options: { readonly readiness?: 'kwok' | 'probe' } = {},
   ) {}
 
   start(): void {
@@ -157,9 +149,7 @@ export class EtcdKubelet {
       }
       if (!initialized) continue;
       this.running.set(name, pod.metadata.uid);
-      const container = pod.spec.containers[0] as ContainerSpec;
-      const extra = this.options.extraMemberArgs ?? [];
-      await this.cluster.startPod(name, extra.length > 0 ? { ...container, args: [...(container.args ?? []), ...extra] } : container, claim.metadata.uid);
+      await this.cluster.startPod(name, pod.spec.containers[0] as ContainerSpec, claim.metadata.uid);
     }
     if (this.options.readiness === 'probe') await this.reportReadiness(live);
   }

@@ -44,7 +44,7 @@ export interface ContainerSpec {
   command?: string[];
   args?: string[];
   env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
-  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string; optional?: boolean } }[];
+  envFrom?: { configMapRef?: { name: string; optional?: boolean }; secretRef?: { name: string; optional?: boolean } }[];
   ports?: { name: string; containerPort: number }[];
   volumeMounts?: { name: string; mountPath: string }[];
 }
@@ -196,7 +196,15 @@ export class LocalEtcdCluster {
   private async prepare(pod: string, container: ContainerSpec, volumeId: string): Promise<PreparedContainer> {
     const env: Record<string, string> = {};
     for (const from of container.envFrom ?? []) {
-      if (from.configMapRef) Object.assign(env, await this.configMaps(from.configMapRef.name));
+      if (from.configMapRef) {
+        // An optional ConfigMap that does not exist sets nothing, as with a kubelet (the recover container's, outside a recovery).
+        const { name, optional } = from.configMapRef;
+        const data = await this.configMaps(name).catch((e: { status?: number }) => {
+          if (optional && e.status === 404) return undefined;
+          throw e;
+        });
+        Object.assign(env, data ?? {});
+      }
       if (from.secretRef) {
         const data = await this.secrets(from.secretRef.name);
         if (!data && !from.secretRef.optional) throw new Error(`${pod}: Secret ${from.secretRef.name} not found`);

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Builds the parts of a real one-node Kubernetes (issue 33) from the Go module proxy
+# into a version-keyed cache directory outside git, beside the control plane's:
+#   kubelet                 the same Kubernetes release as the control plane, same
+#                           flags, in a copy of the control plane's wrapper module
+#                           (./kubelet/go.mod: the kubelet needs modules ../go.mod does
+#                           not list, and changing ../go.mod would rebuild the whole
+#                           control plane);
+#   containerd, ctr, containerd-shim-runc-v2
+#                           containerd 2.x, the runtime this kubelet talks CRI to, with
+#                           its client (images are imported with `ctr`) and runc shim;
+#   bridge, host-local, loopback, portmap
+#                           the CNI plugins (github.com/containernetworking/plugins);
+#   pause                   the pod sandbox's process (./pause: no registry is reachable
+#                           for registry.k8s.io/pause);
+# and installs runc from Debian's packages when it is missing (see install_runc).
+# containerd and the plugins have their own module (./go.mod): containerd 2.4 pins
+# k8s.io/* v0.37, which must not move the control plane's v0.36.
+#
+# Opt-in: nothing in the kwok test lane calls this script. Idempotent: one stamp
+# and one lock per binary (as ../build.sh), a second run is a cache hit. The LAST
+# line on stdout is the directory holding the binaries (the CNI plugins in its cni/
+# subdirectory, the layout the kubelet's and containerd's CNI bin dir expects).
+#
+# Usage: build.sh [BINARY...]   (no BINARY: all of them, plus runc)
+# Environment: as ../build.sh (DKV_CONTROL_PLANE_CACHE, DKV_CONTROL_PLANE_REBUILD=1,
+#   DKV_BUILD_PARALLELISM), and DKV_NODE_NO_APT=1 to never run apt-get (then a
+#   missing runc is an error).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cluster="$(cd "$here/.." && pwd)"
+source "$cluster/build-cache.sh"   # cache_root, modver, GOTOOLCHAIN=local CGO_ENABLED=0
+parallelism="${DKV_BUILD_PARALLELISM:-2}"
+
+log() { printf 'node/build.sh: %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+k8s_version="$(modver k8s.io/kubernetes "$cluster/go.mod")"
+kubelet_k8s_version="$(modver k8s.io/kubernetes "$here/kubelet/go.mod")"
+[[ "$k8s_version" == "$kubelet_k8s_version" ]] ||
+  die "the kubelet's k8s.io/kubernetes ($kubelet_k8s_version, $here/kubelet/go.mod) is not the control plane's ($k8s_version, $cluster/go.mod): copy the new release's require and replace lines there too"
+containerd_version="$(modver github.com/containerd/containerd/v2)"
+cni_version="$(modver github.com/containernetworking/plugins)"
+[[ -n "$k8s_version" && -n "$containerd_version" && -n "$cni_version" ]] ||
+  die "cannot read the k8s.io/kubernetes ($cluster/go.mod), containerd or CNI plugins ($here/go.mod) versions"
+
+k8s_minor="${k8s_version#v1.}"; k8s_minor="${k8s_minor%%.*}"
+ldflags_k8s="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags_k8s+=" -X ${pkg}.gitVersion=${k8s_version} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${k8s_minor} -X ${pkg}.gitTreeState=clean"
+done
+# containerd's Makefile: version stamped into the binaries, static-build tags, the
+# shim without gRPC (it speaks ttrpc).
+ldflags_containerd="-s -w -X github.com/containerd/containerd/v2/version.Version=${containerd_version} -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2"
+tags_containerd="urfave_cli_no_docs osusergo netgo static_build"
+tags_shim="$tags_containerd no_grpc"
+ldflags_cni="-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=${cni_version}"
+
+cni_plugins=(bridge host-local loopback portmap)
+all_binaries=(kubelet containerd containerd-shim-runc-v2 ctr "${cni_plugins[@]}" pause)
+
+if (($# > 0)); then wanted=("$@"); else wanted=("${all_binaries[@]}"); fi
+for b in "${wanted[@]}"; do
+  [[ " ${all_binaries[*]} " == *" $b "* ]] || die "unknown binary '$b' (known: ${all_binaries[*]})"
+done
+
+is_cni() { [[ " ${cni_plugins[*]} " == *" $1 "* ]]; }
+place() { if is_cni "$1"; then echo "cni/$1"; else echo "$1"; fi; }
+
+# Everything a binary's build depends on: when it changes, that binary is rebuilt.
+recipe_key() { # $1 = binary
+  {
+    printf 'recipe=1 binary=%s CGO_ENABLED=0 -trimpath\n' "$1"
+    case "$1" in
+      kubelet) cat "$here/kubelet/go.mod" "$here/kubelet/go.sum"; printf '%s\n' "$ldflags_k8s" ;;
+      containerd-shim-runc-v2) cat "$here/go.mod" "$here/go.sum"; printf '%s\n%s\n' "$ldflags_containerd" "$tags_shim" ;;
+      containerd | ctr) cat "$here/go.mod" "$here/go.sum"; printf '%s\n%s\n' "$ldflags_containerd" "$tags_containerd" ;;
+      pause) cat "$here/go.mod" "$here/pause/main.go" ;;
+      *) cat "$here/go.mod" "$here/go.sum"; printf '%s\n' "$ldflags_cni" ;;
+    esac
+  } | sha256sum | cut -d' ' -f1
+}
+
+build_command() { # $1 = binary, $2 = output file: sets cmd and dir
+  local gb=(go build -mod=readonly -p "$parallelism" -trimpath)
+  dir="$here"
+  case "$1" in
+    kubelet) dir="$here/kubelet"; cmd=("${gb[@]}" -ldflags "$ldflags_k8s" -o "$2" k8s.io/kubernetes/cmd/kubelet) ;;
+    containerd | ctr) cmd=("${gb[@]}" -tags "$tags_containerd" -ldflags "$ldflags_containerd" -o "$2" "github.com/containerd/containerd/v2/cmd/$1") ;;
+    containerd-shim-runc-v2) cmd=("${gb[@]}" -tags "$tags_shim" -ldflags "$ldflags_containerd" -o "$2" "github.com/containerd/containerd/v2/cmd/$1") ;;
+    pause) cmd=("${gb[@]}" -ldflags "-s -w" -o "$2" ./pause) ;;
+    host-local) cmd=("${gb[@]}" -ldflags "$ldflags_cni" -o "$2" "github.com/containernetworking/plugins/plugins/ipam/host-local") ;;
+    portmap) cmd=("${gb[@]}" -ldflags "$ldflags_cni" -o "$2" "github.com/containernetworking/plugins/plugins/meta/portmap") ;;
+    *) cmd=("${gb[@]}" -ldflags "$ldflags_cni" -o "$2" "github.com/containernetworking/plugins/plugins/main/$1") ;;
+  esac
+}
+
+# runc is Debian's, not built here: runc needs cgo (its nsexec C code runs before
+# the Go runtime starts, and seccomp goes through libseccomp), while every build
+# here is CGO_ENABLED=0 with the Go toolchain alone; Debian's package is that C
+# built and maintained, and CI machines reach Debian's packages like this one.
+install_runc() {
+  if command -v runc >/dev/null; then return 0; fi
+  [[ "${DKV_NODE_NO_APT:-0}" != 1 ]] || die "runc is not installed and DKV_NODE_NO_APT=1 (apt-get install -y runc)"
+  command -v apt-get >/dev/null || die "runc is not installed and there is no apt-get to install it"
+  log "installing runc from Debian's packages ..."
+  { apt-get install -y --no-install-recommends runc || { apt-get update && apt-get install -y --no-install-recommends runc; }; } >&2 ||
+    die "apt-get install runc failed"
+}
+
+out="$cache_root/node-k8s-${k8s_version}-containerd-${containerd_version}-cni-${cni_version}"
+
+cache_hit() { # $1 = binary
+  [[ "${DKV_CONTROL_PLANE_REBUILD:-0}" != 1 && -x "$out/$(place "$1")" ]] || return 1
+  grep -qx "key=$(recipe_key "$1")" "$out/.stamps/$1" 2>/dev/null
+}
+
+(($# > 0)) || install_runc
+
+missing=()
+for b in "${wanted[@]}"; do cache_hit "$b" || missing+=("$b"); done
+if ((${#missing[@]} == 0)); then
+  log "cache hit: $out"
+  echo "$out"
+  exit 0
+fi
+
+command -v go >/dev/null || die "go not found in PATH (Go >= 1.26.8 needed)"
+mkdir -p "$out/.stamps" "$out/.locks" "$out/cni"
+build_log="$out/build.log"
+temporaries=()
+trap 'rm -rf "${temporaries[@]}"' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+
+build_binary() { # $1 = binary: beside its final place, renamed into place, stamp last
+  local b="$1" t0=$SECONDS tmp dir cmd
+  tmp="$(mktemp "$out/.tmp-$b.XXXXXX")"
+  temporaries+=("$tmp")
+  build_command "$b" "$tmp"
+  log "building $b ..."
+  echo "=== $b: (cd $dir) ${cmd[*]}" >>"$build_log"
+  (cd "$dir" && "${cmd[@]}") || die "building $b failed (see output above)"
+  case "$b" in
+    kubelet | containerd) "$tmp" --version >&2 ;;
+    ctr | containerd-shim-runc-v2) "$tmp" -v >&2 ;;
+    *) ;;
+  esac
+  chmod 755 "$tmp"
+  mv -f "$tmp" "$out/$(place "$b")"
+  log "built $b in $((SECONDS - t0))s"
+  echo "=== $b wall seconds: $((SECONDS - t0))" >>"$build_log"
+  printf 'key=%s\nk8s=%s\ncontainerd=%s\ncni=%s\ngo=%s\nbuilt=%s in %ss\n' "$(recipe_key "$b")" "$k8s_version" "$containerd_version" \
+    "$cni_version" "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - t0))" >"$out/.stamps/.$b.tmp"
+  mv -f "$out/.stamps/.$b.tmp" "$out/.stamps/$b"
+}
+
+log "building ${missing[*]} (kubelet ${k8s_version}, containerd ${containerd_version}, CNI plugins ${cni_version}) into $out (go build -p $parallelism)"
+start=$SECONDS
+built=()
+for b in "${missing[@]}"; do
+  exec 9>"$out/.locks/$b"
+  if command -v flock >/dev/null && ! flock -n 9; then
+    log "waiting for another build of $b ($out/.locks/$b)"
+    flock 9
+  fi
+  if cache_hit "$b"; then
+    log "cache hit (built concurrently): $b"
+  else
+    rm -rf "$out/.tmp-$b".*
+    build_binary "$b"
+    built+=("$b")
+  fi
+  exec 9>&-
+done
+echo "=== $(date -u +%Y-%m-%dT%H:%M:%SZ): built ${built[*]:-nothing} in $((SECONDS - start))s" >>"$build_log"
+log "done in $((SECONDS - start))s; build log: $build_log"
+echo "$out"

@@ -1,0 +1,138 @@
+/**
+ * What every real-etcd scenario stands on, set up once: a test control
+ * plane with kwok nodes and kube-controller-manager, the CRD, a namespace
+ * of its own, the member processes (LocalEtcdCluster, an address reserved
+ * for each pod the cluster may have) run by an EtcdKubelet, and the
+ * controller in-process, scoped to the namespace and reaching the members
+ * at their local addresses. The tests then create their DistributedKV and
+ * judge what happens under an InvariantMonitor (`monitor()`).
+ *
+ * `controllerWrites` lists every write the controller sent, in order, from
+ * its own client (the kubelet loop and kube-controller-manager write too):
+ * a test that asserts a quiet cluster costs no write reads it.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { customResourceDefinition } from '../../api/crd.js';
+import { EtcdMembership } from '../../engines/etcd/membership.js';
+import { KubeClient, resourcePath } from '../../kube/client.js';
+import { createLogger } from '../../kube/log.js';
+import type { GeneratorConfig } from '../../model/generator-config.js';
+import { Controller } from '../../reconciler/core/controller.js';
+import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
+import { createNamespace, installCrd } from '../cluster/kube.js';
+import { byRole, synth } from '../generator/support.js';
+import { EtcdKubelet } from './etcd-kubelet.js';
+import { apiServerSecrets, LocalEtcdCluster, memberClientTls } from './etcd-members.js';
+import { InvariantMonitor } from './invariant-monitor.js';
+
+export interface EtcdTestBedOptions {
+  readonly config: GeneratorConfig;
+  /** The DistributedKV's (and so the StatefulSet's) name. */
+  readonly name: string;
+  /** The namespace's prefix and the temporary directory's (member data and logs). */
+  readonly label: string;
+  /** How many member pods the cluster may have at most: an address is reserved for each. */
+  readonly maxMembers: number;
+  /** Images the kubelet never starts (as an image that cannot be pulled). */
+  readonly unrunnable?: (image: string) => boolean;
+  /** How much of each write `controllerWrites` keeps. */
+  readonly writeBodyChars?: number;
+  /** Directories put on the members' containers' PATH (the recover init container's etcdutl). */
+  readonly extraPath?: readonly string[];
+  /** Keep the members' data directory (their etcd logs) after stop(), and say where. */
+  readonly keepDirectory?: boolean;
+}
+
+export class EtcdTestBed {
+  readonly pods: readonly string[];
+  /** Every write the controller sent: `METHOD path body`. */
+  readonly controllerWrites: string[] = [];
+  controller?: Controller;
+
+  private constructor(
+    readonly plane: ControlPlane,
+    /** The test's own client. */
+    readonly client: KubeClient,
+    /** The controller's client, which records its writes. */
+    readonly controllerClient: KubeClient,
+    readonly namespace: string,
+    /** Each member's data directory is below it (`<pod>-<claim uid>`). */
+    readonly dir: string,
+    readonly cluster: LocalEtcdCluster,
+    readonly kubelet: EtcdKubelet,
+    private readonly options: EtcdTestBedOptions,
+  ) {
+    this.pods = Array.from({ length: options.maxMembers }, (_, i) => `${options.name}-${i}`);
+  }
+
+  /** The plane, the CRD, the namespace, the members' kubelet and the controller, started. */
+  static async start(options: EtcdTestBedOptions): Promise<EtcdTestBed> {
+    const { config, name } = options;
+    const plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>] } });
+    const client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+    const controllerClient = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+    await installCrd(client);
+    const namespace = await createNamespace(client, options.label);
+    const dir = mkdtempSync(join(tmpdir(), `dkv-${options.label}-`));
+    const { statefulSet } = byRole(synth({ name, namespace, size: 3 }, config));
+    // The Secrets the controller issues (TLS is on by default) are mounted from the API server, as a kubelet would.
+    const cluster = new LocalEtcdCluster(
+      statefulSet, namespace, locateBinaries(['etcd']), dir, async (configMap) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, configMap))).data,
+      apiServerSecrets(client, namespace), options.extraPath,
+    );
+    const kubelet = new EtcdKubelet(client, namespace, name, cluster, options.unrunnable);
+    const bed = new EtcdTestBed(plane, client, controllerClient, namespace, dir, cluster, kubelet, options);
+    const send = controllerClient.request.bind(controllerClient);
+    controllerClient.request = (method, path, requestOptions) => {
+      if (method !== 'GET') bed.controllerWrites.push(`${method} ${path} ${JSON.stringify(requestOptions?.body ?? null).slice(0, options.writeBodyChars ?? 2000)}`);
+      return send(method, path, requestOptions);
+    };
+    for (const pod of bed.pods) await cluster.address(pod);
+    kubelet.start();
+    await bed.startController();
+    return bed;
+  }
+
+  /** A controller as `dkv controller` runs one, with retries from 200 ms so that failure scenarios stay fast. */
+  async startController(): Promise<void> {
+    const { cluster } = this;
+    this.controller = new Controller({
+      client: this.controllerClient, config: this.options.config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace: this.namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
+      memberAddresses: { client: (_ns, pod) => cluster.addressOf(pod).clientUrl, peer: (_ns, pod) => cluster.addressOf(pod).peerUrl },
+      memberTimeoutMs: 1000,
+    });
+    await this.controller.startCaches();
+    await this.controller.startWorkers();
+  }
+
+  /**
+   * The members as etcd's client API answers, read directly (not through the
+   * controller): over TLS with the members' own certificate, read when it
+   * calls (the members' Secrets exist only once the controller issued them).
+   */
+  membership(pods: readonly string[] = this.pods): EtcdMembership {
+    return new EtcdMembership(() => pods, (pod) => this.cluster.addressOf(pod).clientUrl, 1000, undefined, memberClientTls(this.cluster));
+  }
+
+  /** An invariant monitor over the members (started by the test). */
+  monitor(pods: readonly string[] = this.pods): InvariantMonitor {
+    return new InvariantMonitor(this.membership(pods));
+  }
+
+  /** Events of the namespace with this reason: their messages, sorted. */
+  async events(reason: string): Promise<string[]> {
+    return (await this.client.request('GET', `/api/v1/namespaces/${this.namespace}/events`)).items.filter((e: any) => e.reason === reason).map((e: any) => e.message).sort();
+  }
+
+  async stop(): Promise<void> {
+    await this.controller?.stop();
+    await this.kubelet.stop();
+    this.client.close();
+    this.controllerClient.close();
+    await this.plane.stop();
+    if (this.options.keepDirectory) console.log(`member logs kept in ${this.dir}`);
+    else rmSync(this.dir, { recursive: true, force: true });
+  }
+}
