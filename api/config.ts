@@ -58,6 +58,7 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     patches: { ...base.patches, ...overrides.patches } as GeneratorConfig['patches'],
     controller: { ...base.controller, ...overrides.controller },
     conversion: { ...base.conversion, ...overrides.conversion },
+    tls: { ...base.tls, ...overrides.tls },
     fleet: { ...base.fleet, ...overrides.fleet },
     sharding: { ...base.sharding, ...overrides.sharding },
     maintenance: { ...base.maintenance, ...overrides.maintenance },

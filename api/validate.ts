@@ -116,6 +116,13 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
     if (config.engine !== 'etcd' && doc.spec?.restore !== undefined) {
       problems.push({ segments: ['spec', 'restore'], message: `the ${config.engine} engine cannot restore a backup: dkv restore restores etcd members only` });
     }
+    // cert-manager is a reserved value until the generator emits Certificates: members would wait for Secrets nobody writes.
+    const tlsMode = doc.spec?.tls?.mode;
+    if (tlsMode === 'cert-manager') {
+      problems.push({ segments: ['spec', 'tls', 'mode'], message: 'cert-manager is reserved and not built yet (the generator does not emit Certificates); use operator (the default: the controller issues the certificates) or disabled' });
+    } else if (config.engine !== 'etcd' && tlsMode === 'operator') {
+      problems.push({ segments: ['spec', 'tls', 'mode'], message: `the ${config.engine} engine has no TLS settings: its members run what its image serves; use disabled or leave spec.tls out` });
+    }
     // Without a runner of its own the backup CronJob runs `dkv backup`, which speaks etcd's protocol: every run would fail.
     // (A backupImage of the wrong type or empty is the schema's to report.)
     const backup = doc.spec?.backup;

@@ -22,6 +22,7 @@
  * reader trusts and a later success sweeps away. A deadline bounds the run.
  */
 import { streamEtcdSnapshot } from '../engines/etcd/snapshot.js';
+import type { EtcdClientTls } from '../engines/etcd/etcd-http.js';
 import type { Membership, MemberStatus } from '../engines/membership.js';
 import type { Clock } from '../kube/clock.js';
 import type { Logger } from '../kube/log.js';
@@ -40,6 +41,8 @@ export interface BackupRun {
   readonly membership: Membership;
   /** Where a member's client API is. */
   readonly endpoint: (pod: string) => string;
+  /** The client certificate for https:// members (the cluster runs client TLS). */
+  readonly tls?: EtcdClientTls;
   readonly retain: number;
   readonly clock: Clock;
   readonly log: Logger;
@@ -111,7 +114,7 @@ export async function runEtcdBackup(run: BackupRun): Promise<BackupResult> {
       annotations: { ...plan.annotations, [SNAPSHOT_ANNOTATIONS.engine]: 'etcd', [SNAPSHOT_ANNOTATIONS.serverVersion]: source.version ?? '', [SNAPSHOT_ANNOTATIONS.takenAt]: started.toISOString() },
     }, plan.cutTimeoutMs, run.signal);
     if (cut) log.info('volume snapshot cut', { volumeSnapshot: cut.name, creationTime: cut.creationTime, cutMs: Math.round(cut.cutMs) });
-    snapshot = await run.store.upload(`${folder}${stamp}/${SNAPSHOT_FILE}`, (sink, onLength) => streamEtcdSnapshot(run.endpoint(source.name), sink, run.signal, onLength), run.signal);
+    snapshot = await run.store.upload(`${folder}${stamp}/${SNAPSHOT_FILE}`, (sink, onLength) => streamEtcdSnapshot(run.endpoint(source.name), sink, run.signal, run.tls, onLength), run.signal);
     if (plan && cut) {
       const restoreSize = await plan.snapshots.ready(namespace, cut.name, plan.readyTimeoutMs, run.signal);
       volumeSnapshot = { namespace, name: cut.name, claim: plan.claimOf(source.name), creationTime: cut.creationTime, restoreSize, cutSeconds: Math.round(cut.cutMs) / 1000 };

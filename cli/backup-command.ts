@@ -17,8 +17,8 @@ import { KubeClient, resourcePath } from '../kube/client.js';
 import { runEtcdBackup } from '../backup/run-backup.js';
 import { BACKUP_LAYOUTS, parseS3Path, type BackupLayout } from '../backup/s3-location.js';
 import { withEnvironment } from './s3-environment.js';
-
-const MAX_MEMBERS = 9;
+import { MAX_MEMBERS } from '../engines/etcd/certificates.js';
+import { clientTlsFromDirectory } from '../engines/etcd/etcd-http.js';
 
 export const BACKUP_USAGE = `usage: dkv backup [options]
   --cluster <name>          the DistributedKV (env DKV_CLUSTER_NAME)
@@ -36,6 +36,8 @@ export const BACKUP_USAGE = `usage: dkv backup [options]
                             sets DKV_S3_ENDPOINT, DKV_S3_REGION, DKV_S3_FORCE_PATH_STYLE, DKV_S3_PART_SIZE_MIB
                             DKV_BACKUP_RETAIN, DKV_VOLUME_SNAPSHOT_CLASS and DKV_VOLUME_SNAPSHOT_READY_TIMEOUT_SECONDS
                             from the configuration that generated it, which win
+Members with client TLS (spec.tls): DKV_TLS_DIR names the mounted client Secret (tls.crt, tls.key, ca.crt);
+the members are then called over https with that certificate (the CronJob sets it).
 With a VolumeSnapshotClass, a CSI VolumeSnapshot of the member's volume is cut too (the Kubernetes API
 through the pod's ServiceAccount, or $KUBECONFIG).
 Credentials: the AWS SDK's default chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, web identity, ...).
@@ -82,8 +84,15 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
     return usage((e as Error).message);
   }
   const identity = clusterIdentity(name!, config);
+  // The client Secret the CronJob mounts when the members run client TLS (DKV_TLS_DIR: tls.crt, tls.key, ca.crt).
+  let tls;
+  try {
+    tls = env.DKV_TLS_DIR ? clientTlsFromDirectory(env.DKV_TLS_DIR) : undefined;
+  } catch (e) {
+    return usage(`DKV_TLS_DIR ${env.DKV_TLS_DIR}: ${(e as Error).message}`);
+  }
   const given = new Map((values.member ?? []).map((m) => [m.slice(0, m.indexOf('=')), m.slice(m.indexOf('=') + 1)] as const));
-  const endpoint = (pod: string) => given.get(pod) ?? clientUrl(identity, pod, namespace!, config);
+  const endpoint = (pod: string) => given.get(pod) ?? clientUrl(identity, pod, namespace!, config, tls !== undefined);
   const pods = Array.from({ length: size }, (_, i) => memberName(identity, i));
   const deadline = AbortSignal.timeout(deadlineSeconds * 1000);
   const store = ObjectStore.fromConfig(location.bucket, config.backup.s3);
@@ -100,8 +109,8 @@ export async function backupCommand(args: string[], env: NodeJS.ProcessEnv = pro
     const specHash = statefulSet?.metadata.annotations?.[config.hashAnnotation];
     const result = await runEtcdBackup({
       cluster: { namespace: namespace!, name: name! }, location, layout: layout as BackupLayout, store,
-      membership: new EtcdMembership(() => pods, endpoint, 5000),
-      endpoint, retain: config.backup.retain, clock: realClock, log, signal: deadline,
+      membership: new EtcdMembership(() => pods, endpoint, 5000, undefined, tls),
+      endpoint, tls, retain: config.backup.retain, clock: realClock, log, signal: deadline,
       volumeSnapshots: volumes && {
         snapshots: new VolumeSnapshots(volumes, realClock),
         className: volumeSnapshots.className,

@@ -6,6 +6,8 @@ import type { ClusterIdentity } from '../model/cluster-identity.js';
 import { ownBackupRunner } from '../model/backup-runner-image.js';
 import { s3RunnerEnvironment } from './backup-runner.js';
 import { resourceRequirements, restrictedContainerSecurityContext } from './pod-defaults.js';
+import { clientTls } from '../engines/etcd/tls-files.js';
+import { PLAIN, type TlsInEffect } from '../model/tls.js';
 
 export interface KVBackupCronJobProps {
   /** Names and labels shared by every object of the cluster. */
@@ -19,6 +21,12 @@ export interface KVBackupCronJobProps {
    * over from a standby's suspension); unset, what `dkv synth` writes, leaves `suspend` out.
    */
   readonly suspended?: boolean;
+  /**
+   * The TLS the members run: with client TLS, the runner gets the client
+   * certificate Secret, mounted read-only, and DKV_TLS_DIR naming it.
+   * @default plain HTTP
+   */
+  readonly tls?: TlsInEffect;
 }
 
 /**
@@ -37,6 +45,7 @@ export class KVBackupCronJob extends Construct {
     const ownRunner = ownBackupRunner(backup);
     const runner = s3RunnerEnvironment(config);
     const snapshots = config.backup.volumeSnapshots;
+    const secured = clientTls(props.tls ?? PLAIN, config, identity);
     const labels = { ...identity.backupLabels };
     this.apiObject = new k8s.KubeCronJob(this, 'Resource', {
       metadata: { name: identity.backupCronJobName, labels, annotations: identity.annotations },
@@ -60,7 +69,8 @@ export class KVBackupCronJob extends Construct {
                   ? { serviceAccountName: snapshots.serviceAccountName, automountServiceAccountToken: true }
                   : { automountServiceAccountToken: false }),
                 enableServiceLinks: false,
-                securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+                // With TLS, the group that may read the mounted key (mode 0440).
+                securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, ...(secured.volumes.length > 0 ? { fsGroup: 65532 } : {}), seccompProfile: { type: 'RuntimeDefault' } },
                 containers: [
                   {
                     name: 'backup',
@@ -82,12 +92,15 @@ export class KVBackupCronJob extends Construct {
                         { name: 'DKV_VOLUME_SNAPSHOT_CLASS', value: snapshots.className },
                         { name: 'DKV_VOLUME_SNAPSHOT_READY_TIMEOUT_SECONDS', value: String(snapshots.readyTimeoutSeconds) },
                       ] : []),
+                      ...secured.env,
                     ],
                     envFrom: runner.envFrom,
                     resources: resourceRequirements(config.backup.runner.resources),
                     securityContext: restrictedContainerSecurityContext(),
+                    volumeMounts: secured.volumeMounts.length > 0 ? secured.volumeMounts : undefined,
                   },
                 ],
+                volumes: secured.volumes.length > 0 ? secured.volumes : undefined,
               },
             },
           },

@@ -15,6 +15,7 @@ import { KVDisruptionBudget } from './disruption-budget.js';
 import { hasNetworkPolicy, KVNetworkPolicy } from './network-policy.js';
 import { KVServices } from './services.js';
 import { KVStatefulSet } from './stateful-set.js';
+import { PLAIN, tlsInEffect, type LiveTls } from '../model/tls.js';
 import { plainJson, rendersPlainly } from './plain-rendering.js';
 
 export interface DistributedKVProps {
@@ -43,6 +44,13 @@ export interface DistributedKVProps {
    * @default spec.storage.size, what `dkv synth` writes
    */
   readonly volumeSizeNow?: string;
+  /**
+   * The schemes the running members use (the controller reads them from the
+   * live StatefulSet): they keep them until the migration between plain
+   * HTTP and TLS exists (model/tls.ts).
+   * @default none: a new cluster, what `dkv synth` writes; TLS as the spec asks
+   */
+  readonly liveTls?: LiveTls;
   /**
    * `true`: no NetworkPolicy, though the spec and the configuration leave it
    * on: the controller withholds it from a cluster that ran without one
@@ -109,12 +117,14 @@ export class DistributedKVCluster extends Construct {
     this.identity = clusterIdentity(name, config);
     const identity = this.identity;
     const engine = engineFor(config.engine);
-    if (engine.memberConfig) new KVMemberConfig(this, 'MemberConfig', { identity, data: engine.memberConfig({ identity, spec, config, membership }) });
-    new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership, volumeSizeNow: props.volumeSizeNow });
+    // The generic engine's server is the user's own: the generator cannot turn TLS on in it.
+    const tls = config.engine === 'etcd' ? tlsInEffect(spec, props.liveTls) : PLAIN;
+    if (engine.memberConfig) new KVMemberConfig(this, 'MemberConfig', { identity, data: engine.memberConfig({ identity, spec, config, membership, tls }) });
+    new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership, volumeSizeNow: props.volumeSizeNow, tls });
     new KVServices(this, 'Services', { identity, config });
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity });
     if (hasNetworkPolicy(spec, config) && !props.networkPolicyWithheld) new KVNetworkPolicy(this, 'NetworkPolicy', { identity, networkPolicy: spec.networkPolicy, config });
-    if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended });
+    if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended, tls });
 
     const plainly = rendersPlainly(this);
     for (const child of this.node.findAll()) {

@@ -8,6 +8,7 @@ import { isS3Source } from '../backup/s3-location.js';
 import { s3RunnerEnvironment } from './backup-runner.js';
 import { memberResources, resourceRequirements, restrictedContainerSecurityContext } from './pod-defaults.js';
 import { quantityValue } from '../model/quantity.js';
+import type { TlsInEffect } from '../model/tls.js';
 
 export interface KVStatefulSetProps {
   /** Names and labels shared by every object of the cluster. */
@@ -26,6 +27,8 @@ export interface KVStatefulSetProps {
    * @default spec.storage.size
    */
   readonly volumeSizeNow?: string;
+  /** The TLS the members run (model/tls.ts). */
+  readonly tls: TlsInEffect;
 }
 
 /** Name of the volume claim template; part of every member's PVC name, so it never changes. */
@@ -47,14 +50,14 @@ export class KVStatefulSet extends Construct {
 
   constructor(scope: Construct, id: string, props: KVStatefulSetProps) {
     super(scope, id);
-    const { identity, spec, config, membership } = props;
+    const { identity, spec, config, membership, tls } = props;
     const engine = engineFor(config.engine);
-    const member = engine.memberContainer({ identity, spec: asTheVolumesAre(spec, props.volumeSizeNow), config, membership });
+    const member = engine.memberContainer({ identity, spec: asTheVolumesAre(spec, props.volumeSizeNow), config, membership, tls });
     const dataMount = { name: DATA_VOLUME, mountPath: config.dataPath };
     // Validation refuses spec.restore for an engine that cannot restore.
-    const restore = spec.restore && engine.restoreContainer?.({ identity, spec, config, membership, from: spec.restore.from });
+    const restore = spec.restore && engine.restoreContainer?.({ identity, spec, config, membership, tls, from: spec.restore.from });
     // Every member may be the one a lost quorum is rebuilt from (docs/auto-healing.md, "Quorum loss").
-    const rebuild = engine.rebuildContainer?.({ identity, spec, config, membership });
+    const rebuild = engine.rebuildContainer?.({ identity, spec, config, membership, tls });
     const runner = s3RunnerEnvironment(config);
     this.apiObject = new k8s.KubeStatefulSet(this, 'Resource', {
       metadata: { name: identity.statefulSetName, labels: { ...identity.serverLabels }, annotations: identity.annotations },
@@ -123,9 +126,10 @@ export class KVStatefulSet extends Construct {
                 terminationMessagePolicy: member.terminationMessagePolicy,
                 resources: memberResources(spec, config.members.resources),
                 securityContext: restrictedContainerSecurityContext(),
-                volumeMounts: [dataMount],
+                volumeMounts: [dataMount, ...(member.volumeMounts ?? [])],
               },
             ],
+            volumes: member.volumes,
           },
         },
         volumeClaimTemplates: [

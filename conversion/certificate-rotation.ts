@@ -33,7 +33,7 @@ import { KubeApiError, type KubeClient } from '../kube/client.js';
 import type { Logger } from '../kube/log.js';
 import {
   createCertificateAuthority, createServingCertificate, freshEnough, servesFor, splitBundle, unexpired, type KeyedCertificate,
-} from './certificates.js';
+} from '../model/certificates.js';
 
 export const CERT_MANAGER_INJECT_ANNOTATION = 'cert-manager.io/inject-ca-from';
 

@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { convertDistributedKV } from '../api/conversion.js';
 import { servedVersionOf } from '../api/versions.js';
 import type { Logger } from '../kube/log.js';
-import type { KeyedCertificate } from './certificates.js';
+import type { KeyedCertificate } from '../model/certificates.js';
 
 /** Refused above this: a review carries at most a list page of objects, and each is small. */
 const MAX_BODY_BYTES = 32 * 1024 * 1024;

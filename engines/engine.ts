@@ -8,6 +8,7 @@ import type { k8s } from 'cdk8s-plus-27';
 import type { GeneratorConfig, EngineName } from '../model/generator-config.js';
 import type { ClusterIdentity } from '../model/cluster-identity.js';
 import type { DistributedKVSpec } from '../imports/distributedkv.js';
+import type { TlsInEffect } from '../model/tls.js';
 
 /**
  * How many members the StatefulSet runs now, and whether they bootstrap a
@@ -31,6 +32,8 @@ export interface MemberContainerProps {
   readonly spec: DistributedKVSpec;
   readonly config: GeneratorConfig;
   readonly membership: MembershipPlan;
+  /** The TLS the members run (model/tls.ts): a new cluster's from the spec, a running one's as it runs. */
+  readonly tls: TlsInEffect;
 }
 
 /** The engine's part of the member container; name, image, resources, security and the data mount are the StatefulSet's. */
@@ -52,6 +55,9 @@ export interface MemberContainer {
    * exits on lost data there). @default File (Kubernetes' own)
    */
   readonly terminationMessagePolicy?: 'File' | 'FallbackToLogsOnError';
+  /** Volumes of the pod the container mounts beside the data volume (certificate Secrets, read-only). */
+  readonly volumes?: k8s.Volume[];
+  readonly volumeMounts?: k8s.VolumeMount[];
 }
 
 /**

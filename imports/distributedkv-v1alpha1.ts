@@ -218,6 +218,39 @@ export interface DistributedKVStatus {
    * Members whose pod runs the latest template.
    */
   updatedMembers?: number;
+  /**
+   * The TLS the members run with now (which may differ from the spec: a cluster created before TLS stays plain until its migration is built), and when its certificates expire.
+   */
+  tls?: {
+    /**
+     * The mode in effect.
+     */
+    mode?: 'operator' | 'cert-manager' | 'disabled';
+    /**
+     * Members replicate over TLS and authenticate each other by certificate.
+     */
+    peer?: boolean;
+    /**
+     * The client port serves TLS and requires a client certificate of the cluster's CA.
+     */
+    client?: boolean;
+    /**
+     * Why the mode in effect is not the one the spec asks for, when it is not.
+     */
+    reason?: string;
+    /**
+     * When the cluster's CA expires.
+     */
+    certificateAuthorityNotAfter?: string;
+    /**
+     * When the members' certificate expires.
+     */
+    memberCertificateNotAfter?: string;
+    /**
+     * When the client certificate (the controller's, the backup runner's and the restore's) expires.
+     */
+    clientCertificateNotAfter?: string;
+  };
 }
 /**
  * A standard Kubernetes condition (metav1.Condition).

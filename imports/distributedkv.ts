@@ -143,6 +143,33 @@ export interface DistributedKVSpec {
     };
   };
   /**
+   * TLS with client-certificate authentication between members (peer) and from clients (client), each configurable on its own; the metrics and health endpoints stay on a plain listener of their own (the probes and scraping use it). A cluster created with this field unset runs TLS with certificates the controller issues (mode `operator`); a cluster whose members already run plain HTTP (created before TLS existed) stays on plain HTTP until the migration to TLS is built, whatever this field says, and status.tls says so (docs/security.md). New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.
+   */
+  tls?: {
+    /**
+     * `operator`: the controller issues one CA per cluster and the members' and clients' certificates, in Secrets of the cluster's namespace; `cert-manager`: reserved for certificates issued by cert-manager (not built yet: refused); `disabled`: plain HTTP on both ports, no authentication, explicitly. Unset: `operator` for a new cluster.
+     */
+    mode?: 'operator' | 'cert-manager' | 'disabled';
+    /**
+     * TLS on the peer port (members replicating to each other; a member must present a certificate of the cluster's CA to join). Unset: on, unless mode is `disabled`.
+     */
+    peer?: {
+      /**
+       * `false`: plain HTTP on the peer port, without client-certificate authentication, while the other port keeps TLS. Unset: `true` (with mode `operator` or `cert-manager`).
+       */
+      enabled?: boolean;
+    };
+    /**
+     * TLS on the client port (the key-value API; a client must present a certificate of the cluster's CA). Unset: on, unless mode is `disabled`.
+     */
+    client?: {
+      /**
+       * `false`: plain HTTP on the client port, without client-certificate authentication, while the other port keeps TLS. Unset: `true` (with mode `operator` or `cert-manager`).
+       */
+      enabled?: boolean;
+    };
+  };
+  /**
    * Who may reach the members (docs/network-policy.md). Every cluster gets a NetworkPolicy on its member pods: the peer port from its own members only, the client port from the pods `clients` allows (by default every pod of the cluster's namespace) and from its backup Jobs and the controller, the metrics port from the namespaces the configuration names (networkPolicy.metricsNamespaceSelector). Omit the section for these defaults. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.
    */
   networkPolicy?: {
@@ -346,6 +373,39 @@ export interface DistributedKVStatus {
    * Members whose pod runs the latest template.
    */
   updatedMembers?: number;
+  /**
+   * The TLS the members run with now (which may differ from the spec: a cluster created before TLS stays plain until its migration is built), and when its certificates expire.
+   */
+  tls?: {
+    /**
+     * The mode in effect.
+     */
+    mode?: 'operator' | 'cert-manager' | 'disabled';
+    /**
+     * Members replicate over TLS and authenticate each other by certificate.
+     */
+    peer?: boolean;
+    /**
+     * The client port serves TLS and requires a client certificate of the cluster's CA.
+     */
+    client?: boolean;
+    /**
+     * Why the mode in effect is not the one the spec asks for, when it is not.
+     */
+    reason?: string;
+    /**
+     * When the cluster's CA expires.
+     */
+    certificateAuthorityNotAfter?: string;
+    /**
+     * When the members' certificate expires.
+     */
+    memberCertificateNotAfter?: string;
+    /**
+     * When the client certificate (the controller's, the backup runner's and the restore's) expires.
+     */
+    clientCertificateNotAfter?: string;
+  };
 }
 /**
  * A standard Kubernetes condition (metav1.Condition).

@@ -871,7 +871,8 @@ return errors === 0;
 }
 
 export const v1beta1 = validate17;
-const schema20 = {"title":"DistributedKVSpec","description":"What the cluster should be: written by humans (or GitOps), never by the controller.","type":"object","additionalProperties":false,"required":["size","image"],"x-kubernetes-validations":[{"rule":"has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore.from == oldSelf.restore.from)","message":"restore is set only when a cluster is created: it cannot be added, changed or removed afterwards (a restore is never in place); create a new cluster to restore"}],"properties":{"size":{"type":"integer","minimum":1,"maximum":9,"x-dkv-synonyms":["replicas"],"description":"Number of members. Odd sizes tolerate the most failures for their cost: a cluster of N members stays writable while a majority (N/2+1) is up."},"image":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\s]+$","description":"Container image of the key-value server: with the etcd engine (the default), an etcd image, e.g. `registry.k8s.io/etcd:3.6.8-0`. Pin a tag or digest: the image is part of the desired state."},"storage":{"type":"object","additionalProperties":false,"default":{},"description":"Persistent volume for each member. The size may grow: the controller grows each member's claim, one at a time, where the StorageClass allows expansion. The StorageClass is fixed when the cluster is created.","x-kubernetes-validations":[{"rule":"has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)","message":"storage.storageClassName cannot change after creation (StatefulSet volumeClaimTemplates are immutable); create a new cluster and migrate"}],"properties":{"size":{"type":"string","default":"10Gi","pattern":"^[0-9]+(?:Ki|Mi|Gi|Ti|Pi)$","description":"Capacity of each member's volume, in binary units (e.g. `10Gi`).","x-kubernetes-validations":[{"rule":"quantity(self).compareTo(quantity(oldSelf)) >= 0","message":"storage.size can only grow: volumes cannot shrink"}]},"storageClassName":{"type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$","description":"StorageClass of the volumes. Omit to use the cluster's default class."}}},"resources":{"type":"object","additionalProperties":false,"description":"Compute resources of each member's server container. Omit to leave them unset.","properties":{"requests":{"type":"object","additionalProperties":false,"description":"Resources the scheduler reserves for each member.","properties":{"cpu":{"description":"CPU, in cores or millicores (e.g. `2`, `500m`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""},"memory":{"description":"Memory, in bytes with an optional suffix (e.g. `512Mi`, `4Gi`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""}}},"limits":{"type":"object","additionalProperties":false,"description":"Upper bounds enforced on each member.","properties":{"cpu":{"description":"CPU, in cores or millicores (e.g. `2`, `500m`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""},"memory":{"description":"Memory, in bytes with an optional suffix (e.g. `512Mi`, `4Gi`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""}}}}},"maintenance":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"How each member keeps its database bounded, with no human step: etcd compacts its history itself (compaction), the database may grow to a quota sized from the volume (quota), and the controller defragments a member whose file is mostly free pages, one member at a time and never while anything else changes (defragmentation). Every field has a default: omit the section to get them. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"compaction":{"type":"object","additionalProperties":false,"description":"etcd's auto-compaction: which revisions of each key are kept. Unset: periodic, keeping 1h of history.","properties":{"mode":{"type":"string","enum":["periodic","revision"],"description":"`periodic`: keep the history of the last `retention` (a duration); `revision`: keep the last `retention` revisions (a number). Unset: `periodic`."},"retention":{"type":"string","maxLength":32,"pattern":"^(?:[0-9]+|(?:[0-9]+(?:\\.[0-9]+)?(?:ms|s|m|h))+)$","description":"With mode `periodic`, a duration such as `1h` or `30m` (a bare number is hours, as etcd reads it); with mode `revision`, a number of revisions such as `10000`. `0` turns auto-compaction off: history then grows until the quota. Unset: `1h` (periodic) or `10000` (revision).","x-dkv-message":"must be a duration such as \"1h\" or \"30m\" (mode periodic) or a number of revisions such as \"10000\" (mode revision)"}}},"quota":{"type":"string","pattern":"^[0-9]+(?:Ki|Mi|Gi|Ti)$","description":"The largest each member's database may grow (etcd's --quota-backend-bytes), in binary units (e.g. `4Gi`). Past it, etcd raises the NOSPACE alarm and refuses writes until space is freed. Unset: half of storage.size (room for the defragmentation's copy, the write-ahead log and snapshots on the same volume), at most 8Gi (etcd's recommended maximum). At most storage.size. Growing storage.size raises the derived quota, member by member.","x-dkv-message":"must be a size in binary units such as \"4Gi\""},"defragmentation":{"type":"object","additionalProperties":false,"description":"When the controller defragments a member (returns its free pages to the file system): one member at a time, followers first and the leader only after leadership moved, never while a member is unhealthy or a membership change, upgrade or storage step is in progress, at most once per window per member.","properties":{"minFreePercent":{"type":"integer","minimum":1,"maximum":99,"description":"Defragment a member once at least this share of its database file is free pages (db size against db size in use). Unset: 50."},"window":{"type":"object","additionalProperties":false,"required":["schedule","durationMinutes"],"description":"When defragmentation may start: windows that open on `schedule` and stay open `durationMinutes`. Unset: any time (at most once an hour per member).","properties":{"schedule":{"type":"string","maxLength":256,"pattern":"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$","description":"When a window opens: a standard 5-field cron expression (e.g. `0 3 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`, in the controller's time zone (usually UTC).","x-dkv-message":"must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\") or one of @hourly, @daily, @weekly, @monthly, @yearly"},"durationMinutes":{"type":"integer","minimum":1,"maximum":10080,"description":"How long each window stays open, in minutes."}}}}}}},"networkPolicy":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"Who may reach the members (docs/network-policy.md). Every cluster gets a NetworkPolicy on its member pods: the peer port from its own members only, the client port from the pods `clients` allows (by default every pod of the cluster's namespace) and from its backup Jobs and the controller, the metrics port from the namespaces the configuration names (networkPolicy.metricsNamespaceSelector). Omit the section for these defaults. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"enabled":{"type":"boolean","description":"`false`: no NetworkPolicy for this cluster (its network plugin enforces none, or another policy governs it); the controller removes the one it made. Unset: `true` for a new cluster, unless the configuration turns NetworkPolicies off for every cluster; a cluster that already ran without one keeps running without one until this says `true` (`status.networkPolicy: Withheld`, docs/network-policy.md, \"Upgrading\")."},"clients":{"type":"array","maxItems":16,"description":"The pods allowed to the client port, beside the cluster's backup Jobs and the controller, which always are. Each entry is a NetworkPolicy peer: `podSelector` alone selects pods of the cluster's namespace, `namespaceSelector` alone every pod of the namespaces it selects, both together the selected pods of the selected namespaces. Unset: every pod of the cluster's namespace. `[]`: no other pod.","items":{"type":"object","additionalProperties":false,"minProperties":1,"x-dkv-message":"must name a podSelector, a namespaceSelector or both","properties":{"podSelector":{"type":"object","additionalProperties":false,"description":"The client pods (in the cluster's namespace, or in the namespaces namespaceSelector selects). `{}`: every pod.","properties":{"matchLabels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels that must all be present with these values."},"matchExpressions":{"type":"array","maxItems":16,"description":"Requirements that must all hold.","items":{"type":"object","additionalProperties":false,"required":["key","operator"],"properties":{"key":{"type":"string","maxLength":316,"description":"The label key."},"operator":{"type":"string","enum":["In","NotIn","Exists","DoesNotExist"],"description":"`In` and `NotIn` need values; `Exists` and `DoesNotExist` take none."},"values":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":63},"description":"The label values."}}}}}},"namespaceSelector":{"type":"object","additionalProperties":false,"description":"The client pods' namespaces. `{}`: every namespace.","properties":{"matchLabels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels that must all be present with these values."},"matchExpressions":{"type":"array","maxItems":16,"description":"Requirements that must all hold.","items":{"type":"object","additionalProperties":false,"required":["key","operator"],"properties":{"key":{"type":"string","maxLength":316,"description":"The label key."},"operator":{"type":"string","enum":["In","NotIn","Exists","DoesNotExist"],"description":"`In` and `NotIn` need values; `Exists` and `DoesNotExist` take none."},"values":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":63},"description":"The label values."}}}}}}}}}}},"backup":{"type":"object","additionalProperties":false,"required":["s3Path","schedule"],"description":"Periodic backups to S3. Omit to run no backups (and remove an existing backup CronJob).","properties":{"s3Path":{"type":"string","maxLength":1024,"pattern":"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$","description":"This cluster's own folder in S3, `s3://bucket/prefix`: each backup goes in `<s3Path>/<start time>/`. No other cluster's s3Path may be the same folder, or lie inside it or around it (refused by `dkv validate` and by the controller). Backups written before this layout, under `<s3Path>/<namespace>/<name>/`, are still this cluster's: the retention counts them and deletes them in turn, and a restore can name them.","x-dkv-message":"must be an S3 path of the form s3://bucket/prefix (lower-case bucket name, a non-empty prefix)"},"schedule":{"type":"string","maxLength":256,"pattern":"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$","description":"When to back up: a standard 5-field cron expression (minute hour day-of-month month day-of-week, e.g. `0 2 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`. Times are in the controller manager's time zone (usually UTC).","x-dkv-message":"must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\") or one of @hourly, @daily, @weekly, @monthly, @yearly"},"backupImage":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\s]+$","description":"A backup runner of your own, run with the same environment (DKV_ENDPOINT, DKV_S3_PATH, the cluster's own folder, DKV_BACKUP_LAYOUT=folder, DKV_CLUSTER_*, the S3 settings and credentials). Unset: `dkv backup` from the image the configuration names (backup.runner.image)."},"retain":{"type":"integer","minimum":1,"maximum":1000,"x-dkv-since":"v1beta1","description":"How many complete backups of this cluster to keep in S3; older ones are deleted after each backup. Unset: the configuration's backup.retain. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it."}}},"restore":{"type":"object","additionalProperties":false,"required":["from"],"description":"Start this new cluster from a backup instead of empty. Set only when the cluster is created: it cannot be added, changed or removed later, and a restore never writes over a member that has data. Each member of the new cluster restores the backup before it starts; members added later join empty and copy from the others.","properties":{"from":{"type":"string","maxLength":1024,"pattern":"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$","description":"Where the data comes from: one backup's folder in S3, as `dkv backup` prints it (`<s3Path>/<time>/`, or `<s3Path>/<namespace>/<name>/<time>/` for a backup taken before that layout: the folder holding manifest.json), or the name of a CSI VolumeSnapshot in the cluster's namespace that `dkv backup` cut (each member's volume is created from it; volume snapshots must be on in the configuration). The backup must have been taken by the same engine; the controller checks it before creating anything (S3: with the S3 settings of the configuration's backup section and the controller's credentials).","x-dkv-message":"must be one backup's folder, s3://bucket/prefix/<YYYYMMDDThhmmss.mmmZ>/, as dkv backup prints it, or a VolumeSnapshot's name"}}}}};
+const schema20 = {"title":"DistributedKVSpec","description":"What the cluster should be: written by humans (or GitOps), never by the controller.","type":"object","additionalProperties":false,"required":["size","image"],"x-kubernetes-validations":[{"rule":"has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore.from == oldSelf.restore.from)","message":"restore is set only when a cluster is created: it cannot be added, changed or removed afterwards (a restore is never in place); create a new cluster to restore"}],"properties":{"size":{"type":"integer","minimum":1,"maximum":9,"x-dkv-synonyms":["replicas"],"description":"Number of members. Odd sizes tolerate the most failures for their cost: a cluster of N members stays writable while a majority (N/2+1) is up."},"image":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\s]+$","description":"Container image of the key-value server: with the etcd engine (the default), an etcd image, e.g. `registry.k8s.io/etcd:3.6.8-0`. Pin a tag or digest: the image is part of the desired state."},"storage":{"type":"object","additionalProperties":false,"default":{},"description":"Persistent volume for each member. The size may grow: the controller grows each member's claim, one at a time, where the StorageClass allows expansion. The StorageClass is fixed when the cluster is created.","x-kubernetes-validations":[{"rule":"has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)","message":"storage.storageClassName cannot change after creation (StatefulSet volumeClaimTemplates are immutable); create a new cluster and migrate"}],"properties":{"size":{"type":"string","default":"10Gi","pattern":"^[0-9]+(?:Ki|Mi|Gi|Ti|Pi)$","description":"Capacity of each member's volume, in binary units (e.g. `10Gi`).","x-kubernetes-validations":[{"rule":"quantity(self).compareTo(quantity(oldSelf)) >= 0","message":"storage.size can only grow: volumes cannot shrink"}]},"storageClassName":{"type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$","description":"StorageClass of the volumes. Omit to use the cluster's default class."}}},"resources":{"type":"object","additionalProperties":false,"description":"Compute resources of each member's server container. Omit to leave them unset.","properties":{"requests":{"type":"object","additionalProperties":false,"description":"Resources the scheduler reserves for each member.","properties":{"cpu":{"description":"CPU, in cores or millicores (e.g. `2`, `500m`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""},"memory":{"description":"Memory, in bytes with an optional suffix (e.g. `512Mi`, `4Gi`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""}}},"limits":{"type":"object","additionalProperties":false,"description":"Upper bounds enforced on each member.","properties":{"cpu":{"description":"CPU, in cores or millicores (e.g. `2`, `500m`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""},"memory":{"description":"Memory, in bytes with an optional suffix (e.g. `512Mi`, `4Gi`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""}}}}},"maintenance":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"How each member keeps its database bounded, with no human step: etcd compacts its history itself (compaction), the database may grow to a quota sized from the volume (quota), and the controller defragments a member whose file is mostly free pages, one member at a time and never while anything else changes (defragmentation). Every field has a default: omit the section to get them. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"compaction":{"type":"object","additionalProperties":false,"description":"etcd's auto-compaction: which revisions of each key are kept. Unset: periodic, keeping 1h of history.","properties":{"mode":{"type":"string","enum":["periodic","revision"],"description":"`periodic`: keep the history of the last `retention` (a duration); `revision`: keep the last `retention` revisions (a number). Unset: `periodic`."},"retention":{"type":"string","maxLength":32,"pattern":"^(?:[0-9]+|(?:[0-9]+(?:\\.[0-9]+)?(?:ms|s|m|h))+)$","description":"With mode `periodic`, a duration such as `1h` or `30m` (a bare number is hours, as etcd reads it); with mode `revision`, a number of revisions such as `10000`. `0` turns auto-compaction off: history then grows until the quota. Unset: `1h` (periodic) or `10000` (revision).","x-dkv-message":"must be a duration such as \"1h\" or \"30m\" (mode periodic) or a number of revisions such as \"10000\" (mode revision)"}}},"quota":{"type":"string","pattern":"^[0-9]+(?:Ki|Mi|Gi|Ti)$","description":"The largest each member's database may grow (etcd's --quota-backend-bytes), in binary units (e.g. `4Gi`). Past it, etcd raises the NOSPACE alarm and refuses writes until space is freed. Unset: half of storage.size (room for the defragmentation's copy, the write-ahead log and snapshots on the same volume), at most 8Gi (etcd's recommended maximum). At most storage.size. Growing storage.size raises the derived quota, member by member.","x-dkv-message":"must be a size in binary units such as \"4Gi\""},"defragmentation":{"type":"object","additionalProperties":false,"description":"When the controller defragments a member (returns its free pages to the file system): one member at a time, followers first and the leader only after leadership moved, never while a member is unhealthy or a membership change, upgrade or storage step is in progress, at most once per window per member.","properties":{"minFreePercent":{"type":"integer","minimum":1,"maximum":99,"description":"Defragment a member once at least this share of its database file is free pages (db size against db size in use). Unset: 50."},"window":{"type":"object","additionalProperties":false,"required":["schedule","durationMinutes"],"description":"When defragmentation may start: windows that open on `schedule` and stay open `durationMinutes`. Unset: any time (at most once an hour per member).","properties":{"schedule":{"type":"string","maxLength":256,"pattern":"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$","description":"When a window opens: a standard 5-field cron expression (e.g. `0 3 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`, in the controller's time zone (usually UTC).","x-dkv-message":"must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\") or one of @hourly, @daily, @weekly, @monthly, @yearly"},"durationMinutes":{"type":"integer","minimum":1,"maximum":10080,"description":"How long each window stays open, in minutes."}}}}}}},"tls":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"TLS with client-certificate authentication between members (peer) and from clients (client), each configurable on its own; the metrics and health endpoints stay on a plain listener of their own (the probes and scraping use it). A cluster created with this field unset runs TLS with certificates the controller issues (mode `operator`); a cluster whose members already run plain HTTP (created before TLS existed) stays on plain HTTP until the migration to TLS is built, whatever this field says, and status.tls says so (docs/security.md). New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"mode":{"type":"string","enum":["operator","cert-manager","disabled"],"description":"`operator`: the controller issues one CA per cluster and the members' and clients' certificates, in Secrets of the cluster's namespace; `cert-manager`: reserved for certificates issued by cert-manager (not built yet: refused); `disabled`: plain HTTP on both ports, no authentication, explicitly. Unset: `operator` for a new cluster."},"peer":{"type":"object","additionalProperties":false,"description":"TLS on the peer port (members replicating to each other; a member must present a certificate of the cluster's CA to join). Unset: on, unless mode is `disabled`.","properties":{"enabled":{"type":"boolean","description":"`false`: plain HTTP on the peer port, without client-certificate authentication, while the other port keeps TLS. Unset: `true` (with mode `operator` or `cert-manager`)."}}},"client":{"type":"object","additionalProperties":false,"description":"TLS on the client port (the key-value API; a client must present a certificate of the cluster's CA). Unset: on, unless mode is `disabled`.","properties":{"enabled":{"type":"boolean","description":"`false`: plain HTTP on the client port, without client-certificate authentication, while the other port keeps TLS. Unset: `true` (with mode `operator` or `cert-manager`)."}}}}},"networkPolicy":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"Who may reach the members (docs/network-policy.md). Every cluster gets a NetworkPolicy on its member pods: the peer port from its own members only, the client port from the pods `clients` allows (by default every pod of the cluster's namespace) and from its backup Jobs and the controller, the metrics port from the namespaces the configuration names (networkPolicy.metricsNamespaceSelector). Omit the section for these defaults. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"enabled":{"type":"boolean","description":"`false`: no NetworkPolicy for this cluster (its network plugin enforces none, or another policy governs it); the controller removes the one it made. Unset: `true` for a new cluster, unless the configuration turns NetworkPolicies off for every cluster; a cluster that already ran without one keeps running without one until this says `true` (`status.networkPolicy: Withheld`, docs/network-policy.md, \"Upgrading\")."},"clients":{"type":"array","maxItems":16,"description":"The pods allowed to the client port, beside the cluster's backup Jobs and the controller, which always are. Each entry is a NetworkPolicy peer: `podSelector` alone selects pods of the cluster's namespace, `namespaceSelector` alone every pod of the namespaces it selects, both together the selected pods of the selected namespaces. Unset: every pod of the cluster's namespace. `[]`: no other pod.","items":{"type":"object","additionalProperties":false,"minProperties":1,"x-dkv-message":"must name a podSelector, a namespaceSelector or both","properties":{"podSelector":{"type":"object","additionalProperties":false,"description":"The client pods (in the cluster's namespace, or in the namespaces namespaceSelector selects). `{}`: every pod.","properties":{"matchLabels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels that must all be present with these values."},"matchExpressions":{"type":"array","maxItems":16,"description":"Requirements that must all hold.","items":{"type":"object","additionalProperties":false,"required":["key","operator"],"properties":{"key":{"type":"string","maxLength":316,"description":"The label key."},"operator":{"type":"string","enum":["In","NotIn","Exists","DoesNotExist"],"description":"`In` and `NotIn` need values; `Exists` and `DoesNotExist` take none."},"values":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":63},"description":"The label values."}}}}}},"namespaceSelector":{"type":"object","additionalProperties":false,"description":"The client pods' namespaces. `{}`: every namespace.","properties":{"matchLabels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels that must all be present with these values."},"matchExpressions":{"type":"array","maxItems":16,"description":"Requirements that must all hold.","items":{"type":"object","additionalProperties":false,"required":["key","operator"],"properties":{"key":{"type":"string","maxLength":316,"description":"The label key."},"operator":{"type":"string","enum":["In","NotIn","Exists","DoesNotExist"],"description":"`In` and `NotIn` need values; `Exists` and `DoesNotExist` take none."},"values":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":63},"description":"The label values."}}}}}}}}}}},"backup":{"type":"object","additionalProperties":false,"required":["s3Path","schedule"],"description":"Periodic backups to S3. Omit to run no backups (and remove an existing backup CronJob).","properties":{"s3Path":{"type":"string","maxLength":1024,"pattern":"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$","description":"This cluster's own folder in S3, `s3://bucket/prefix`: each backup goes in `<s3Path>/<start time>/`. No other cluster's s3Path may be the same folder, or lie inside it or around it (refused by `dkv validate` and by the controller). Backups written before this layout, under `<s3Path>/<namespace>/<name>/`, are still this cluster's: the retention counts them and deletes them in turn, and a restore can name them.","x-dkv-message":"must be an S3 path of the form s3://bucket/prefix (lower-case bucket name, a non-empty prefix)"},"schedule":{"type":"string","maxLength":256,"pattern":"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$","description":"When to back up: a standard 5-field cron expression (minute hour day-of-month month day-of-week, e.g. `0 2 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`. Times are in the controller manager's time zone (usually UTC).","x-dkv-message":"must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\") or one of @hourly, @daily, @weekly, @monthly, @yearly"},"backupImage":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\s]+$","description":"A backup runner of your own, run with the same environment (DKV_ENDPOINT, DKV_S3_PATH, the cluster's own folder, DKV_BACKUP_LAYOUT=folder, DKV_CLUSTER_*, the S3 settings and credentials). Unset: `dkv backup` from the image the configuration names (backup.runner.image)."},"retain":{"type":"integer","minimum":1,"maximum":1000,"x-dkv-since":"v1beta1","description":"How many complete backups of this cluster to keep in S3; older ones are deleted after each backup. Unset: the configuration's backup.retain. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it."}}},"restore":{"type":"object","additionalProperties":false,"required":["from"],"description":"Start this new cluster from a backup instead of empty. Set only when the cluster is created: it cannot be added, changed or removed later, and a restore never writes over a member that has data. Each member of the new cluster restores the backup before it starts; members added later join empty and copy from the others.","properties":{"from":{"type":"string","maxLength":1024,"pattern":"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$","description":"Where the data comes from: one backup's folder in S3, as `dkv backup` prints it (`<s3Path>/<time>/`, or `<s3Path>/<namespace>/<name>/<time>/` for a backup taken before that layout: the folder holding manifest.json), or the name of a CSI VolumeSnapshot in the cluster's namespace that `dkv backup` cut (each member's volume is created from it; volume snapshots must be on in the configuration). The backup must have been taken by the same engine; the controller checks it before creating anything (S3: with the S3 settings of the configuration's backup section and the controller's credentials).","x-dkv-message":"must be one backup's folder, s3://bucket/prefix/<YYYYMMDDThhmmss.mmmZ>/, as dkv backup prints it, or a VolumeSnapshot's name"}}}}};
+const func25 = Object.prototype.hasOwnProperty;
 const pattern30 = new RegExp("^(?:[0-9]+|(?:[0-9]+(?:\\.[0-9]+)?(?:ms|s|m|h))+)$", "u");
 const pattern31 = new RegExp("^[0-9]+(?:Ki|Mi|Gi|Ti)$", "u");
 
@@ -903,7 +904,7 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data){
-if(!((((((((key0 === "size") || (key0 === "image")) || (key0 === "storage")) || (key0 === "resources")) || (key0 === "maintenance")) || (key0 === "networkPolicy")) || (key0 === "backup")) || (key0 === "restore"))){
+if(!(func25.call(schema20.properties, key0))){
 const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema20,data};
 if(vErrors === null){
 vErrors = [err2];
@@ -1799,12 +1800,12 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(data.networkPolicy !== undefined){
-let data22 = data.networkPolicy;
+if(data.tls !== undefined){
+let data22 = data.tls;
 if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
 for(const key9 in data22){
-if(!((key9 === "enabled") || (key9 === "clients"))){
-const err70 = {instancePath:instancePath+"/networkPolicy",schemaPath:"#/properties/networkPolicy/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy,data:data22};
+if(!(((key9 === "mode") || (key9 === "peer")) || (key9 === "client"))){
+const err70 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.tls,data:data22};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -1814,10 +1815,10 @@ vErrors.push(err70);
 errors++;
 }
 }
-if(data22.enabled !== undefined){
-let data23 = data22.enabled;
-if(typeof data23 !== "boolean"){
-const err71 = {instancePath:instancePath+"/networkPolicy/enabled",schemaPath:"#/properties/networkPolicy/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema20.properties.networkPolicy.properties.enabled.type,parentSchema:schema20.properties.networkPolicy.properties.enabled,data:data23};
+if(data22.mode !== undefined){
+let data23 = data22.mode;
+if(typeof data23 !== "string"){
+const err71 = {instancePath:instancePath+"/tls/mode",schemaPath:"#/properties/tls/properties/mode/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.tls.properties.mode.type,parentSchema:schema20.properties.tls.properties.mode,data:data23};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -1826,12 +1827,8 @@ vErrors.push(err71);
 }
 errors++;
 }
-}
-if(data22.clients !== undefined){
-let data24 = data22.clients;
-if(Array.isArray(data24)){
-if(data24.length > 16){
-const err72 = {instancePath:instancePath+"/networkPolicy/clients",schemaPath:"#/properties/networkPolicy/properties/clients/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items",schema:16,parentSchema:schema20.properties.networkPolicy.properties.clients,data:data24};
+if(!(((data23 === "operator") || (data23 === "cert-manager")) || (data23 === "disabled"))){
+const err72 = {instancePath:instancePath+"/tls/mode",schemaPath:"#/properties/tls/properties/mode/enum",keyword:"enum",params:{allowedValues: schema20.properties.tls.properties.mode.enum},message:"must be equal to one of the allowed values",schema:schema20.properties.tls.properties.mode.enum,parentSchema:schema20.properties.tls.properties.mode,data:data23};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -1840,12 +1837,13 @@ vErrors.push(err72);
 }
 errors++;
 }
-const len0 = data24.length;
-for(let i0=0; i0<len0; i0++){
-let data25 = data24[i0];
-if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
-if(Object.keys(data25).length < 1){
-const err73 = {instancePath:instancePath+"/networkPolicy/clients/" + i0,schemaPath:"#/properties/networkPolicy/properties/clients/items/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema20.properties.networkPolicy.properties.clients.items,data:data25};
+}
+if(data22.peer !== undefined){
+let data24 = data22.peer;
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
+for(const key10 in data24){
+if(!(key10 === "enabled")){
+const err73 = {instancePath:instancePath+"/tls/peer",schemaPath:"#/properties/tls/properties/peer/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.tls.properties.peer,data:data24};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -1854,9 +1852,11 @@ vErrors.push(err73);
 }
 errors++;
 }
-for(const key10 in data25){
-if(!((key10 === "podSelector") || (key10 === "namespaceSelector"))){
-const err74 = {instancePath:instancePath+"/networkPolicy/clients/" + i0,schemaPath:"#/properties/networkPolicy/properties/clients/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items,data:data25};
+}
+if(data24.enabled !== undefined){
+let data25 = data24.enabled;
+if(typeof data25 !== "boolean"){
+const err74 = {instancePath:instancePath+"/tls/peer/enabled",schemaPath:"#/properties/tls/properties/peer/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema20.properties.tls.properties.peer.properties.enabled.type,parentSchema:schema20.properties.tls.properties.peer.properties.enabled,data:data25};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -1866,12 +1866,9 @@ vErrors.push(err74);
 errors++;
 }
 }
-if(data25.podSelector !== undefined){
-let data26 = data25.podSelector;
-if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
-for(const key11 in data26){
-if(!((key11 === "matchLabels") || (key11 === "matchExpressions"))){
-const err75 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector,data:data26};
+}
+else {
+const err75 = {instancePath:instancePath+"/tls/peer",schemaPath:"#/properties/tls/properties/peer/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.tls.properties.peer.type,parentSchema:schema20.properties.tls.properties.peer,data:data24};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -1881,13 +1878,12 @@ vErrors.push(err75);
 errors++;
 }
 }
-if(data26.matchLabels !== undefined){
-let data27 = data26.matchLabels;
-if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
-for(const key12 in data27){
-let data28 = data27[key12];
-if(typeof data28 !== "string"){
-const err76 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchLabels/" + key12.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchLabels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels.additionalProperties.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels.additionalProperties,data:data28};
+if(data22.client !== undefined){
+let data26 = data22.client;
+if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
+for(const key11 in data26){
+if(!(key11 === "enabled")){
+const err76 = {instancePath:instancePath+"/tls/client",schemaPath:"#/properties/tls/properties/client/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.tls.properties.client,data:data26};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -1897,9 +1893,10 @@ vErrors.push(err76);
 errors++;
 }
 }
-}
-else {
-const err77 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchLabels",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchLabels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels,data:data27};
+if(data26.enabled !== undefined){
+let data27 = data26.enabled;
+if(typeof data27 !== "boolean"){
+const err77 = {instancePath:instancePath+"/tls/client/enabled",schemaPath:"#/properties/tls/properties/client/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema20.properties.tls.properties.client.properties.enabled.type,parentSchema:schema20.properties.tls.properties.client.properties.enabled,data:data27};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -1909,11 +1906,9 @@ vErrors.push(err77);
 errors++;
 }
 }
-if(data26.matchExpressions !== undefined){
-let data29 = data26.matchExpressions;
-if(Array.isArray(data29)){
-if(data29.length > 16){
-const err78 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items",schema:16,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions,data:data29};
+}
+else {
+const err78 = {instancePath:instancePath+"/tls/client",schemaPath:"#/properties/tls/properties/client/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.tls.properties.client.type,parentSchema:schema20.properties.tls.properties.client,data:data26};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -1922,12 +1917,10 @@ vErrors.push(err78);
 }
 errors++;
 }
-const len1 = data29.length;
-for(let i1=0; i1<len1; i1++){
-let data30 = data29[i1];
-if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
-if(data30.key === undefined){
-const err79 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data30};
+}
+}
+else {
+const err79 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.tls.type,parentSchema:schema20.properties.tls,data:data22};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1936,8 +1929,13 @@ vErrors.push(err79);
 }
 errors++;
 }
-if(data30.operator === undefined){
-const err80 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "operator"},message:"must have required property '"+"operator"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data30};
+}
+if(data.networkPolicy !== undefined){
+let data28 = data.networkPolicy;
+if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
+for(const key12 in data28){
+if(!((key12 === "enabled") || (key12 === "clients"))){
+const err80 = {instancePath:instancePath+"/networkPolicy",schemaPath:"#/properties/networkPolicy/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy,data:data28};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1946,9 +1944,11 @@ vErrors.push(err80);
 }
 errors++;
 }
-for(const key13 in data30){
-if(!(((key13 === "key") || (key13 === "operator")) || (key13 === "values"))){
-const err81 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data30};
+}
+if(data28.enabled !== undefined){
+let data29 = data28.enabled;
+if(typeof data29 !== "boolean"){
+const err81 = {instancePath:instancePath+"/networkPolicy/enabled",schemaPath:"#/properties/networkPolicy/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema20.properties.networkPolicy.properties.enabled.type,parentSchema:schema20.properties.networkPolicy.properties.enabled,data:data29};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -1958,11 +1958,11 @@ vErrors.push(err81);
 errors++;
 }
 }
-if(data30.key !== undefined){
-let data31 = data30.key;
-if(typeof data31 === "string"){
-if(func2(data31) > 316){
-const err82 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/key/maxLength",keyword:"maxLength",params:{limit: 316},message:"must NOT have more than 316 characters",schema:316,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.key,data:data31};
+if(data28.clients !== undefined){
+let data30 = data28.clients;
+if(Array.isArray(data30)){
+if(data30.length > 16){
+const err82 = {instancePath:instancePath+"/networkPolicy/clients",schemaPath:"#/properties/networkPolicy/properties/clients/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items",schema:16,parentSchema:schema20.properties.networkPolicy.properties.clients,data:data30};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -1971,9 +1971,12 @@ vErrors.push(err82);
 }
 errors++;
 }
-}
-else {
-const err83 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.key.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.key,data:data31};
+const len0 = data30.length;
+for(let i0=0; i0<len0; i0++){
+let data31 = data30[i0];
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(Object.keys(data31).length < 1){
+const err83 = {instancePath:instancePath+"/networkPolicy/clients/" + i0,schemaPath:"#/properties/networkPolicy/properties/clients/items/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema20.properties.networkPolicy.properties.clients.items,data:data31};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -1982,11 +1985,9 @@ vErrors.push(err83);
 }
 errors++;
 }
-}
-if(data30.operator !== undefined){
-let data32 = data30.operator;
-if(typeof data32 !== "string"){
-const err84 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/operator/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator,data:data32};
+for(const key13 in data31){
+if(!((key13 === "podSelector") || (key13 === "namespaceSelector"))){
+const err84 = {instancePath:instancePath+"/networkPolicy/clients/" + i0,schemaPath:"#/properties/networkPolicy/properties/clients/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items,data:data31};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -1995,8 +1996,13 @@ vErrors.push(err84);
 }
 errors++;
 }
-if(!((((data32 === "In") || (data32 === "NotIn")) || (data32 === "Exists")) || (data32 === "DoesNotExist"))){
-const err85 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/operator/enum",keyword:"enum",params:{allowedValues: schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator.enum},message:"must be equal to one of the allowed values",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator.enum,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator,data:data32};
+}
+if(data31.podSelector !== undefined){
+let data32 = data31.podSelector;
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+for(const key14 in data32){
+if(!((key14 === "matchLabels") || (key14 === "matchExpressions"))){
+const err85 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key14},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector,data:data32};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -2006,11 +2012,13 @@ vErrors.push(err85);
 errors++;
 }
 }
-if(data30.values !== undefined){
-let data33 = data30.values;
-if(Array.isArray(data33)){
-if(data33.length > 64){
-const err86 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values,data:data33};
+if(data32.matchLabels !== undefined){
+let data33 = data32.matchLabels;
+if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
+for(const key15 in data33){
+let data34 = data33[key15];
+if(typeof data34 !== "string"){
+const err86 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchLabels/" + key15.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchLabels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels.additionalProperties.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels.additionalProperties,data:data34};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -2019,12 +2027,10 @@ vErrors.push(err86);
 }
 errors++;
 }
-const len2 = data33.length;
-for(let i2=0; i2<len2; i2++){
-let data34 = data33[i2];
-if(typeof data34 === "string"){
-if(func2(data34) > 63){
-const err87 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values/" + i2,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/items/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.items,data:data34};
+}
+}
+else {
+const err87 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchLabels",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchLabels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels,data:data33};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -2034,8 +2040,11 @@ vErrors.push(err87);
 errors++;
 }
 }
-else {
-const err88 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values/" + i2,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.items,data:data34};
+if(data32.matchExpressions !== undefined){
+let data35 = data32.matchExpressions;
+if(Array.isArray(data35)){
+if(data35.length > 16){
+const err88 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items",schema:16,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions,data:data35};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -2044,10 +2053,12 @@ vErrors.push(err88);
 }
 errors++;
 }
-}
-}
-else {
-const err89 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values,data:data33};
+const len1 = data35.length;
+for(let i1=0; i1<len1; i1++){
+let data36 = data35[i1];
+if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
+if(data36.key === undefined){
+const err89 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data36};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -2056,10 +2067,8 @@ vErrors.push(err89);
 }
 errors++;
 }
-}
-}
-else {
-const err90 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data30};
+if(data36.operator === undefined){
+const err90 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "operator"},message:"must have required property '"+"operator"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data36};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -2068,10 +2077,9 @@ vErrors.push(err90);
 }
 errors++;
 }
-}
-}
-else {
-const err91 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions,data:data29};
+for(const key16 in data36){
+if(!(((key16 === "key") || (key16 === "operator")) || (key16 === "values"))){
+const err91 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key16},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data36};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -2081,9 +2089,11 @@ vErrors.push(err91);
 errors++;
 }
 }
-}
-else {
-const err92 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector,data:data26};
+if(data36.key !== undefined){
+let data37 = data36.key;
+if(typeof data37 === "string"){
+if(func2(data37) > 316){
+const err92 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/key/maxLength",keyword:"maxLength",params:{limit: 316},message:"must NOT have more than 316 characters",schema:316,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.key,data:data37};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -2093,12 +2103,8 @@ vErrors.push(err92);
 errors++;
 }
 }
-if(data25.namespaceSelector !== undefined){
-let data35 = data25.namespaceSelector;
-if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
-for(const key14 in data35){
-if(!((key14 === "matchLabels") || (key14 === "matchExpressions"))){
-const err93 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key14},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector,data:data35};
+else {
+const err93 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.key.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.key,data:data37};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -2108,13 +2114,10 @@ vErrors.push(err93);
 errors++;
 }
 }
-if(data35.matchLabels !== undefined){
-let data36 = data35.matchLabels;
-if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
-for(const key15 in data36){
-let data37 = data36[key15];
-if(typeof data37 !== "string"){
-const err94 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchLabels/" + key15.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchLabels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels.additionalProperties.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels.additionalProperties,data:data37};
+if(data36.operator !== undefined){
+let data38 = data36.operator;
+if(typeof data38 !== "string"){
+const err94 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/operator/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator,data:data38};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -2123,10 +2126,8 @@ vErrors.push(err94);
 }
 errors++;
 }
-}
-}
-else {
-const err95 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchLabels",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchLabels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels,data:data36};
+if(!((((data38 === "In") || (data38 === "NotIn")) || (data38 === "Exists")) || (data38 === "DoesNotExist"))){
+const err95 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/operator/enum",keyword:"enum",params:{allowedValues: schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator.enum},message:"must be equal to one of the allowed values",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator.enum,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator,data:data38};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -2136,11 +2137,11 @@ vErrors.push(err95);
 errors++;
 }
 }
-if(data35.matchExpressions !== undefined){
-let data38 = data35.matchExpressions;
-if(Array.isArray(data38)){
-if(data38.length > 16){
-const err96 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items",schema:16,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions,data:data38};
+if(data36.values !== undefined){
+let data39 = data36.values;
+if(Array.isArray(data39)){
+if(data39.length > 64){
+const err96 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values,data:data39};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -2149,12 +2150,12 @@ vErrors.push(err96);
 }
 errors++;
 }
-const len3 = data38.length;
-for(let i3=0; i3<len3; i3++){
-let data39 = data38[i3];
-if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
-if(data39.key === undefined){
-const err97 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data39};
+const len2 = data39.length;
+for(let i2=0; i2<len2; i2++){
+let data40 = data39[i2];
+if(typeof data40 === "string"){
+if(func2(data40) > 63){
+const err97 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values/" + i2,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/items/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.items,data:data40};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -2163,8 +2164,9 @@ vErrors.push(err97);
 }
 errors++;
 }
-if(data39.operator === undefined){
-const err98 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "operator"},message:"must have required property '"+"operator"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data39};
+}
+else {
+const err98 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values/" + i2,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.items,data:data40};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -2173,9 +2175,10 @@ vErrors.push(err98);
 }
 errors++;
 }
-for(const key16 in data39){
-if(!(((key16 === "key") || (key16 === "operator")) || (key16 === "values"))){
-const err99 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key16},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data39};
+}
+}
+else {
+const err99 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values,data:data39};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -2185,11 +2188,9 @@ vErrors.push(err99);
 errors++;
 }
 }
-if(data39.key !== undefined){
-let data40 = data39.key;
-if(typeof data40 === "string"){
-if(func2(data40) > 316){
-const err100 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/key/maxLength",keyword:"maxLength",params:{limit: 316},message:"must NOT have more than 316 characters",schema:316,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.key,data:data40};
+}
+else {
+const err100 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data36};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -2199,8 +2200,9 @@ vErrors.push(err100);
 errors++;
 }
 }
+}
 else {
-const err101 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.key.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.key,data:data40};
+const err101 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions,data:data35};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -2210,10 +2212,9 @@ vErrors.push(err101);
 errors++;
 }
 }
-if(data39.operator !== undefined){
-let data41 = data39.operator;
-if(typeof data41 !== "string"){
-const err102 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/operator/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator,data:data41};
+}
+else {
+const err102 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector,data:data32};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -2222,8 +2223,13 @@ vErrors.push(err102);
 }
 errors++;
 }
-if(!((((data41 === "In") || (data41 === "NotIn")) || (data41 === "Exists")) || (data41 === "DoesNotExist"))){
-const err103 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/operator/enum",keyword:"enum",params:{allowedValues: schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator.enum},message:"must be equal to one of the allowed values",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator.enum,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator,data:data41};
+}
+if(data31.namespaceSelector !== undefined){
+let data41 = data31.namespaceSelector;
+if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
+for(const key17 in data41){
+if(!((key17 === "matchLabels") || (key17 === "matchExpressions"))){
+const err103 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector,data:data41};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -2233,11 +2239,13 @@ vErrors.push(err103);
 errors++;
 }
 }
-if(data39.values !== undefined){
-let data42 = data39.values;
-if(Array.isArray(data42)){
-if(data42.length > 64){
-const err104 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values,data:data42};
+if(data41.matchLabels !== undefined){
+let data42 = data41.matchLabels;
+if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
+for(const key18 in data42){
+let data43 = data42[key18];
+if(typeof data43 !== "string"){
+const err104 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchLabels/" + key18.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchLabels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels.additionalProperties.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels.additionalProperties,data:data43};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -2246,12 +2254,10 @@ vErrors.push(err104);
 }
 errors++;
 }
-const len4 = data42.length;
-for(let i4=0; i4<len4; i4++){
-let data43 = data42[i4];
-if(typeof data43 === "string"){
-if(func2(data43) > 63){
-const err105 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values/" + i4,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/items/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.items,data:data43};
+}
+}
+else {
+const err105 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchLabels",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchLabels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels,data:data42};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -2261,8 +2267,11 @@ vErrors.push(err105);
 errors++;
 }
 }
-else {
-const err106 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values/" + i4,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.items,data:data43};
+if(data41.matchExpressions !== undefined){
+let data44 = data41.matchExpressions;
+if(Array.isArray(data44)){
+if(data44.length > 16){
+const err106 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items",schema:16,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions,data:data44};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -2271,10 +2280,12 @@ vErrors.push(err106);
 }
 errors++;
 }
-}
-}
-else {
-const err107 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values,data:data42};
+const len3 = data44.length;
+for(let i3=0; i3<len3; i3++){
+let data45 = data44[i3];
+if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
+if(data45.key === undefined){
+const err107 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data45};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -2283,10 +2294,8 @@ vErrors.push(err107);
 }
 errors++;
 }
-}
-}
-else {
-const err108 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data39};
+if(data45.operator === undefined){
+const err108 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "operator"},message:"must have required property '"+"operator"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data45};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -2295,10 +2304,9 @@ vErrors.push(err108);
 }
 errors++;
 }
-}
-}
-else {
-const err109 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions,data:data38};
+for(const key19 in data45){
+if(!(((key19 === "key") || (key19 === "operator")) || (key19 === "values"))){
+const err109 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data45};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -2308,9 +2316,11 @@ vErrors.push(err109);
 errors++;
 }
 }
-}
-else {
-const err110 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector,data:data35};
+if(data45.key !== undefined){
+let data46 = data45.key;
+if(typeof data46 === "string"){
+if(func2(data46) > 316){
+const err110 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/key/maxLength",keyword:"maxLength",params:{limit: 316},message:"must NOT have more than 316 characters",schema:316,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.key,data:data46};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -2320,9 +2330,8 @@ vErrors.push(err110);
 errors++;
 }
 }
-}
 else {
-const err111 = {instancePath:instancePath+"/networkPolicy/clients/" + i0,schemaPath:"#/properties/networkPolicy/properties/clients/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items,data:data25};
+const err111 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.key.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.key,data:data46};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -2332,9 +2341,10 @@ vErrors.push(err111);
 errors++;
 }
 }
-}
-else {
-const err112 = {instancePath:instancePath+"/networkPolicy/clients",schemaPath:"#/properties/networkPolicy/properties/clients/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.type,parentSchema:schema20.properties.networkPolicy.properties.clients,data:data24};
+if(data45.operator !== undefined){
+let data47 = data45.operator;
+if(typeof data47 !== "string"){
+const err112 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/operator/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator,data:data47};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -2343,10 +2353,8 @@ vErrors.push(err112);
 }
 errors++;
 }
-}
-}
-else {
-const err113 = {instancePath:instancePath+"/networkPolicy",schemaPath:"#/properties/networkPolicy/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.type,parentSchema:schema20.properties.networkPolicy,data:data22};
+if(!((((data47 === "In") || (data47 === "NotIn")) || (data47 === "Exists")) || (data47 === "DoesNotExist"))){
+const err113 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/operator/enum",keyword:"enum",params:{allowedValues: schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator.enum},message:"must be equal to one of the allowed values",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator.enum,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator,data:data47};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -2356,11 +2364,11 @@ vErrors.push(err113);
 errors++;
 }
 }
-if(data.backup !== undefined){
-let data44 = data.backup;
-if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
-if(data44.s3Path === undefined){
-const err114 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/required",keyword:"required",params:{missingProperty: "s3Path"},message:"must have required property '"+"s3Path"+"'",schema:schema20.properties.backup.required,parentSchema:schema20.properties.backup,data:data44};
+if(data45.values !== undefined){
+let data48 = data45.values;
+if(Array.isArray(data48)){
+if(data48.length > 64){
+const err114 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values,data:data48};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -2369,8 +2377,12 @@ vErrors.push(err114);
 }
 errors++;
 }
-if(data44.schedule === undefined){
-const err115 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/required",keyword:"required",params:{missingProperty: "schedule"},message:"must have required property '"+"schedule"+"'",schema:schema20.properties.backup.required,parentSchema:schema20.properties.backup,data:data44};
+const len4 = data48.length;
+for(let i4=0; i4<len4; i4++){
+let data49 = data48[i4];
+if(typeof data49 === "string"){
+if(func2(data49) > 63){
+const err115 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values/" + i4,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/items/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.items,data:data49};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -2379,9 +2391,9 @@ vErrors.push(err115);
 }
 errors++;
 }
-for(const key17 in data44){
-if(!((((key17 === "s3Path") || (key17 === "schedule")) || (key17 === "backupImage")) || (key17 === "retain"))){
-const err116 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.backup,data:data44};
+}
+else {
+const err116 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values/" + i4,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.items,data:data49};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -2391,11 +2403,9 @@ vErrors.push(err116);
 errors++;
 }
 }
-if(data44.s3Path !== undefined){
-let data45 = data44.s3Path;
-if(typeof data45 === "string"){
-if(func2(data45) > 1024){
-const err117 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.backup.properties.s3Path,data:data45};
+}
+else {
+const err117 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values,data:data48};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -2404,8 +2414,10 @@ vErrors.push(err117);
 }
 errors++;
 }
-if(!pattern7.test(data45)){
-const err118 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/pattern",keyword:"pattern",params:{pattern: "^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$"},message:"must match pattern \""+"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$"+"\"",schema:"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$",parentSchema:schema20.properties.backup.properties.s3Path,data:data45};
+}
+}
+else {
+const err118 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data45};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -2415,8 +2427,9 @@ vErrors.push(err118);
 errors++;
 }
 }
+}
 else {
-const err119 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.s3Path.type,parentSchema:schema20.properties.backup.properties.s3Path,data:data45};
+const err119 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions,data:data44};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -2426,11 +2439,9 @@ vErrors.push(err119);
 errors++;
 }
 }
-if(data44.schedule !== undefined){
-let data46 = data44.schedule;
-if(typeof data46 === "string"){
-if(func2(data46) > 256){
-const err120 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters",schema:256,parentSchema:schema20.properties.backup.properties.schedule,data:data46};
+}
+else {
+const err120 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector,data:data41};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -2439,8 +2450,10 @@ vErrors.push(err120);
 }
 errors++;
 }
-if(!pattern8.test(data46)){
-const err121 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/pattern",keyword:"pattern",params:{pattern: "^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$"},message:"must match pattern \""+"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$"+"\"",schema:"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$",parentSchema:schema20.properties.backup.properties.schedule,data:data46};
+}
+}
+else {
+const err121 = {instancePath:instancePath+"/networkPolicy/clients/" + i0,schemaPath:"#/properties/networkPolicy/properties/clients/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items,data:data31};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -2450,8 +2463,9 @@ vErrors.push(err121);
 errors++;
 }
 }
+}
 else {
-const err122 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.schedule.type,parentSchema:schema20.properties.backup.properties.schedule,data:data46};
+const err122 = {instancePath:instancePath+"/networkPolicy/clients",schemaPath:"#/properties/networkPolicy/properties/clients/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.type,parentSchema:schema20.properties.networkPolicy.properties.clients,data:data30};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -2461,11 +2475,9 @@ vErrors.push(err122);
 errors++;
 }
 }
-if(data44.backupImage !== undefined){
-let data47 = data44.backupImage;
-if(typeof data47 === "string"){
-if(func2(data47) > 512){
-const err123 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters",schema:512,parentSchema:schema20.properties.backup.properties.backupImage,data:data47};
+}
+else {
+const err123 = {instancePath:instancePath+"/networkPolicy",schemaPath:"#/properties/networkPolicy/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.type,parentSchema:schema20.properties.networkPolicy,data:data28};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -2474,8 +2486,12 @@ vErrors.push(err123);
 }
 errors++;
 }
-if(func2(data47) < 1){
-const err124 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema20.properties.backup.properties.backupImage,data:data47};
+}
+if(data.backup !== undefined){
+let data50 = data.backup;
+if(data50 && typeof data50 == "object" && !Array.isArray(data50)){
+if(data50.s3Path === undefined){
+const err124 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/required",keyword:"required",params:{missingProperty: "s3Path"},message:"must have required property '"+"s3Path"+"'",schema:schema20.properties.backup.required,parentSchema:schema20.properties.backup,data:data50};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -2484,8 +2500,8 @@ vErrors.push(err124);
 }
 errors++;
 }
-if(!pattern0.test(data47)){
-const err125 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/pattern",keyword:"pattern",params:{pattern: "^[^\\s]+$"},message:"must match pattern \""+"^[^\\s]+$"+"\"",schema:"^[^\\s]+$",parentSchema:schema20.properties.backup.properties.backupImage,data:data47};
+if(data50.schedule === undefined){
+const err125 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/required",keyword:"required",params:{missingProperty: "schedule"},message:"must have required property '"+"schedule"+"'",schema:schema20.properties.backup.required,parentSchema:schema20.properties.backup,data:data50};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -2494,9 +2510,9 @@ vErrors.push(err125);
 }
 errors++;
 }
-}
-else {
-const err126 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.backupImage.type,parentSchema:schema20.properties.backup.properties.backupImage,data:data47};
+for(const key20 in data50){
+if(!((((key20 === "s3Path") || (key20 === "schedule")) || (key20 === "backupImage")) || (key20 === "retain"))){
+const err126 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.backup,data:data50};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -2506,10 +2522,11 @@ vErrors.push(err126);
 errors++;
 }
 }
-if(data44.retain !== undefined){
-let data48 = data44.retain;
-if(!(((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48))) && (isFinite(data48)))){
-const err127 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema20.properties.backup.properties.retain.type,parentSchema:schema20.properties.backup.properties.retain,data:data48};
+if(data50.s3Path !== undefined){
+let data51 = data50.s3Path;
+if(typeof data51 === "string"){
+if(func2(data51) > 1024){
+const err127 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.backup.properties.s3Path,data:data51};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -2518,9 +2535,8 @@ vErrors.push(err127);
 }
 errors++;
 }
-if((typeof data48 == "number") && (isFinite(data48))){
-if(data48 > 1000 || isNaN(data48)){
-const err128 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000",schema:1000,parentSchema:schema20.properties.backup.properties.retain,data:data48};
+if(!pattern7.test(data51)){
+const err128 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/pattern",keyword:"pattern",params:{pattern: "^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$"},message:"must match pattern \""+"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$"+"\"",schema:"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$",parentSchema:schema20.properties.backup.properties.s3Path,data:data51};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -2529,8 +2545,9 @@ vErrors.push(err128);
 }
 errors++;
 }
-if(data48 < 1 || isNaN(data48)){
-const err129 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema20.properties.backup.properties.retain,data:data48};
+}
+else {
+const err129 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.s3Path.type,parentSchema:schema20.properties.backup.properties.s3Path,data:data51};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -2540,10 +2557,11 @@ vErrors.push(err129);
 errors++;
 }
 }
-}
-}
-else {
-const err130 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.backup.type,parentSchema:schema20.properties.backup,data:data44};
+if(data50.schedule !== undefined){
+let data52 = data50.schedule;
+if(typeof data52 === "string"){
+if(func2(data52) > 256){
+const err130 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters",schema:256,parentSchema:schema20.properties.backup.properties.schedule,data:data52};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -2552,12 +2570,8 @@ vErrors.push(err130);
 }
 errors++;
 }
-}
-if(data.restore !== undefined){
-let data49 = data.restore;
-if(data49 && typeof data49 == "object" && !Array.isArray(data49)){
-if(data49.from === undefined){
-const err131 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'",schema:schema20.properties.restore.required,parentSchema:schema20.properties.restore,data:data49};
+if(!pattern8.test(data52)){
+const err131 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/pattern",keyword:"pattern",params:{pattern: "^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$"},message:"must match pattern \""+"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$"+"\"",schema:"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$",parentSchema:schema20.properties.backup.properties.schedule,data:data52};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -2566,9 +2580,9 @@ vErrors.push(err131);
 }
 errors++;
 }
-for(const key18 in data49){
-if(!(key18 === "from")){
-const err132 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.restore,data:data49};
+}
+else {
+const err132 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.schedule.type,parentSchema:schema20.properties.backup.properties.schedule,data:data52};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -2578,11 +2592,11 @@ vErrors.push(err132);
 errors++;
 }
 }
-if(data49.from !== undefined){
-let data50 = data49.from;
-if(typeof data50 === "string"){
-if(func2(data50) > 1024){
-const err133 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.restore.properties.from,data:data50};
+if(data50.backupImage !== undefined){
+let data53 = data50.backupImage;
+if(typeof data53 === "string"){
+if(func2(data53) > 512){
+const err133 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters",schema:512,parentSchema:schema20.properties.backup.properties.backupImage,data:data53};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -2591,8 +2605,8 @@ vErrors.push(err133);
 }
 errors++;
 }
-if(!pattern10.test(data50)){
-const err134 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/pattern",keyword:"pattern",params:{pattern: "^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$"},message:"must match pattern \""+"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$"+"\"",schema:"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$",parentSchema:schema20.properties.restore.properties.from,data:data50};
+if(func2(data53) < 1){
+const err134 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema20.properties.backup.properties.backupImage,data:data53};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -2601,9 +2615,8 @@ vErrors.push(err134);
 }
 errors++;
 }
-}
-else {
-const err135 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.restore.properties.from.type,parentSchema:schema20.properties.restore.properties.from,data:data50};
+if(!pattern0.test(data53)){
+const err135 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/pattern",keyword:"pattern",params:{pattern: "^[^\\s]+$"},message:"must match pattern \""+"^[^\\s]+$"+"\"",schema:"^[^\\s]+$",parentSchema:schema20.properties.backup.properties.backupImage,data:data53};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -2613,9 +2626,8 @@ vErrors.push(err135);
 errors++;
 }
 }
-}
 else {
-const err136 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.restore.type,parentSchema:schema20.properties.restore,data:data49};
+const err136 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.backupImage.type,parentSchema:schema20.properties.backup.properties.backupImage,data:data53};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -2625,14 +2637,133 @@ vErrors.push(err136);
 errors++;
 }
 }
-}
-else {
-const err137 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.type,parentSchema:schema20,data};
+if(data50.retain !== undefined){
+let data54 = data50.retain;
+if(!(((typeof data54 == "number") && (!(data54 % 1) && !isNaN(data54))) && (isFinite(data54)))){
+const err137 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema20.properties.backup.properties.retain.type,parentSchema:schema20.properties.backup.properties.retain,data:data54};
 if(vErrors === null){
 vErrors = [err137];
 }
 else {
 vErrors.push(err137);
+}
+errors++;
+}
+if((typeof data54 == "number") && (isFinite(data54))){
+if(data54 > 1000 || isNaN(data54)){
+const err138 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000",schema:1000,parentSchema:schema20.properties.backup.properties.retain,data:data54};
+if(vErrors === null){
+vErrors = [err138];
+}
+else {
+vErrors.push(err138);
+}
+errors++;
+}
+if(data54 < 1 || isNaN(data54)){
+const err139 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema20.properties.backup.properties.retain,data:data54};
+if(vErrors === null){
+vErrors = [err139];
+}
+else {
+vErrors.push(err139);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err140 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.backup.type,parentSchema:schema20.properties.backup,data:data50};
+if(vErrors === null){
+vErrors = [err140];
+}
+else {
+vErrors.push(err140);
+}
+errors++;
+}
+}
+if(data.restore !== undefined){
+let data55 = data.restore;
+if(data55 && typeof data55 == "object" && !Array.isArray(data55)){
+if(data55.from === undefined){
+const err141 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'",schema:schema20.properties.restore.required,parentSchema:schema20.properties.restore,data:data55};
+if(vErrors === null){
+vErrors = [err141];
+}
+else {
+vErrors.push(err141);
+}
+errors++;
+}
+for(const key21 in data55){
+if(!(key21 === "from")){
+const err142 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.restore,data:data55};
+if(vErrors === null){
+vErrors = [err142];
+}
+else {
+vErrors.push(err142);
+}
+errors++;
+}
+}
+if(data55.from !== undefined){
+let data56 = data55.from;
+if(typeof data56 === "string"){
+if(func2(data56) > 1024){
+const err143 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.restore.properties.from,data:data56};
+if(vErrors === null){
+vErrors = [err143];
+}
+else {
+vErrors.push(err143);
+}
+errors++;
+}
+if(!pattern10.test(data56)){
+const err144 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/pattern",keyword:"pattern",params:{pattern: "^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$"},message:"must match pattern \""+"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$"+"\"",schema:"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$",parentSchema:schema20.properties.restore.properties.from,data:data56};
+if(vErrors === null){
+vErrors = [err144];
+}
+else {
+vErrors.push(err144);
+}
+errors++;
+}
+}
+else {
+const err145 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.restore.properties.from.type,parentSchema:schema20.properties.restore.properties.from,data:data56};
+if(vErrors === null){
+vErrors = [err145];
+}
+else {
+vErrors.push(err145);
+}
+errors++;
+}
+}
+}
+else {
+const err146 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.restore.type,parentSchema:schema20.properties.restore,data:data55};
+if(vErrors === null){
+vErrors = [err146];
+}
+else {
+vErrors.push(err146);
+}
+errors++;
+}
+}
+}
+else {
+const err147 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.type,parentSchema:schema20,data};
+if(vErrors === null){
+vErrors = [err147];
+}
+else {
+vErrors.push(err147);
 }
 errors++;
 }

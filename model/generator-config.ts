@@ -95,6 +95,21 @@ export interface GeneratorConfig {
     readonly caValidityDays: number;
     readonly certificateValidityDays: number;
   };
+  /**
+   * The Secrets of a cluster's TLS (spec.tls mode `operator`), in its
+   * namespace, and how long what the controller issues is valid
+   * (model/tls.ts, docs/security.md).
+   */
+  readonly tls: {
+    /** The cluster's CA: ca.crt and ca.key. Never mounted into a pod. */
+    readonly authoritySecret: string;
+    /** The members' certificate (tls.crt, tls.key) and the CA (ca.crt), mounted read-only into every member. */
+    readonly memberSecret: string;
+    /** The client certificate (tls.crt, tls.key, ca.crt) of the controller, the backup runner and the restore init container. */
+    readonly clientSecret: string;
+    readonly caValidityDays: number;
+    readonly certificateValidityDays: number;
+  };
   /** Fleet mode: the Lease on the coordination API server whose holder writes what is global (reconciler/fleet/fleet-lock.ts). */
   readonly fleet: {
     readonly leaseName: string;

@@ -70,6 +70,17 @@ const VOLUME_SNAPSHOTS: k8s.PolicyRule = { apiGroups: ['snapshot.storage.k8s.io'
 const DEFINITION: k8s.PolicyRule = { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], resourceNames: [CRD_NAME], verbs: ['get', 'patch'] };
 const DEFINITION_STATUS: k8s.PolicyRule = { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions/status'], resourceNames: [CRD_NAME], verbs: ['patch'] };
 
+/**
+ * Each cluster's TLS Secrets (spec.tls mode operator, reconciler/day2/tls-step.ts):
+ * `list` and `watch` for the cache, which selects only the Secrets with the
+ * clusters' labels (RBAC cannot narrow a list by label: the selection keeps
+ * every other Secret out of the controller's memory, not out of its reach);
+ * `create` to issue them. No `get` (the cache answers), no `update` or
+ * `patch` (an issued Secret is never rewritten until rotation exists), no
+ * `delete` (they go with their cluster, by owner reference).
+ */
+const SECRETS: k8s.PolicyRule = { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create'] };
+
 /** What the controller did and refused, on each cluster (kubectl describe). */
 const EVENTS: k8s.PolicyRule = { apiGroups: [''], resources: ['events'], verbs: ['create'] };
 
@@ -80,7 +91,7 @@ const EVENTS: k8s.PolicyRule = { apiGroups: [''], resources: ['events'], verbs: 
  */
 export const CONTROLLER_RULES: readonly k8s.PolicyRule[] = [
   CLUSTERS, CLUSTER_STATUS, CLUSTER_FINALIZERS, STATEFUL_SETS, SERVICES, DISRUPTION_BUDGETS, NETWORK_POLICIES, CRON_JOBS, JOBS,
-  CONFIG_MAPS, PODS, CLAIMS, STORAGE_CLASSES, VOLUME_SNAPSHOTS, EVENTS, DEFINITION, DEFINITION_STATUS,
+  CONFIG_MAPS, SECRETS, PODS, CLAIMS, STORAGE_CLASSES, VOLUME_SNAPSHOTS, EVENTS, DEFINITION, DEFINITION_STATUS,
 ];
 
 /** The rules on cluster-scoped resources, which a RoleBinding cannot grant. */

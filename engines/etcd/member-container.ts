@@ -8,6 +8,7 @@ import { etcdImageChangeProblem } from './versions.js';
 import { compactionArgs } from './compaction.js';
 import { corruptionCheckArgs } from './corruption-check.js';
 import { backendQuotaBytes } from '../../model/backend-quota.js';
+import { memberTls } from './tls-files.js';
 
 /**
  * A real etcd member from the user's image (registry.k8s.io/etcd and
@@ -38,13 +39,18 @@ import { backendQuotaBytes } from '../../model/backend-quota.js';
  * - checked for corruption: the leader compares the members' data
  *   periodically (corruption-check.ts), a CORRUPT alarm on a difference.
  *
- * Plain HTTP between members: TLS for peer and client traffic is not yet
- * generated (docs/operating.md, "Not yet").
+ * - TLS with client-certificate authentication on the peer and the client
+ *   listeners, each on its own (spec.tls, model/tls.ts): the members'
+ *   certificate and the cluster's CA from the member Secret, mounted
+ *   read-only (tls-files.ts). The metrics listener stays plain HTTP and
+ *   serves /metrics, /livez and /readyz only, so the probes and scraping
+ *   need no certificate (docs/security.md).
  */
 export const etcdEngine: Engine = {
   name: 'etcd',
-  memberContainer({ identity, spec, config }: MemberContainerProps): MemberContainer {
+  memberContainer({ identity, spec, config, tls }: MemberContainerProps): MemberContainer {
     const { client, peer, metrics } = config.ports;
+    const secured = memberTls(tls, config, identity);
     // Timing passed in rather than spread over probe()'s result: `{ ...probe(), periodSeconds }` took V8's slow
     // object-copy path, 2 µs of every cluster's synthesis for three small objects.
     const probe = (path: string, timing: Pick<k8s.Probe, 'periodSeconds' | 'failureThreshold' | 'timeoutSeconds'>) => ({
@@ -56,14 +62,16 @@ export const etcdEngine: Engine = {
       args: [
         `--name=${POD}`,
         `--data-dir=${dataDirectory(config)}`,
-        `--listen-peer-urls=http://0.0.0.0:${peer}`,
-        `--listen-client-urls=http://0.0.0.0:${client}`,
+        `--listen-peer-urls=${tls.peer ? 'https' : 'http'}://0.0.0.0:${peer}`,
+        `--listen-client-urls=${tls.client ? 'https' : 'http'}://0.0.0.0:${client}`,
+        // Plain, whatever the other listeners use: the probes and Prometheus read it without a certificate.
         `--listen-metrics-urls=http://0.0.0.0:${metrics}`,
-        `--advertise-client-urls=${clientUrl(identity, POD, NAMESPACE, config)}`,
-        `--initial-advertise-peer-urls=${peerUrl(identity, POD, config)}`,
+        `--advertise-client-urls=${clientUrl(identity, POD, NAMESPACE, config, tls.client)}`,
+        `--initial-advertise-peer-urls=${peerUrl(identity, POD, config, tls.peer)}`,
         `--initial-cluster-token=${clusterToken(identity)}`,
         ...compactionArgs(spec),
         `--quota-backend-bytes=${backendQuotaBytes(spec)}`,
+        ...secured.args,
         ...corruptionCheckArgs({ spec, config }),
       ],
       env: [...POD_IDENTITY_ENV],
@@ -81,15 +89,17 @@ export const etcdEngine: Engine = {
       // etcd writes why it exited (lost data: "raft log corrupted", "has already been bootstrapped", ...) only to its
       // log; the tail becomes the pod's lastState.terminated.message, which replacement reads (engines/etcd/replacement.ts).
       terminationMessagePolicy: 'FallbackToLogsOnError',
+      volumes: secured.volumes.length > 0 ? secured.volumes : undefined,
+      volumeMounts: secured.volumeMounts.length > 0 ? secured.volumeMounts : undefined,
     };
   },
 
   /** etcd's own environment variables: the members 0..replicas-1 (or the plan's own list), and whether they form a new cluster or join one. */
-  memberConfig({ identity, config, membership }: MemberContainerProps): Record<string, string> {
+  memberConfig({ identity, config, membership, tls }: MemberContainerProps): Record<string, string> {
     const ordinals = membership.members ?? Array.from({ length: membership.replicas }, (_, i) => i);
     const members = ordinals.map((i) => memberName(identity, i));
     return {
-      ETCD_INITIAL_CLUSTER: members.map((member) => `${member}=${peerUrl(identity, member, config)}`).join(','),
+      ETCD_INITIAL_CLUSTER: members.map((member) => `${member}=${peerUrl(identity, member, config, tls.peer)}`).join(','),
       ETCD_INITIAL_CLUSTER_STATE: membership.state,
     };
   },

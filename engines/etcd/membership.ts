@@ -1,10 +1,13 @@
 /**
  * etcd's membership through its v3 HTTP/JSON gateway (the same API etcdctl
- * uses over gRPC): `/v3/cluster/member/*` and `/v3/maintenance/*`. Plain
- * fetch, no client library: small POSTs, and the ids stay the decimal
- * strings the gateway sends (uint64 does not fit a JavaScript number).
+ * uses over gRPC): `/v3/cluster/member/*` and `/v3/maintenance/*`. Node's
+ * http(s), no client library: small POSTs, and the ids stay the decimal
+ * strings the gateway sends (uint64 does not fit a JavaScript number). Over
+ * TLS with the client certificate where the members run client TLS.
  */
+import type { Agent } from 'node:https';
 import type { MemberAlarm, Membership, MemberStatus, MembershipStatus } from '../membership.js';
+import { postJson, tlsAgent, type EtcdAnswer, type EtcdClientTls } from './etcd-http.js';
 
 /** How to reach a member's client URL by its pod name: per-pod DNS in a cluster, a map in tests. */
 export type MemberEndpoints = (pod: string) => string;
@@ -36,13 +39,22 @@ export class EtcdMembership implements Membership {
    * @param endpoint where each pod's client API is
    * @param timeoutMs per request; a member that does not answer within it counts as unhealthy
    * @param fence when aborted (the controller lost its leadership term), no request is sent and those in flight are cut off
+   * @param tls the client certificate and the cluster's CA, for members whose client listener uses TLS (https:// endpoints),
+   *   or where to find them when a call is made (a certificate that appears or changes later)
    */
   constructor(
     private readonly pods: () => readonly string[],
     private readonly endpoint: MemberEndpoints,
     private readonly timeoutMs = 3000,
     private readonly fence?: AbortSignal,
+    private readonly tls?: EtcdClientTls | (() => EtcdClientTls | undefined),
   ) {}
+
+  /** The agent for https:// members: one per certificate, shared (tlsAgent). */
+  private agent(): Agent | undefined {
+    const tls = typeof this.tls === 'function' ? this.tls() : this.tls;
+    return tls && tlsAgent(tls);
+  }
 
   async status(): Promise<MembershipStatus> {
     const { members, via } = await this.list();
@@ -153,17 +165,14 @@ export class EtcdMembership implements Membership {
   private async post<T>(endpoint: string, path: string, body: unknown, timeoutMs = this.timeoutMs): Promise<T> {
     if (this.fence?.aborted) throw new EtcdError(endpoint, path, 'fenced: this controller no longer holds its leadership term');
     const timeout = AbortSignal.timeout(timeoutMs);
-    let response: Response;
+    let response: EtcdAnswer;
     try {
-      response = await fetch(endpoint + path, {
-        method: 'POST', body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' },
-        signal: this.fence ? AbortSignal.any([timeout, this.fence]) : timeout,
-      });
+      response = await postJson(endpoint + path, JSON.stringify(body), this.fence ? AbortSignal.any([timeout, this.fence]) : timeout, endpoint.startsWith('https:') ? this.agent() : undefined);
     } catch (e) {
       throw new EtcdError(endpoint, path, (e as Error).cause ? String((e as Error).cause) : (e as Error).message);
     }
-    const text = await response.text();
-    if (!response.ok) {
+    const { text } = response;
+    if (response.status < 200 || response.status >= 300) {
       let message = text;
       try {
         message = (JSON.parse(text) as { message?: string }).message ?? text;

@@ -17,16 +17,19 @@ export function memberHost(identity: Pick<ClusterIdentity, 'headlessServiceName'
   return `${pod}.${identity.headlessServiceName}.${namespace}.svc.${config.clusterDomain}`;
 }
 
+/** `https` where the listener uses TLS (model/tls.ts), else `http`. */
+const scheme = (tls: boolean | undefined): string => (tls ? 'https' : 'http');
+
 /**
- * `http://<pod>.<headless Service>:<peer port>`: relative to the members' own
+ * `http(s)://<pod>.<headless Service>:<peer port>`: relative to the members' own
  * namespace (the pod's DNS search path resolves it), so the member
  * ConfigMap can list the cluster without knowing the namespace it is
  * applied to, and a member's advertised URL equals the one it was added with.
  */
-export function peerUrl(identity: Pick<ClusterIdentity, 'headlessServiceName'>, pod: string, config: Pick<GeneratorConfig, 'ports'>): string {
-  return `http://${pod}.${identity.headlessServiceName}:${config.ports.peer}`;
+export function peerUrl(identity: Pick<ClusterIdentity, 'headlessServiceName'>, pod: string, config: Pick<GeneratorConfig, 'ports'>, tls = false): string {
+  return `${scheme(tls)}://${pod}.${identity.headlessServiceName}:${config.ports.peer}`;
 }
 
-export function clientUrl(identity: Pick<ClusterIdentity, 'headlessServiceName'>, pod: string, namespace: string, config: Pick<GeneratorConfig, 'clusterDomain' | 'ports'>): string {
-  return `http://${memberHost(identity, pod, namespace, config)}:${config.ports.client}`;
+export function clientUrl(identity: Pick<ClusterIdentity, 'headlessServiceName'>, pod: string, namespace: string, config: Pick<GeneratorConfig, 'clusterDomain' | 'ports'>, tls = false): string {
+  return `${scheme(tls)}://${memberHost(identity, pod, namespace, config)}:${config.ports.client}`;
 }

@@ -18,14 +18,15 @@ import { peerUrl } from './peer-urls.js';
 /** The recovery ConfigMap of a cluster: the controller's recorded decision, read by every member's init container. */
 export const recoveryConfigName = (identity: MemberContainerProps['identity']): string => `${identity.statefulSetName}-recovery`;
 
-export function rebuildContainer({ identity, config }: MemberContainerProps): RestoreContainer {
+export function rebuildContainer({ identity, config, tls }: MemberContainerProps): RestoreContainer {
   return {
     command: ['dkv', 'rebuild-member'],
     args: [
       `--data-dir=${dataDirectory(config)}`,
       `--name=${POD}`,
       `--initial-cluster-token=${clusterToken(identity)}`,
-      `--initial-advertise-peer-urls=${peerUrl(identity, POD, config)}`,
+      // The scheme the member advertises: etcdutl writes the peer URL into the rebuilt membership.
+      `--initial-advertise-peer-urls=${peerUrl(identity, POD, config, tls.peer)}`,
     ],
     env: [...POD_IDENTITY_ENV],
     envFrom: [{ configMapRef: { name: recoveryConfigName(identity), optional: true } }],

@@ -18,7 +18,7 @@ import { POD_IDENTITY_ENV } from '../engine.js';
 import { clusterToken, dataDirectory, POD } from './member-settings.js';
 import { peerUrl } from './peer-urls.js';
 
-export function restoreContainer({ identity, config, from }: MemberContainerProps & { readonly from: string }): RestoreContainer {
+export function restoreContainer({ identity, config, from, tls }: MemberContainerProps & { readonly from: string }): RestoreContainer {
   return {
     command: ['dkv', 'restore'],
     args: [
@@ -29,7 +29,8 @@ export function restoreContainer({ identity, config, from }: MemberContainerProp
       '--initial-cluster=$(ETCD_INITIAL_CLUSTER)',
       '--initial-cluster-state=$(ETCD_INITIAL_CLUSTER_STATE)',
       `--initial-cluster-token=${clusterToken(identity)}`,
-      `--initial-advertise-peer-urls=${peerUrl(identity, POD, config)}`,
+      // The scheme the member will advertise: etcdutl writes the peer URL into the restored membership.
+      `--initial-advertise-peer-urls=${peerUrl(identity, POD, config, tls.peer)}`,
     ],
     env: [...POD_IDENTITY_ENV],
     envFrom: [{ configMapRef: { name: identity.memberConfigName } }],

@@ -27,7 +27,9 @@
  * and is announced before the first chunk: an upload that knows it can send
  * the snapshot as one sized request instead of parts (backup/object-store.ts).
  */
-import { connect, type Socket } from 'node:net';
+import { connect, isIP, type Socket } from 'node:net';
+import { connect as connectTls, type ConnectionOptions } from 'node:tls';
+import type { EtcdClientTls } from './etcd-http.js';
 
 /** Takes one chunk, borrowed: valid until it returns, or until its promise settles (nothing more is read meanwhile). */
 export type SnapshotSink = (chunk: Buffer) => void | Promise<void>;
@@ -83,13 +85,16 @@ class Bytes {
  * message (`remaining_bytes` 0) was handed over; a stream that ends before
  * it is an error, never a short snapshot taken for a whole one. Aborting
  * `signal` (a deadline, a killed runner) cuts the stream off and rejects
- * with its reason. `onLength` is told the snapshot's length in bytes, once,
- * before the first chunk, as the member's first message gives it (the
- * upload holds the stream to it: backup/object-store.ts).
+ * with its reason. An https:// member (client TLS) is read over TLS with the
+ * client certificate `tls`, trusting only the cluster's CA. `onLength` is
+ * told the snapshot's length in bytes, once, before the first chunk, as the
+ * member's first message gives it (the upload holds the stream to it:
+ * backup/object-store.ts).
  */
-export function streamEtcdSnapshot(endpoint: string, sink: SnapshotSink, signal?: AbortSignal, onLength?: (bytes: number) => void): Promise<void> {
+export function streamEtcdSnapshot(endpoint: string, sink: SnapshotSink, signal?: AbortSignal, tls?: EtcdClientTls, onLength?: (bytes: number) => void): Promise<void> {
   const url = new URL('/v3/maintenance/snapshot', endpoint);
-  if (url.protocol !== 'http:') return Promise.reject(new SnapshotError(`${endpoint}: the snapshot is read over http:// only (got ${url.protocol})`));
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.reject(new SnapshotError(`${endpoint}: the snapshot is read over http:// or https:// only (got ${url.protocol})`));
+  if (url.protocol === 'https:' && !tls) return Promise.reject(new SnapshotError(`${endpoint}: an https:// member needs the client certificate (DKV_TLS_DIR)`));
   signal?.throwIfAborted();
   return new Promise<void>((resolve, reject) => {
     const reader = new SnapshotReader(endpoint, sink, onLength);
@@ -103,10 +108,9 @@ export function streamEtcdSnapshot(endpoint: string, sink: SnapshotSink, signal?
       else reject(error);
     };
     const onAbort = () => settle(signal!.reason);
-    const socket: Socket = connect({
-      host: url.hostname.replace(/^\[|\]$/g, ''),
-      port: Number(url.port || 80),
-      onread: {
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const secure = url.protocol === 'https:';
+    const onread = {
         buffer: Buffer.allocUnsafeSlow(READ_BUFFER_BYTES),
         callback: (bytes: number, buffer: Uint8Array) => {
           if (settled) return false;
@@ -128,12 +132,17 @@ export function streamEtcdSnapshot(endpoint: string, sink: SnapshotSink, signal?
           }, settle);
           return false;
         },
-      },
-    });
-    signal?.addEventListener('abort', onAbort, { once: true });
-    socket.on('connect', () => {
+    };
+    const ask = () => {
       socket.write(`POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`);
-    });
+    };
+    // Over TLS the request goes once the handshake is done (the member has checked the client certificate).
+    const socket: Socket = secure
+      // tls.connect takes net's onread (Node's documentation; its type declarations leave it out).
+      ? connectTls({ host, port: Number(url.port || 443), ca: tls!.ca, cert: tls!.cert, key: tls!.key, servername: isIP(host) ? undefined : host, onread } as ConnectionOptions, ask)
+      : connect({ host, port: Number(url.port || 80), onread });
+    if (!secure) socket.on('connect', ask);
+    signal?.addEventListener('abort', onAbort, { once: true });
     socket.on('error', (e) => settle(reader.started
       ? new SnapshotError(`${endpoint}: the snapshot stream broke off: ${e.message}`)
       : new SnapshotError(`${endpoint}: cannot ask for a snapshot: ${e.message}`)));

@@ -44,6 +44,10 @@ export const OWNED_KINDS = [
   { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy' },
 ] as const;
 
+import { ISSUED_KINDS } from './issued-kinds.js';
+
+export { ISSUED_KINDS };
+
 /**
  * What a DistributedKV's objects create and the controller only reads: the
  * backup Jobs its CronJob runs (they carry the CronJob's labels, so the same
@@ -181,7 +185,7 @@ export class Controller {
     const selector = generatedSelector(config);
     const instance = instanceLabel(config);
     const fieldManager = config.controller.fieldManager;
-    for (const { apiVersion, kind } of [...OWNED_KINDS, ...OBSERVED_KINDS]) {
+    for (const { apiVersion, kind } of [...OWNED_KINDS, ...ISSUED_KINDS, ...OBSERVED_KINDS]) {
       this.owned.set(`${apiVersion}/${kind}`, new Informer({
         client, apiVersion, kind, path: resourcePath(apiVersion, kind, options.namespace), resyncMs, log, clock, ...options.watch,
         ...(selection?.owned ?? { labelSelector: selector }),

@@ -16,6 +16,9 @@ import { describeMembershipAction, type MemberWrite } from '../day2/membership-s
 import { describeReplacementAction } from '../day2/member-replacement.js';
 import { describeRebuildAction, recoveryConfigMap } from '../day2/recovery-step.js';
 import { objectName, type ReconcileContext } from './reconcile-context.js';
+import type { IssuedSecret } from '../day2/tls-step.js';
+import { withBucketLabel } from './bucket-label.js';
+import type { KubeObject } from '../../model/kube-object.js';
 
 export interface WriteOutcome {
   /** The objects as the API server returned them after an apply, by `Kind/name`. */
@@ -283,6 +286,34 @@ async function makeHealingWrite(ctx: ReconcileContext, write: Extract<MemberWrit
         }).catch((e) => { if (!gone(e)) throw e; });
       }
   }
+}
+
+/**
+ * Creates the TLS Secrets the TLS step issued (day2/tls-step.ts), each
+ * labelled with the cluster's labels (and its shard bucket), so the
+ * label-selected cache holds it, and controlled by the cluster, so it goes
+ * with it. Create only: a name already taken is returned, never written
+ * over (a Secret that is not this cluster's, or one created since the cache
+ * was read).
+ */
+export async function createTlsSecrets(ctx: ReconcileContext, cr: CachedObject, secrets: readonly IssuedSecret[], labels: Readonly<Record<string, string>>): Promise<string[]> {
+  const namespace = cr.metadata.namespace!;
+  const ownerReference = { apiVersion: API_VERSION, kind: KIND, name: cr.metadata.name, uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true };
+  const taken: string[] = [];
+  for (const secret of secrets) {
+    const body = withBucketLabel({
+      apiVersion: 'v1', kind: 'Secret', type: secret.type,
+      metadata: { name: secret.name, namespace, labels: { ...labels }, ownerReferences: [ownerReference] },
+      data: Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+    } as unknown as KubeObject, cr.metadata.uid!, ctx.config);
+    try {
+      await ctx.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, { body });
+    } catch (e) {
+      if (!(e instanceof KubeApiError && e.status === 409)) throw e;
+      taken.push(secret.name);
+    }
+  }
+  return taken;
 }
 
 /**

@@ -21,7 +21,7 @@ import { engineFor } from '../../engines/index.js';
 import { clusterIdentity } from '../../model/cluster-identity.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import type { DistributedKVStatus, GeneratedObject } from '../../imports/distributedkv.js';
-import { addFinalizer, createJob, executeWrites, makeMemberWrite, makeStorageWrite, removeFinalizer, removeLegacyFinalizer } from './execute-writes.js';
+import { addFinalizer, createJob, createTlsSecrets, executeWrites, makeMemberWrite, makeStorageWrite, removeFinalizer, removeLegacyFinalizer } from './execute-writes.js';
 import { decideFinalBackup, finalizerChange, type FinalBackupDecision } from '../day2/final-backup.js';
 import { imageChangeDecision } from '../day2/image-change.js';
 import { refusedStatefulSetChanges } from './immutable-changes.js';
@@ -39,6 +39,10 @@ import { recordBackupMetrics, refuse, refuseWith, reportFinalBackup, reportOutco
 import { restoreSourceDecision, restoreSourceReader } from '../day2/restore-source.js';
 import { decideNetworkPolicy } from '../day2/network-policy-adoption.js';
 import { liveBackupFolder, s3PathClash } from './s3-path-claims.js';
+import { liveTlsOf } from '../../engines/etcd/tls-files.js';
+import { PLAIN, tlsInEffect } from '../../model/tls.js';
+import { tlsStep } from '../day2/tls-step.js';
+import { ISSUED_KINDS } from './issued-kinds.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 
@@ -49,9 +53,14 @@ function ours(cr: CachedObject, o: CachedObject | undefined): CachedObject | und
   return o && controllingOwner(o)?.uid === cr.metadata.uid ? o : undefined;
 }
 
-/** The cached objects this cluster controls (owner reference with its uid), from the owner index. */
+const ISSUED = new Set<string>(ISSUED_KINDS.map(cacheKind));
+
+/**
+ * The cached objects this cluster controls (owner reference with its uid), from the owner index:
+ * what it generates, which may be pruned; never what it issued (its TLS Secrets), which no synthesis renders.
+ */
 function ownedObjects(ctx: ReconcileContext, cr: CachedObject): CachedObject[] {
-  return [...ctx.owned.values()].flatMap((informer) => informer.byIndex(cr.metadata.uid!)).filter((o) => o.metadata.namespace === cr.metadata.namespace);
+  return [...ctx.owned.entries()].filter(([kind]) => !ISSUED.has(kind)).flatMap(([, informer]) => informer.byIndex(cr.metadata.uid!)).filter((o) => o.metadata.namespace === cr.metadata.namespace);
 }
 
 export async function reconcileDistributedKV(key: string, ctx: ReconcileContext): Promise<ReconcileResult> {
@@ -116,8 +125,20 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     statefulSet: ours(cr, ctx.owned.get('apps/v1/StatefulSet')?.get(`${namespace}/${identity.statefulSetName}`)),
     configMap: ours(cr, ctx.owned.get('v1/ConfigMap')?.get(`${namespace}/${identity.memberConfigName}`)),
   };
+  // Day-2: TLS. The schemes the members run (a running cluster keeps its own: model/tls.ts), and the
+  // certificates they and the controller need, issued before the members that mount them are written.
+  const tls = config.engine === 'etcd' ? tlsInEffect(resource.spec, liveTlsOf(own.statefulSet)) : PLAIN;
+  const tlsDecision = await tlsStep({
+    tls, identity, namespace, config, now: new Date(ctx.now()), detectOnly,
+    secret: (name) => ours(cr, ctx.owned.get('v1/Secret')?.get(`${namespace}/${name}`)),
+  });
+  const takenSecrets = tlsDecision.create.length > 0 ? await createTlsSecrets(ctx, cr, tlsDecision.create, identity.serverLabels) : [];
+  if (tlsDecision.create.length > takenSecrets.length) ctx.log.info('tls: issued', { key, secrets: tlsDecision.create.map((s) => s.name).filter((n) => !takenSecrets.includes(n)) });
+  const tlsProblem = [tlsDecision.problem, ...takenSecrets.map((n) => `Secret ${n} exists and is not this cluster's (or not yet in the cache): it is not written over`)].filter(Boolean).join('; ') || undefined;
   const membershipDecision = await membershipStep(
-    membershipReader(ctx.client, config, own, { addresses: ctx.memberAddresses, timeoutMs: ctx.memberTimeoutMs, term: ctx.term, now: ctx.now }), cr, resource, detectOnly,
+    membershipReader(ctx.client, config, own, {
+      addresses: ctx.memberAddresses, timeoutMs: ctx.memberTimeoutMs, term: ctx.term, now: ctx.now, tls, clientTls: tlsDecision.clientTls,
+    }), cr, resource, detectOnly,
   );
   const membership = membershipDecision && await actOnMembership(ctx, key, membershipDecision);
   const previouslyGenerated = new Set(((cr.status as DistributedKVStatus | undefined)?.generatedObjects ?? []).map((g: GeneratedObject) => `${g.kind}/${g.name}`));
@@ -138,8 +159,10 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   let desired: KubeObject[];
   try {
     // While volumes grow, the members' quota is the one their volumes have room for (storage-step.ts).
+    // Running members keep the scheme they run (model/tls.ts): a cluster created before TLS stays plain.
     desired = synthesizeCluster(resource, config, membership?.plan, {
-      backupsSuspended: fleet ? fleet.role === 'standby' : undefined, volumeSizeNow: volumeSizeOf(own.statefulSet), networkPolicyWithheld: networkPolicy.state === 'Withheld',
+      backupsSuspended: fleet ? fleet.role === 'standby' : undefined, volumeSizeNow: volumeSizeOf(own.statefulSet), liveTls: liveTlsOf(own.statefulSet),
+      networkPolicyWithheld: networkPolicy.state === 'Withheld',
     });
   } catch (e) {
     if (!(e instanceof InvalidConfigError)) throw e;
@@ -214,7 +237,10 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     compacted: ctx.memory.compaction(key), detectOnly: detectOnly || outcome.failures.length > 0, now: ctx.now(),
   });
   const maintenance = maintenanceDecision && await actOnMaintenance(ctx, key, maintenanceDecision);
-  const reported = await reportOutcome(ctx, { cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step, maintenance, networkPolicy });
+  const reported = await reportOutcome(ctx, {
+    cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step, maintenance, networkPolicy,
+    tls: { ...tlsDecision.status, ...(tlsProblem ? { reason: [tlsDecision.status.reason, tlsProblem].filter(Boolean).join('; ') } : {}) }, tlsProblem,
+  });
 
   if (outcome.failures.length > 0) throw new Error(`${outcome.failures.length} write(s) failed: ${outcome.failures.join('; ')}`);
   const holds = [...plan.held, ...outcome.fights].map((f) => f.until);

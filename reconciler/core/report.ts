@@ -38,6 +38,10 @@ export interface ReconcileReport {
   readonly networkPolicy: NetworkPolicyAdoption;
   /** The maintenance step of this reconcile (etcd, when the members answered). */
   readonly maintenance?: MaintenanceStepResult;
+  /** The TLS the members run and its certificates' expiry (day2/tls-step.ts); with a problem, why it is not as the spec asks. */
+  readonly tls?: ObservedState['tls'];
+  /** A TLS Secret the controller cannot use or create, in words (a Warning Event, once). */
+  readonly tlsProblem?: string;
 }
 
 export function describeHeld(field: HeldField): string {
@@ -75,6 +79,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   const fightMessage = [...outcome.fights, ...plan.held].map(describeHeld).sort().join('; ');
 
   const events: Promise<void>[] = [];
+  if (report.tlsProblem && ctx.memory.isNews(key, 'TLSCertificateProblem', report.tlsProblem)) events.push(record('Warning', 'TLSCertificateProblem', report.tlsProblem));
   if (outcome.created.length > 0) events.push(record('Normal', 'Created', `created ${outcome.created.join(', ')}`));
   if (outcome.updated.length > 0) events.push(record('Normal', 'Updated', `updated to match the spec: ${outcome.updated.join(', ')}`));
   for (const message of outcome.corrected) events.push(record('Warning', 'DriftCorrected', message));
@@ -139,6 +144,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     },
     storage: report.storage && report.storage.kind !== 'unchanged' && report.storage.kind !== 'refused' ? report.storage : undefined,
     maintenance,
+    tls: report.tls,
     networkPolicy: report.networkPolicy,
   });
   return { degraded: degraded?.reason, backupStaleAtMs: backup?.staleAtMs };

@@ -28,6 +28,8 @@ export interface ObservedState {
   readonly degraded?: { readonly reason: DegradedReason; readonly message: string };
   /** For etcd: where defragmentation and NOSPACE recovery stand, the quota and the alarms. */
   readonly maintenance?: Pick<MaintenanceStepResult, 'reason' | 'message' | 'quotaBytes' | 'alarms' | 'lastDefragmented'>;
+  /** The TLS the members run, and when its certificates expire (day2/tls-step.ts). */
+  readonly tls?: DistributedKVStatus['tls'];
   /**
    * Whether the cluster's NetworkPolicy is applied, and the condition that
    * says why (reconciler/day2/network-policy-adoption.ts). Unset on a
@@ -193,6 +195,7 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
       if (maintenance.quotaBytes > 0) status.databaseFullPercent = Math.floor((fullest / maintenance.quotaBytes) * 100);
     }
   }
+  if (observed.tls) status.tls = observed.tls;
   if (observed.backup?.lastBackupTime) status.lastBackupTime = observed.backup.lastBackupTime;
   if (observed.backup?.lastBackupFailureTime) status.lastBackupFailureTime = observed.backup.lastBackupFailureTime;
   return status;

@@ -29,6 +29,8 @@ import type { LearnerRetry } from '../../engines/etcd/replacement.js';
 import type { DistributedKVStatus } from '../../imports/distributedkv.js';
 import { quantityValue } from '../../model/quantity.js';
 import type { MemberAddresses } from './member-addresses.js';
+import type { EtcdClientTls } from '../../engines/etcd/etcd-http.js';
+import { PLAIN, type TlsInEffect } from '../../model/tls.js';
 
 export interface MembershipStepResult {
   readonly plan: MembershipPlan;
@@ -112,6 +114,8 @@ export interface MembershipReader {
   readonly statefulSet?: CachedObject;
   readonly configMap?: CachedObject;
   readonly addresses?: MemberAddresses;
+  /** The TLS the members run (model/tls.ts): the schemes of their URLs. @default plain HTTP */
+  readonly tls?: TlsInEffect;
   /** A client of the members that may exist (`pods`), each reached at `endpoint`. */
   members(pods: () => readonly string[], endpoint: (pod: string) => string): Membership;
   /** The StatefulSet's pods, read fresh. */
@@ -145,7 +149,8 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
   const identity = clusterIdentity(resource.metadata.name, config);
   const replicas = statefulSet ? (statefulSet.spec?.replicas as number | undefined) ?? 1 : undefined;
 
-  const addresses: MemberAddresses = read.addresses ?? { client: (ns, p, id) => clientUrl(id, p, ns, config), peer: (_ns, p, id) => peerUrl(id, p, config) };
+  const tls = read.tls ?? PLAIN;
+  const addresses: MemberAddresses = read.addresses ?? { client: (ns, p, id) => clientUrl(id, p, ns, config, tls.client), peer: (_ns, p, id) => peerUrl(id, p, config, tls.peer) };
   const endpoint = (pod: string) => addresses.client(namespace, pod, identity);
   const ordinals = () => Array.from({ length: Math.max(replicas ?? 0, 1) }, (_, i) => memberName(identity, i));
   // A quorum-loss recovery: its record (the recovery ConfigMap) is read only while one is asked for, or was under way
@@ -317,11 +322,15 @@ async function upgradeStep(
 /** The reader against the cache, the members (etcd's client API, fenced by the leadership term) and the API server. */
 export function membershipReader(
   client: KubeClient, config: GeneratorConfig, own: { readonly statefulSet?: CachedObject; readonly configMap?: CachedObject },
-  options: { readonly addresses?: MemberAddresses; readonly timeoutMs?: number; readonly term?: AbortSignal; readonly now?: () => number } = {},
+  options: {
+    readonly addresses?: MemberAddresses; readonly timeoutMs?: number; readonly term?: AbortSignal; readonly now?: () => number;
+    /** The TLS the members run, and the controller's client certificate for them (tls-step.ts). */
+    readonly tls?: TlsInEffect; readonly clientTls?: EtcdClientTls;
+  } = {},
 ): MembershipReader {
   return {
-    config, ...own, addresses: options.addresses, healing: healingReader(client), recovery: recoveryReader(client), now: options.now ?? Date.now,
-    members: (pods, endpoint) => new EtcdMembership(pods, endpoint, options.timeoutMs, options.term),
+    config, ...own, addresses: options.addresses, tls: options.tls, healing: healingReader(client), recovery: recoveryReader(client), now: options.now ?? Date.now,
+    members: (pods, endpoint) => new EtcdMembership(pods, endpoint, options.timeoutMs, options.term, options.clientTls),
     memberPods: (namespace, identity) => memberPods(client, namespace, identity),
   };
 }

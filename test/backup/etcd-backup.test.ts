@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -30,9 +30,12 @@ const FOLDER = 'nightly/';
 
 type Run = CliRun;
 
-/** The compiled CLI in a process of its own, as the CronJob's container runs it. */
+/** The client Secret's files, where the kubelet would mount them for the CronJob's container (TLS is on by default). */
+let clientTlsDir: string;
+
+/** The compiled CLI in a process of its own, as the CronJob's container runs it: the client Secret mounted where DKV_TLS_DIR says. */
 function dkvBackup(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  return dkv(['backup', ...args], env);
+  return dkv(['backup', ...args], { ...env, DKV_TLS_DIR: clientTlsDir });
 }
 
 describeWithEtcd('dkv backup of a real etcd cluster into a real S3-compatible store', () => {
@@ -62,7 +65,11 @@ describeWithEtcd('dkv backup of a real etcd cluster into a real S3-compatible st
     client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY } });
     configFile = join(dir, 'dkv.config.yaml');
     writeFileSync(configFile, `backup:\n  retain: 2\n  s3:\n    endpoint: ${s3.endpoint}\n    forcePathStyle: true\n    partSizeMiB: 5\n`);
-    ({ cluster, pods } = await startLocalEtcdCluster(3, binDir, join(dir, 'members')));
+    let secrets;
+    ({ cluster, pods, secrets } = await startLocalEtcdCluster(3, binDir, join(dir, 'members')));
+    clientTlsDir = join(dir, 'client-tls');
+    mkdirSync(clientTlsDir);
+    for (const [file, content] of Object.entries(secrets.get('kv-tls-client')!)) writeFileSync(join(clientTlsDir, file), content, { mode: 0o600 });
     memberArgs = (await Promise.all(pods.map(async (p) => ['--member', `${p}=${(await cluster.address(p)).clientUrl}`]))).flat();
     const first = (await cluster.address('kv-0')).clientUrl;
     await writeOrders(first, KEYS);
@@ -157,6 +164,8 @@ describeWithEtcd('dkv backup of a real etcd cluster into a real S3-compatible st
     expect(container.command).toEqual(['dkv', 'backup']);
     expect(container.image).toBe(config.backup.runner.image);
     expect(container.envFrom).toEqual([{ secretRef: { name: config.backup.runner.credentialsSecret, optional: true } }]);
+    // The client Secret is mounted where DKV_TLS_DIR says (dkvBackup puts its files there).
+    expect(container.env).toContainEqual({ name: 'DKV_TLS_DIR', value: container.volumeMounts[0].mountPath });
     return Object.fromEntries(container.env.map((e: any) => [e.name, e.value ?? (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace' ? 'shop' : undefined)]));
   };
   /** The stamps of the backup folders directly in `prefix` (each `<prefix><stamp>/`). */

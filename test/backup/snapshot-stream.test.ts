@@ -113,7 +113,7 @@ describe('reading an etcd snapshot stream', () => {
     await streamEtcdSnapshot(endpoint, (chunk) => {
       if (events.at(-1) !== 'chunk') events.push('chunk');
       bytes += chunk.length;
-    }, undefined, (length) => events.push(`length ${length}`));
+    }, undefined, undefined, (length) => events.push(`length ${length}`));
     expect(events).toEqual([`length ${database.length + 32}`, 'chunk']);
     expect(bytes).toBe(database.length + 32);
 
@@ -123,7 +123,7 @@ describe('reading an etcd snapshot stream', () => {
       response.end(text.replace(/"remaining_bytes":"\d+"/, '"remaining_bytes":"many"'));
     };
     const announced: number[] = [];
-    await streamEtcdSnapshot(endpoint, () => undefined, undefined, (length) => announced.push(length));
+    await streamEtcdSnapshot(endpoint, () => undefined, undefined, undefined, (length) => announced.push(length));
     expect(announced).toEqual([]);
   });
 

@@ -111,8 +111,8 @@ patches:
     expect(member.ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([7000, 7001, 7002]);
     // etcd listens and advertises on them too.
     expect(member.args).toEqual(expect.arrayContaining([
-      '--listen-client-urls=http://0.0.0.0:7000', '--listen-peer-urls=http://0.0.0.0:7001', '--listen-metrics-urls=http://0.0.0.0:7002',
-      '--advertise-client-urls=http://$(POD_NAME).orders-peers.$(POD_NAMESPACE).svc.cluster.local:7000',
+      '--listen-client-urls=https://0.0.0.0:7000', '--listen-peer-urls=https://0.0.0.0:7001', '--listen-metrics-urls=http://0.0.0.0:7002',
+      '--advertise-client-urls=https://$(POD_NAME).orders-peers.$(POD_NAMESPACE).svc.cluster.local:7000',
     ]));
     expect(memberConfig!.data.ETCD_INITIAL_CLUSTER.match(/:7001/g)).toHaveLength(3);
     expect(headless.spec.ports.map((p: { port: number }) => p.port)).toEqual([7000, 7001]);

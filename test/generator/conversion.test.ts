@@ -29,9 +29,10 @@ function v1beta1(extra: Record<string, unknown> = {}): Record<string, any> {
 }
 
 describe('versions derived from the one schema', () => {
-  it('finds spec.maintenance, spec.networkPolicy and spec.backup.retain as the fields v1beta1 added, and nothing else', () => {
+  it('finds spec.maintenance, spec.tls, spec.networkPolicy and spec.backup.retain as the fields v1beta1 added, and nothing else', () => {
     expect(versionedFields(SCHEMA)).toEqual([
       { path: ['spec', 'maintenance'], since: 'v1beta1' },
+      { path: ['spec', 'tls'], since: 'v1beta1' },
       { path: ['spec', 'networkPolicy'], since: 'v1beta1' },
       { path: ['spec', 'backup', 'retain'], since: 'v1beta1' },
     ]);

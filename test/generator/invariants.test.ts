@@ -21,7 +21,7 @@ describe.each(SIZES)('a cluster of %i member(s)', (size) => {
       const { statefulSet, memberConfig } = byRole(objects);
       expect(statefulSet.spec.replicas).toBe(size);
       expect(memberConfig!.data).toEqual({
-        ETCD_INITIAL_CLUSTER: Array.from({ length: size }, (_, i) => `orders-${i}=http://orders-${i}.orders-peers:2380`).join(','),
+        ETCD_INITIAL_CLUSTER: Array.from({ length: size }, (_, i) => `orders-${i}=https://orders-${i}.orders-peers:2380`).join(','),
         ETCD_INITIAL_CLUSTER_STATE: 'new',
       });
       expect(statefulSet.spec.template.spec.containers[0].envFrom).toEqual([{ configMapRef: { name: memberConfig!.metadata.name } }]);

@@ -62,6 +62,30 @@ describe('synthesizeCluster renders its own objects without cdk8s resolving each
       expect(synthesizeCluster(resource, DEFAULT_CONFIG, membership, options)).toEqual(throughCdk8s(resource, DEFAULT_CONFIG, membership, options));
     }
   });
+  it('for every TLS shape: the member and client Secrets\' volumes and mounts, the https arguments, a running cluster kept plain, a withheld NetworkPolicy', () => {
+    const backup = { s3Path: 's3://acme/shop/orders', schedule: '0 2 * * *' };
+    const restore = { from: 's3://acme/shop/orders/20260101T020000.000Z/' };
+    const cases: [Record<string, unknown>, SynthesisOptions][] = [
+      [{ size: 3, image: 'registry.k8s.io/etcd:3.6.8-0', backup, restore }, {}],
+      [{ size: 3, image: 'registry.k8s.io/etcd:3.6.8-0', backup, tls: { peer: { enabled: false } } }, {}],
+      [{ size: 3, image: 'registry.k8s.io/etcd:3.6.8-0', backup, tls: { client: { enabled: false } } }, {}],
+      [{ size: 3, image: 'registry.k8s.io/etcd:3.6.8-0', backup, tls: { mode: 'disabled' } }, {}],
+      [{ size: 3, image: 'registry.k8s.io/etcd:3.6.8-0', backup }, { liveTls: { peer: false, client: false }, networkPolicyWithheld: true }],
+    ];
+    const volumes = (objects: Record<string, any>[]) => objects.flatMap((o) => (o.spec?.template?.spec?.volumes ?? o.spec?.jobTemplate?.spec?.template?.spec?.volumes ?? []).map((v: any) => v.name));
+    const rendered = cases.map(([spec, options]) => {
+      const resource = validResource(document('orders', spec));
+      const plain = synthesizeCluster(resource, DEFAULT_CONFIG, undefined, options);
+      expect(plain).toEqual(throughCdk8s(resource, DEFAULT_CONFIG, undefined, options));
+      return plain as Record<string, any>[];
+    });
+    // Not equal by being empty: the TLS shapes do render the Secrets, the plain ones do not.
+    expect(volumes(rendered[0])).toEqual(['member-tls', 'client-tls']);
+    expect(volumes(rendered[1])).toEqual(['member-tls', 'client-tls']);
+    expect(volumes(rendered[3])).toEqual([]);
+    expect(volumes(rendered[4])).toEqual([]);
+    expect(rendered[4].some((o) => o.kind === 'NetworkPolicy')).toBe(false);
+  });
 });
 
 describe('a DistributedKVCluster in a cdk8s user\'s own App renders through cdk8s, so what the user adds applies', () => {

@@ -20,8 +20,18 @@ describe('the recover init container of every member', () => {
     expect(recover.command).toEqual(['dkv', 'rebuild-member']);
     for (const name of ['name', 'data-dir', 'initial-cluster-token', 'initial-advertise-peer-urls']) expect([name, flag(recover.args, name)]).toEqual([name, flag(member.args, name)]);
     expect(recover.envFrom).toEqual([{ configMapRef: { name: 'orders-recovery', optional: true } }]);
-    expect(recover.volumeMounts).toEqual(member.volumeMounts);
+    // The member's data only: the rebuild runs offline (etcdutl), so it mounts none of the member's TLS keys.
+    expect(recover.volumeMounts).toEqual(member.volumeMounts.filter((m: any) => m.name === 'data'));
+    expect(member.volumeMounts.map((m: any) => m.name)).toEqual(['data', 'member-tls']);
     expect(recover.securityContext).toEqual(member.securityContext);
     expect(recover.resources).toMatchObject({ limits: expect.any(Object) });
+  });
+
+  it('writes the peer URL with the scheme the member runs: https with peer TLS, http without', () => {
+    for (const [tls, scheme] of [[undefined, 'https'], [{ peer: { enabled: false } }, 'http'], [{ mode: 'disabled' }, 'http']] as const) {
+      const pod = (byRole(synth({ name: 'orders', image: ETCD, ...(tls ? { tls } : {}) })).statefulSet as any).spec.template.spec;
+      const recover = pod.initContainers.find((c: any) => c.name === 'recover');
+      expect(flag(recover.args, 'initial-advertise-peer-urls')).toBe(`${scheme}://$(POD_NAME).orders-peers:2380`);
+    }
   });
 });

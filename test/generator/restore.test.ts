@@ -26,7 +26,8 @@ describe('a cluster created from a backup', () => {
     expect(flag(restore.args, 'initial-cluster')).toBe('$(ETCD_INITIAL_CLUSTER)');
     expect(flag(restore.args, 'initial-cluster-state')).toBe('$(ETCD_INITIAL_CLUSTER_STATE)');
     expect(restore.envFrom).toEqual([...member.envFrom, { secretRef: { name: DEFAULT_CONFIG.backup.runner.credentialsSecret, optional: true } }]);
-    expect(restore.volumeMounts).toEqual(member.volumeMounts);
+    // The data volume only: the restore dials no member, so no certificate Secret is mounted where it is not needed.
+    expect(restore.volumeMounts).toEqual(member.volumeMounts.filter((m: { name: string }) => m.name === 'data'));
     expect(restore.securityContext).toEqual(member.securityContext);
     // The same S3 settings as the backup runner's (whose DKV_S3_PATH is where backups go, not where this one comes from).
     const backupEnv = (cronJob as any).spec.jobTemplate.spec.template.spec.containers[0].env.filter((e: any) => e.name.startsWith('DKV_S3_') && e.name !== 'DKV_S3_PATH');

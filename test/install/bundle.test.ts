@@ -17,7 +17,7 @@ import { BACKUP_RUNNER_RULES } from '../../constructs/install/backup-runner-clus
 import { resourcePath } from '../../kube/client.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import { API_VERSION, KIND } from '../../api/validate.js';
-import { OBSERVED_KINDS, OWNED_KINDS } from '../../reconciler/core/controller.js';
+import { ISSUED_KINDS, OBSERVED_KINDS, OWNED_KINDS } from '../../reconciler/core/controller.js';
 import { parseControllerFlags } from '../../reconciler/process/controller-flags.js';
 import { CLI_TIMEOUT_MS, DEFAULT_CONFIG, ROOT, dkv, readTree, removeTemporaryDirectories, temporaryDirectory } from '../generator/support.js';
 
@@ -148,7 +148,7 @@ describe('the controller\'s permissions', () => {
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name, namespace: account.metadata.namespace }]);
   });
 
-  it('never grant a wildcard, RBAC, impersonation or escalation, and on Secrets only the webhook certificate\'s, in the controller\'s namespace', () => {
+  it('never grant a wildcard, RBAC, impersonation or escalation, and on Secrets only the webhook certificate\'s, in the controller\'s namespace, and the clusters\' TLS Secrets: listed and watched by label, created, never read by name, rewritten or deleted', () => {
     const certificateRole = one(objects, 'Role', 'dkv-controller-webhook-certificate');
     expect(certificateRole.metadata.namespace).toBe('dkv-system');
     // create cannot be limited to a name (it is in the body); reading and replacing can.
@@ -158,9 +158,14 @@ describe('the controller\'s permissions', () => {
     ]);
     const rotation = source('conversion/certificate-rotation.ts');
     for (const call of ["request('GET', this.secretPath)", "request('PUT', this.secretPath", "request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`"]) expect(rotation).toContain(call);
-    for (const rule of [...rules, ...objects.filter((o) => (o.kind === 'Role' && o !== certificateRole) || o.kind === 'ClusterRole').flatMap((o) => o.rules!)]) {
+    const tlsSecrets = rules.filter((r) => r.resources.includes('secrets'));
+    expect(tlsSecrets).toEqual([{ apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create'] }]);
+    // create: the TLS step's Secrets, POSTed (never applied: an issued Secret is not rewritten); list and watch: the label-selected cache.
+    expect(source('reconciler/core/execute-writes.ts')).toContain("request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, { body })");
+    expect(ISSUED_KINDS).toEqual([{ apiVersion: 'v1', kind: 'Secret' }]);
+    for (const rule of [...rules.filter((r) => !tlsSecrets.includes(r)), ...objects.filter((o) => (o.kind === 'Role' && o !== certificateRole) || o.kind === 'ClusterRole').flatMap((o) => o.rules!)]) {
       expect([...rule.apiGroups, ...rule.resources, ...rule.verbs]).not.toContain('*');
-      expect(rule.resources).not.toContain('secrets');
+      if (rule.resources.includes('secrets')) expect(rule).toEqual(tlsSecrets[0]);
       expect(rule.apiGroups).not.toContain('rbac.authorization.k8s.io');
       expect(rule.verbs).not.toEqual(expect.arrayContaining(['impersonate']));
       expect(rule.verbs).not.toEqual(expect.arrayContaining(['escalate']));
@@ -170,7 +175,7 @@ describe('the controller\'s permissions', () => {
 
   it('list and watch exactly the kinds the controller caches, and on the kinds it generates also get, create and patch (server-side apply) and delete (prune)', () => {
     const watched = rules.filter((r) => r.verbs.includes('watch')).flatMap((r) => r.resources.map((resource: string) => `${r.apiGroups[0]}/${resource}`)).sort();
-    const cached = [{ apiVersion: API_VERSION, kind: KIND }, ...OWNED_KINDS, ...OBSERVED_KINDS].map((k) => `${group(k.apiVersion)}/${plural(k.apiVersion, k.kind)}`).sort();
+    const cached = [{ apiVersion: API_VERSION, kind: KIND }, ...OWNED_KINDS, ...ISSUED_KINDS, ...OBSERVED_KINDS].map((k) => `${group(k.apiVersion)}/${plural(k.apiVersion, k.kind)}`).sort();
     expect(watched).toEqual(cached);
     for (const { apiVersion, kind } of OWNED_KINDS) {
       expect([...verbsOn(rules, group(apiVersion), plural(apiVersion, kind))].sort()).toEqual(['create', 'delete', 'get', 'list', 'patch', 'watch']);
@@ -189,6 +194,7 @@ describe('the controller\'s permissions', () => {
     { resource: 'example.com/distributedkvs/finalizers', verbs: ['update'], file: 'reconciler/core/execute-writes.ts', call: 'blockOwnerDeletion: true' },
     { resource: 'batch/jobs', verbs: ['create'], file: 'reconciler/core/execute-writes.ts', call: "request('POST', resourcePath('batch/v1', 'Job', namespace)" },
     { resource: 'batch/jobs', verbs: ['delete'], file: 'reconciler/core/controller.ts', call: "request('DELETE', resourcePath('batch/v1', 'Job', j.metadata.namespace, j.metadata.name)" },
+    { resource: '/secrets', verbs: ['create'], file: 'reconciler/core/execute-writes.ts', call: "request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, { body })" },
     { resource: '/pods', verbs: ['list'], file: 'reconciler/day2/member-pods.ts', call: "('GET', resourcePath('v1', 'Pod', namespace)" },
     { resource: '/pods', verbs: ['delete'], file: 'reconciler/core/execute-writes.ts', call: "request('DELETE', resourcePath('v1', 'Pod', namespace, pod.name)" },
     { resource: '/persistentvolumeclaims', verbs: ['get'], file: 'reconciler/day2/storage-step.ts', call: "getOrUndefined<ClaimObject>(client, resourcePath('v1', 'PersistentVolumeClaim', namespace, name))" },
@@ -214,12 +220,15 @@ describe('the controller\'s permissions', () => {
   it('grant nothing else', () => {
     const cachedOrGenerated = new Set([{ apiVersion: API_VERSION, kind: KIND }, ...OWNED_KINDS, ...OBSERVED_KINDS].map((k) => `${group(k.apiVersion)}/${plural(k.apiVersion, k.kind)}`));
     const readAlongsideList = new Set(['example.com/distributedkvs:get', 'example.com/distributedkvs/status:get']);
+    // Issued, not generated: cached (list, watch) and created, nothing more.
+    const issued = new Set(ISSUED_KINDS.map((k) => `${group(k.apiVersion)}/${plural(k.apiVersion, k.kind)}`));
     const explained = new Set(USES.flatMap((u) => u.verbs.map((v) => `${u.resource}:${v}`)));
     for (const rule of rules) {
       for (const resource of rule.resources) {
         const key = `${rule.apiGroups[0]}/${resource}`;
         for (const verb of rule.verbs) {
-          const ok = (cachedOrGenerated.has(key) && ['get', 'list', 'watch', 'create', 'patch', 'delete'].includes(verb)) || explained.has(`${key}:${verb}`) || readAlongsideList.has(`${key}:${verb}`);
+          const ok = (cachedOrGenerated.has(key) && ['get', 'list', 'watch', 'create', 'patch', 'delete'].includes(verb)) || (issued.has(key) && ['list', 'watch'].includes(verb))
+            || explained.has(`${key}:${verb}`) || readAlongsideList.has(`${key}:${verb}`);
           expect({ grant: `${key}:${verb}`, needed: ok }).toEqual({ grant: `${key}:${verb}`, needed: true });
         }
       }

@@ -11,7 +11,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { connect } from 'node:tls';
-import { createCertificateAuthority, createServingCertificate, servesFor, splitBundle } from '../../conversion/certificates.js';
+import { createCertificateAuthority, createServingCertificate, servesFor, splitBundle } from '../../model/certificates.js';
 import { CERT_MANAGER_INJECT_ANNOTATION } from '../../conversion/certificate-rotation.js';
 import { ConversionService } from '../../conversion/conversion-service.js';
 import { migrateStorageVersion } from '../../conversion/storage-migration.js';

@@ -20,8 +20,9 @@ import { resourcePath, type KubeClient } from '../../kube/client.js';
 import { describeWithCluster, eventually } from '../cluster/kube.js';
 import type { EtcdKubelet } from '../support/etcd-kubelet.js';
 import { GITOPS_FIELD_MANAGER, GitOpsSync } from '../support/gitops-sync.js';
-import type { LocalEtcdCluster } from '../support/etcd-members.js';
+import { issuedClientTls, trustClient, type LocalEtcdCluster } from '../support/etcd-members.js';
 import { EtcdTestBed } from '../support/etcd-test-bed.js';
+import type { EtcdClientTls } from '../../engines/etcd/etcd-http.js';
 import { clusterPath } from './controller-harness.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 import { InvariantMonitor } from '../support/invariant-monitor.js';
@@ -42,6 +43,8 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
   let controllerWrites: string[];
   /** Loops a test started, stopped even when it fails. */
   const stopAtTheEnd: (() => Promise<void>)[] = [];
+  /** The client certificate the controller issued (TLS is on by default): the tests' own calls to the members use it. */
+  let clientTls: EtcdClientTls | undefined;
   const status = () => client.request('GET', clusterPath(namespace, NAME));
   const eventNames = async (reason = 'MembershipChanged'): Promise<string[]> =>
     (await client.request('GET', `/api/v1/namespaces/${namespace}/events`)).items.filter((e: any) => e.reason === reason).map((e: any) => e.message);
@@ -59,7 +62,6 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
   beforeAll(async () => {
     bed = await EtcdTestBed.start({ config, name: NAME, label: 'members', maxMembers: 9, unrunnable: (image) => image.includes('does-not-exist'), writeBodyChars: 4000 });
     ({ client, namespace, cluster, kubelet, controllerWrites } = bed);
-    monitor = bed.monitor();
   }, 180_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {
@@ -75,6 +77,15 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
     await gitops.commit({ size: 1, image: 'registry.k8s.io/etcd:3.6.8-0' });
     gitops.start();
     await settledAt(1);
+    // TLS on by default: the members serve https with the Secrets the controller issued, and status says so.
+    clientTls = await issuedClientTls(client, namespace, NAME);
+    trustClient(pods.map((p) => cluster.addressOf(p).clientUrl), clientTls);
+    expect(cluster.addressOf('kv-0').clientUrl).toMatch(/^https:/);
+    const secrets = (await client.request('GET', `/api/v1/namespaces/${namespace}/secrets`)).items.filter((s: any) => s.metadata.name.startsWith(`${NAME}-tls-`));
+    expect(secrets.map((s: any) => s.metadata.name).sort()).toEqual([`${NAME}-tls-ca`, `${NAME}-tls-client`, `${NAME}-tls-member`]);
+    for (const s of secrets) expect(s.metadata.labels).toMatchObject({ 'app.kubernetes.io/instance': NAME, 'app.kubernetes.io/managed-by': 'dkv' });
+    expect((await status()).status.tls).toMatchObject({ mode: 'operator', peer: true, client: true, certificateAuthorityNotAfter: expect.any(String), memberCertificateNotAfter: expect.any(String), clientCertificateNotAfter: expect.any(String) });
+    monitor = new InvariantMonitor(new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, clientTls));
     monitor.start();
     const oneToThreeStarted = Date.now();
     await gitops.commit({ size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' });
@@ -150,7 +161,7 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
   it('finishes a step a crashed controller left half done: a learner added but replicas not raised, a member removed but replicas not lowered', async () => {
     await settledAt(3);
     await bed.controller!.stop();
-    const membership = new EtcdMembership(() => pods.slice(0, 3), (pod) => cluster.addressOf(pod).clientUrl, 1000);
+    const membership = new EtcdMembership(() => pods.slice(0, 3), (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, clientTls);
     // As if the controller died right after adding kv-3, before raising replicas.
     await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { size: 4 } }, contentType: mergePatch });
     await membership.addLearner(cluster.addressOf('kv-3').peerUrl);
@@ -199,7 +210,7 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
     expect(seen.status.conditions.find((c: any) => c.type === 'Scaling')).toMatchObject({ status: 'True', reason: 'QuorumLost' });
     const sts = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, NAME));
     expect(sts.spec.replicas).toBe(3);
-    const membership = new EtcdMembership(() => ['kv-0'], (pod) => cluster.addressOf(pod).clientUrl, 1000);
+    const membership = new EtcdMembership(() => ['kv-0'], (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, clientTls);
     expect((await membership.status()).members).toHaveLength(3);
 
     kubelet.revive('kv-1');
@@ -210,7 +221,7 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
   it('upgrades 5 members one at a time, the leader last after a leadership transfer', async () => {
     await settledAt(5, 180_000);
     const restartsBefore = (await eventNames('MemberRestarted')).length;
-    monitor = new InvariantMonitor(new EtcdMembership(() => pods.slice(0, 5), (pod) => cluster.addressOf(pod).clientUrl, 1000));
+    monitor = new InvariantMonitor(new EtcdMembership(() => pods.slice(0, 5), (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, clientTls));
     monitor.start();
     const started = Date.now();
     await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { image: 'registry.k8s.io/etcd:3.6.9-0' } }, contentType: mergePatch });
@@ -348,7 +359,7 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
       expect(before.spec.template.spec.containers[0].args).toContain(`--quota-backend-bytes=${5 * 2 ** 30}`);
       expect(whileBlocked.spec.template).toEqual(before.spec.template);
 
-      monitor = new InvariantMonitor(new EtcdMembership(() => pods.slice(0, 5), (pod) => cluster.addressOf(pod).clientUrl, 1000));
+      monitor = new InvariantMonitor(new EtcdMembership(() => pods.slice(0, 5), (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, clientTls));
       monitor.start();
       await client.request('PATCH', '/apis/storage.k8s.io/v1/storageclasses/kwok-volume', { body: { allowVolumeExpansion: true }, contentType: mergePatch });
       await bed.controller!.stop(); // it waits a minute on a blocked growth; a new controller looks at once

@@ -32,7 +32,7 @@ import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster
 import { createNamespace, describeWithCluster, eventually, installCrd } from '../cluster/kube.js';
 import { byRole, synth } from '../generator/support.js';
 import { EtcdKubelet } from '../support/etcd-kubelet.js';
-import { countOrders, LocalEtcdCluster, writeOrders } from '../support/etcd-members.js';
+import { apiServerSecrets, countOrders, LocalEtcdCluster, memberClientTls, writeOrders } from '../support/etcd-members.js';
 import { InvariantMonitor } from '../support/invariant-monitor.js';
 import { clusterPath } from './controller-harness.js';
 
@@ -82,7 +82,7 @@ describeWithCluster('kubectl drain of the nodes that hold etcd members', () => {
     dir = mkdtempSync(join(tmpdir(), 'dkv-drain-'));
     cacheDir = mkdtempSync(join(tmpdir(), 'dkv-drain-kubectl-'));
     const { statefulSet } = byRole(synth({ name: NAME, namespace, size: 5 }, config));
-    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data);
+    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data, apiServerSecrets(client, namespace));
     for (const pod of pods) await cluster.address(pod);
     kubelet = new EtcdKubelet(client, namespace, NAME, cluster, undefined, { readiness: 'probe' });
     kubelet.start();
@@ -94,7 +94,7 @@ describeWithCluster('kubectl drain of the nodes that hold etcd members', () => {
     });
     await controller.startCaches();
     await controller.startWorkers();
-    monitor = new InvariantMonitor(new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000));
+    monitor = new InvariantMonitor(new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, memberClientTls(cluster)));
   }, 180_000 + LATER_BINARIES_BUILD_MS);
 
   afterAll(async () => {
@@ -115,7 +115,7 @@ describeWithCluster('kubectl drain of the nodes that hold etcd members', () => {
     // The disruption controller has read the budget: one member may go.
     await eventually('the budget to allow one disruption', async () =>
       ((await client.request('GET', resourcePath('policy/v1', 'PodDisruptionBudget', namespace, NAME))).status?.disruptionsAllowed === 1 ? true : undefined), 60_000, 200);
-    const membership = new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000);
+    const membership = new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, memberClientTls(cluster));
     const ids = new Map((await membership.status()).members.map((m) => [m.name, m.id]));
     const [first, second] = [await podOf(pods[0]), await podOf(pods[1])];
     const drained = [first.spec.nodeName as string, second.spec.nodeName as string];

@@ -31,7 +31,7 @@ import { createNamespace, describeWithCluster, eventually, installCrd } from '..
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 import { byRole, synth } from '../generator/support.js';
 import { EtcdKubelet } from '../support/etcd-kubelet.js';
-import { b64, etcdPost, LocalEtcdCluster, writeOrders } from '../support/etcd-members.js';
+import { apiServerSecrets, b64, etcdPost, LocalEtcdCluster, memberClientTls, writeOrders } from '../support/etcd-members.js';
 import { backupTools } from '../support/s3-server.js';
 import { InvariantMonitor } from '../support/invariant-monitor.js';
 import { clusterPath, createCluster } from './controller-harness.js';
@@ -53,7 +53,7 @@ describeWithCluster('quorum loss on a real etcd cluster of 5: hands-off, a recov
   let cluster: LocalEtcdCluster;
   let kubelet: EtcdKubelet;
   let controller: Controller | undefined;
-  const membership = () => new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000);
+  const membership = () => new EtcdMembership(() => pods, (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, memberClientTls(cluster));
   const status = () => client.request('GET', clusterPath(namespace, NAME));
   const condition = async (type: string) => (await status()).status?.conditions?.find((c: any) => c.type === type);
   const events = async (reason: string): Promise<string[]> =>
@@ -114,7 +114,7 @@ describeWithCluster('quorum loss on a real etcd cluster of 5: hands-off, a recov
     dir = mkdtempSync(join(tmpdir(), 'dkv-recovery-'));
     const { statefulSet } = byRole(synth({ name: NAME, namespace, size: SIZE }, config));
     // etcdutl on the containers' PATH: the recover init container runs it.
-    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data, undefined, [backupTools()]);
+    cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (name) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, name))).data, apiServerSecrets(client, namespace), [backupTools()]);
     for (const pod of pods) await cluster.address(pod);
     kubelet = new EtcdKubelet(client, namespace, NAME, cluster);
     kubelet.start();

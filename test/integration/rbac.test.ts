@@ -80,8 +80,14 @@ describeWithCluster('the controller with only the permissions of the generated i
     expect(deploymentFlags(clients.bundle).namespace).toBeUndefined(); // every namespace
   });
 
-  it('is refused what the roles do not grant: Secrets, and Leases outside its own namespace', async () => {
-    await expect(clients.controller.request('GET', '/api/v1/secrets')).rejects.toMatchObject({ status: 403 });
+  it('is refused what the roles do not grant: a Secret read by name, rewritten or deleted, and Leases outside its own namespace', async () => {
+    // Secrets: list and watch (the label-selected TLS cache) and create only.
+    await clients.admin.request('POST', '/api/v1/namespaces/default/secrets', { body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'rbac-someone-elses' }, stringData: { password: 'x' } } })
+      .catch((e) => { if (e.status !== 409) throw e; });
+    const secret = '/api/v1/namespaces/default/secrets/rbac-someone-elses';
+    await expect(clients.controller.request('GET', secret)).rejects.toMatchObject({ status: 403 });
+    await expect(clients.controller.request('PATCH', secret, { body: { stringData: { password: 'y' } }, contentType: 'application/merge-patch+json' })).rejects.toMatchObject({ status: 403 });
+    await expect(clients.controller.request('DELETE', secret)).rejects.toMatchObject({ status: 403 });
     // In its own namespace any Lease is readable (sharded replicas name theirs at run time): absent, not forbidden.
     await expect(clients.controller.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'dkv-system', 'someone-elses'))).rejects.toMatchObject({ status: 404 });
     await expect(clients.controller.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'default', defaults.controller.leaseName))).rejects.toMatchObject({ status: 403 });
@@ -121,6 +127,10 @@ describeWithCluster('the controller with only the permissions of the generated i
     try {
       await createCluster(clients.admin, namespace, 'kv', { size: 3, image: 'kv:1', backup: { s3Path: 's3://b/x', schedule: '@daily' } });
       await converged(clients.admin, namespace, 'kv', 7); // with the etcd engine's member ConfigMap and the NetworkPolicy
+      // Its TLS Secrets, issued under the role (secrets: create), labelled for the cache (list, watch) and owned by the cluster.
+      const issued = (await clients.admin.request('GET', `/api/v1/namespaces/${namespace}/secrets`)).items.filter((s: any) => s.metadata.name.startsWith('kv-tls-'));
+      expect(issued.map((s: any) => s.metadata.name).sort()).toEqual(['kv-tls-ca', 'kv-tls-client', 'kv-tls-member']);
+      for (const s of issued) expect(s.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'DistributedKV', name: 'kv', controller: true })]);
       const sts = resourcePath('apps/v1', 'StatefulSet', namespace, 'kv');
       await clients.admin.request('PATCH', `${sts}/scale`, { query: { fieldManager: 'kubectl' }, body: { spec: { replicas: 7 } }, contentType: 'application/merge-patch+json' });
       await eventually('the scale to be reverted', async () => ((await clients.admin.request('GET', sts)).spec.replicas === 3 ? true : undefined));

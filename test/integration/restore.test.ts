@@ -88,7 +88,7 @@ describeWithCluster('a new cluster restored from a backup in S3', () => {
     await writeOrders(clientUrl(source, 'kv-0'), KEYS);
     // One backup, as the CronJob's container takes it (its members reached on loopback).
     const backup = await dkv(['backup', '--cluster', NAME, '--namespace', source, '--s3-path', `s3://${s3.bucket}/nightly`,
-      ...namespaces.memberArgs(source)], { ...s3.env, DKV_S3_ENDPOINT: s3.endpoint, DKV_S3_FORCE_PATH_STYLE: 'true' });
+      ...namespaces.memberArgs(source)], { ...s3.env, DKV_S3_ENDPOINT: s3.endpoint, DKV_S3_FORCE_PATH_STYLE: 'true', DKV_TLS_DIR: await namespaces.clientTlsDir(source) });
     expect(backup.stderr).not.toMatch(/failed/);
     const from = /^(s3:\/\/\S+\/)/.exec(backup.stdout)![1];
     backupFolder = from.slice(`s3://${s3.bucket}/`.length);

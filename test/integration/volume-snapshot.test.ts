@@ -98,9 +98,10 @@ describeWithCluster('CSI VolumeSnapshots with every backup, and a cluster restor
     await namespaces.healthy(namespace, 3, clusterPath(namespace, NAME));
     await writeOrders(namespaces.clientUrl(namespace, 'kv-0'), KEYS);
     // As the CronJob's container runs it, with the generated environment; the API through a kubeconfig instead of the pod's ServiceAccount.
+    const tlsDir = await namespaces.clientTlsDir(namespace); // the client Secret, where the CronJob mounts it
     const backup = (retain: number, started?: (child: ChildProcess) => void) => dkv(['backup', '--cluster', NAME, '--namespace', namespace, '--s3-path', `s3://${s3.bucket}/volumes`, ...namespaces.memberArgs(namespace)], {
       ...s3.env, KUBECONFIG: plane.kubeconfigPath, DKV_S3_ENDPOINT: s3.endpoint, DKV_S3_FORCE_PATH_STYLE: 'true',
-      DKV_VOLUME_SNAPSHOT_CLASS: snapshotClass, DKV_VOLUME_SNAPSHOT_READY_TIMEOUT_SECONDS: '60', DKV_BACKUP_RETAIN: String(retain),
+      DKV_VOLUME_SNAPSHOT_CLASS: snapshotClass, DKV_VOLUME_SNAPSHOT_READY_TIMEOUT_SECONDS: '60', DKV_BACKUP_RETAIN: String(retain), DKV_TLS_DIR: tlsDir,
     }, started);
     const first = await backup(5);
     expect(first.stderr).not.toMatch(/failed/);

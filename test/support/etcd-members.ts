@@ -6,11 +6,16 @@
  *   (POD_NAME, POD_NAMESPACE), its ConfigMaps and Secrets (envFrom, read
  *   when the container starts), and `$(VAR)` expansion in its arguments;
  *   the member's volume, a directory of its own mounted at the mount path;
+ *   each Secret volume the container mounts (the member's certificates), a
+ *   directory holding the Secret's keys as files (read when the container
+ *   starts, as the kubelet mounts them), at the mount path in the arguments;
  *   init containers run to completion before the member starts (runInit);
  * - cluster DNS and the network's: every member's per-pod DNS name becomes
  *   127.0.0.1, and since all members share one address, each gets its own
  *   client, peer and metrics ports. Listen addresses (0.0.0.0) become
- *   127.0.0.1: tests stay on loopback.
+ *   127.0.0.1: tests stay on loopback. The scheme (http or https) is the
+ *   template's: with TLS, clients reach the members by https (etcdPost with
+ *   the client certificate trustClient registered).
  *
  * Every other argument reaches etcd exactly as the generator wrote it. No
  * container engine runs images: `etcd` is the binary the test control plane
@@ -18,7 +23,8 @@
  * is on every container's PATH.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { Agent, request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { exitDescription, freePort, launch, terminate } from '../cluster/control-plane.js';
 import { packageRoot } from '../../api/package-root.js';
@@ -26,6 +32,12 @@ import { EtcdMembership } from '../../engines/etcd/membership.js';
 import { byRole, synth } from '../generator/support.js';
 import { eventually } from './eventually.js';
 import { httpProbe } from './http-probe.js';
+import { liveTlsOf, tlsSecretNames } from '../../engines/etcd/tls-files.js';
+import { tlsAgent, type EtcdClientTls } from '../../engines/etcd/etcd-http.js';
+import { authoritySecretData, issueClusterCertificates, leafSecretData } from '../../engines/etcd/certificates.js';
+import { clusterIdentity } from '../../model/cluster-identity.js';
+import { loadDefaultConfig } from '../../api/config.js';
+import { KubeApiError, resourcePath, type KubeClient } from '../../kube/client.js';
 
 export interface ContainerSpec {
   name?: string;
@@ -39,7 +51,7 @@ export interface ContainerSpec {
 
 export interface StatefulSetLike {
   metadata: { name: string };
-  spec: { template: { spec: { containers: ContainerSpec[]; initContainers?: ContainerSpec[] } } };
+  spec: { template: { spec: { containers: ContainerSpec[]; initContainers?: ContainerSpec[]; volumes?: { name: string; secret?: { secretName: string } }[] } } };
 }
 
 /** Where one member listens, on loopback. */
@@ -82,6 +94,10 @@ export class LocalEtcdCluster {
   readonly members = new Map<string, LocalMember>();
   private readonly addresses = new Map<string, MemberAddress>();
   private readonly ports = new Set<number>();
+  /** Which listeners the template puts TLS on: their URLs are https. */
+  private readonly tls: { peer: boolean; client: boolean };
+  /** The member certificate last mounted (tls.crt, tls.key, ca.crt). */
+  private memberCertificate?: EtcdClientTls;
 
   constructor(
     private readonly statefulSet: StatefulSetLike,
@@ -91,14 +107,33 @@ export class LocalEtcdCluster {
     private readonly configMaps: ConfigMapReader,
     private readonly secrets: SecretReader = async () => undefined,
     private readonly extraPath: readonly string[] = [],
-  ) {}
+  ) {
+    this.tls = liveTlsOf(statefulSet as unknown as Record<string, unknown>) ?? { peer: false, client: false };
+    clusters.add(this);
+  }
+
+  /**
+   * A client certificate for the tests' own calls: the members' certificate
+   * last mounted, which etcd accepts from a client too (it authenticates
+   * peers that dial, so it carries clientAuth). Undefined before a member
+   * with TLS started.
+   */
+  clientTls(): EtcdClientTls | undefined {
+    return this.memberCertificate;
+  }
+
+  /** Whether a member of this cluster listens at `origin`. */
+  serves(origin: string): boolean {
+    return [...this.addresses.values()].some((a) => new URL(a.clientUrl).origin === origin);
+  }
 
   /** The loopback address of a member, by pod name (allocated on first use). */
   async address(pod: string): Promise<MemberAddress> {
     let address = this.addresses.get(pod);
     if (!address) {
       const [client, peer, metrics] = [await this.unusedPort(), await this.unusedPort(), await this.unusedPort()];
-      address = { name: pod, clientUrl: `http://127.0.0.1:${client}`, peerUrl: `http://127.0.0.1:${peer}`, metricsUrl: `http://127.0.0.1:${metrics}` };
+      const scheme = (tls: boolean) => (tls ? 'https' : 'http');
+      address = { name: pod, clientUrl: `${scheme(this.tls.client)}://127.0.0.1:${client}`, peerUrl: `${scheme(this.tls.peer)}://127.0.0.1:${peer}`, metricsUrl: `http://127.0.0.1:${metrics}` };
       this.addresses.set(pod, address);
     }
     return address;
@@ -186,6 +221,7 @@ export class LocalEtcdCluster {
     const own = await this.address(pod);
     const volume = join(this.dir, `${pod}-${volumeId}`);
     const mountPath = container.volumeMounts?.[0]?.mountPath;
+    const secretMounts = await this.materialiseSecrets(pod, container);
     // etcd reads its ETCD_* variables as it reads flags: addresses in them are substituted the same way.
     const fromEnvironment = Object.entries(env).filter(([name]) => name.startsWith('ETCD_')).map(([name, value]) => `${name}=${value}`);
     const args: string[] = [];
@@ -193,18 +229,21 @@ export class LocalEtcdCluster {
     for (const arg of [...generated, ...fromEnvironment]) {
       let out = arg;
       // Per-pod DNS names (<pod>.<service>.<namespace>.svc.<domain>:<port>) → that member's loopback port.
-      const urls = [...out.matchAll(/http:\/\/([a-z][a-z0-9-]*)\.[a-z0-9.-]+:(\d+)/g)];
+      const urls = [...out.matchAll(/https?:\/\/([a-z][a-z0-9-]*)\.[a-z0-9.-]+:(\d+)/g)];
       for (const [url, host, p] of urls) {
         const member = await this.address(host);
         const target = Number(p) === port('peer') ? member.peerUrl : Number(p) === port('client') ? member.clientUrl : undefined;
         if (!target) throw new Error(`${pod}: ${url} in ${arg} names no port of the member`);
         out = out.replace(url, target);
       }
+      const hostPort = (url: string) => url.replace(/^https?:\/\//, '');
       out = out
-        .replace(`0.0.0.0:${port('client')}`, own.clientUrl.slice('http://'.length))
-        .replace(`0.0.0.0:${port('peer')}`, own.peerUrl.slice('http://'.length))
-        .replace(`0.0.0.0:${port('metrics')}`, own.metricsUrl.slice('http://'.length));
-      if (mountPath && out.includes(`=${mountPath}`)) out = out.replace(`=${mountPath}`, `=${volume}`);
+        .replace(`0.0.0.0:${port('client')}`, hostPort(own.clientUrl))
+        .replace(`0.0.0.0:${port('peer')}`, hostPort(own.peerUrl))
+        .replace(`0.0.0.0:${port('metrics')}`, hostPort(own.metricsUrl));
+      const secret = secretMounts.find((m) => out.includes(`=${m.mountPath}/`));
+      if (secret) out = out.replace(`=${secret.mountPath}/`, `=${secret.dir}/`);
+      else if (mountPath && out.includes(`=${mountPath}`)) out = out.replace(`=${mountPath}`, `=${volume}`);
       if (out.startsWith('ETCD_')) {
         const at = out.indexOf('=');
         environment[out.slice(0, at)] = out.slice(at + 1);
@@ -216,6 +255,24 @@ export class LocalEtcdCluster {
     environment.PATH = [...this.extraPath, process.env.PATH].join(':');
     if (binary === 'dkv') return { binary: process.execPath, args: [join(packageRoot(), 'bin', 'dkv.js'), ...args], environment, volume };
     return { binary: binary.includes('/') ? binary : join(this.binDir, binary), args, environment, volume };
+  }
+
+  /** Each Secret volume the container mounts, written out as the kubelet would: one file per key, in a directory of the pod's. */
+  private async materialiseSecrets(pod: string, container: ContainerSpec): Promise<{ mountPath: string; dir: string }[]> {
+    const volumes = this.statefulSet.spec.template.spec.volumes ?? [];
+    const mounted: { mountPath: string; dir: string }[] = [];
+    for (const mount of container.volumeMounts ?? []) {
+      const secretName = volumes.find((v) => v.name === mount.name)?.secret?.secretName;
+      if (!secretName) continue;
+      const data = await this.secrets(secretName);
+      if (!data) throw new Error(`${pod}: Secret ${secretName} not found (volume ${mount.name}): the kubelet would not start the container`);
+      const dir = join(this.dir, `${pod}-${mount.name}`);
+      mkdirSync(dir, { recursive: true });
+      for (const [key, value] of Object.entries(data)) writeFileSync(join(dir, key), value, { mode: 0o600 });
+      if (data['tls.crt'] && data['tls.key'] && data['ca.crt']) this.memberCertificate = { cert: data['tls.crt'], key: data['tls.key'], ca: data['ca.crt'] };
+      mounted.push({ mountPath: mount.mountPath, dir });
+    }
+    return mounted;
   }
 
   /** Why a member's process is gone, if it is. */
@@ -236,12 +293,66 @@ export class LocalEtcdCluster {
 
 export const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
-/** One call to a member's v3 HTTP/JSON API. */
+/** The client certificate each https member is called with (by origin), registered by trustClient. */
+const clientAgents = new Map<string, Agent>();
+/** Every LocalEtcdCluster of the test: an https member without a registered certificate is called with its cluster's (clientTls). */
+const clusters = new Set<LocalEtcdCluster>();
+
+/** Where a membership client of a LocalEtcdCluster finds a client certificate when it calls (the members' once they started). */
+export const memberClientTls = (cluster: LocalEtcdCluster) => (): EtcdClientTls | undefined => cluster.clientTls();
+
+/** From now on, etcdPost calls the members at these https URLs with this client certificate. */
+export function trustClient(urls: readonly string[], tls: EtcdClientTls): void {
+  const agent = tlsAgent(tls);
+  for (const url of urls) clientAgents.set(new URL(url).origin, agent);
+}
+
+/** One call to a member's v3 HTTP/JSON API (over TLS with the registered client certificate for an https member). */
 export async function etcdPost<T = any>(clientUrl: string, path: string, body: unknown, timeoutMs = 5000): Promise<T> {
-  const response = await fetch(clientUrl + path, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${path}: ${response.status} ${text}`);
+  let status: number;
+  let text: string;
+  if (clientUrl.startsWith('https:')) {
+    const origin = new URL(clientUrl).origin;
+    const fromCluster = [...clusters].find((c) => c.serves(origin))?.clientTls();
+    const agent = clientAgents.get(origin) ?? (fromCluster && tlsAgent(fromCluster));
+    if (!agent) throw new Error(`${clientUrl}: no client certificate registered (trustClient)`);
+    ({ status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = httpsRequest(clientUrl + path, { method: 'POST', agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify(body));
+    }));
+  } else {
+    const response = await fetch(clientUrl + path, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+    status = response.status;
+    text = await response.text();
+  }
+  if (status < 200 || status >= 300) throw new Error(`${path}: ${status} ${text}`);
   return JSON.parse(text) as T;
+}
+
+/**
+ * A cluster's three TLS Secrets, issued as the controller issues them, by
+ * name (config.tls), decoded: what a LocalEtcdCluster's SecretReader serves.
+ */
+export async function issueTestSecrets(name: string, namespace: string, now = new Date()): Promise<{ secrets: Map<string, Record<string, string>>; client: EtcdClientTls }> {
+  const config = loadDefaultConfig();
+  const identity = clusterIdentity(name, config);
+  const issued = await issueClusterCertificates({ identity, namespace, config, now }, { member: true, client: true });
+  const names = tlsSecretNames(config, identity);
+  const client = leafSecretData(issued.client!, issued.authority);
+  return {
+    secrets: new Map<string, Record<string, string>>([
+      [names.authority, { ...authoritySecretData(issued.authority) }],
+      [names.member, { ...leafSecretData(issued.member!, issued.authority) }],
+      [names.client, { ...client }],
+    ]),
+    client: { ca: client['ca.crt'], cert: client['tls.crt'], key: client['tls.key'] },
+  };
 }
 
 /** `count` keys `orders/00000`, … with values `order 0`, …, 100 per transaction (etcd allows 128 operations in one). */
@@ -259,16 +370,18 @@ export async function countOrders(clientUrl: string): Promise<number> {
 
 /**
  * A new cluster `kv` of `size` members in namespace `namespace` (and `spec`'s other fields), started from
- * the generated StatefulSet and member ConfigMap, every member ready (what the
- * readiness probe asks), and the membership interface pointed at it.
+ * the generated StatefulSet, member ConfigMap and (TLS being on by default) the TLS Secrets as the
+ * controller issues them, every member ready (what the readiness probe asks), and the membership
+ * interface pointed at it with the client certificate (etcdPost uses it too).
  */
 export async function startLocalEtcdCluster(
   size: number, binDir: string, dir: string, namespace = 'shop', spec: Record<string, unknown> = {},
-): Promise<{ cluster: LocalEtcdCluster; pods: string[]; membership: EtcdMembership }> {
+): Promise<{ cluster: LocalEtcdCluster; pods: string[]; membership: EtcdMembership; client: EtcdClientTls; secrets: Map<string, Record<string, string>> }> {
   const objects = synth({ name: 'kv', namespace, size, image: 'registry.k8s.io/etcd:3.6.8-0', ...spec });
   const { statefulSet } = byRole(objects);
   const configMaps = async (name: string) => objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === name)!.data as Record<string, string>;
-  const cluster = new LocalEtcdCluster(statefulSet as unknown as StatefulSetLike, namespace, binDir, dir, configMaps);
+  const { secrets, client } = await issueTestSecrets('kv', namespace);
+  const cluster = new LocalEtcdCluster(statefulSet as unknown as StatefulSetLike, namespace, binDir, dir, configMaps, async (name) => secrets.get(name));
   const pods = Array.from({ length: size }, (_, i) => `kv-${i}`);
   for (let i = 0; i < size; i++) await cluster.start(i);
   const someoneExited = () => pods.map((p) => cluster.exited(p)).find(Boolean);
@@ -277,6 +390,27 @@ export async function startLocalEtcdCluster(
     return true;
   }, 60_000, 100, someoneExited);
   const addresses = new Map(await Promise.all(pods.map(async (p) => [p, (await cluster.address(p)).clientUrl] as const)));
-  const membership = new EtcdMembership(() => [...addresses.keys()], (pod) => addresses.get(pod)!);
-  return { cluster, pods, membership };
+  trustClient([...addresses.values()], client);
+  const membership = new EtcdMembership(() => [...addresses.keys()], (pod) => addresses.get(pod)!, 3000, undefined, client);
+  return { cluster, pods, membership, client, secrets };
+}
+
+/** The Secrets of a namespace as the kubelet reads them (decoded), from the API server: a LocalEtcdCluster's SecretReader. */
+export function apiServerSecrets(client: KubeClient, namespace: string): SecretReader {
+  return async (name) => {
+    try {
+      const secret = await client.request<{ data?: Record<string, string> }>('GET', resourcePath('v1', 'Secret', namespace, name));
+      return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+    } catch (e) {
+      if (e instanceof KubeApiError && e.status === 404) return undefined;
+      throw e;
+    }
+  };
+}
+
+/** The client certificate the controller issued for cluster `name` (its client Secret, config.tls.clientSecret), once it exists. */
+export async function issuedClientTls(client: KubeClient, namespace: string, name: string): Promise<EtcdClientTls> {
+  const secretName = tlsSecretNames(loadDefaultConfig(), { name }).client;
+  const data = await eventually(`the client Secret ${secretName}`, () => apiServerSecrets(client, namespace)(secretName), 30_000, 200);
+  return { ca: data['ca.crt'], cert: data['tls.crt'], key: data['tls.key'] };
 }

@@ -5,7 +5,7 @@
  * and members. Shared by the tests that need a controller, real members and
  * S3 together (restore, scheduled backups).
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
 import { KubeApiError, KubeClient, resourcePath } from '../../kube/client.js';
@@ -115,6 +115,18 @@ export class EtcdNamespaces {
   }
 
   /** `--member pod=url` for every ordinal: what cluster DNS gives a runner inside the cluster. */
+  /**
+   * The cluster's client Secret (issued by the controller) written out as the
+   * backup CronJob mounts it: the directory to give `dkv backup` as DKV_TLS_DIR.
+   */
+  async clientTlsDir(namespace: string): Promise<string> {
+    const secret = await eventually('the client Secret', async () => (await this.client.request('GET', `/api/v1/namespaces/${namespace}/secrets/${NAME}-tls-client`).catch(() => undefined)), 30_000, 200);
+    const dir = join(this.volumes(namespace), 'client-tls');
+    mkdirSync(dir, { recursive: true });
+    for (const [k, v] of Object.entries(secret.data as Record<string, string>)) writeFileSync(join(dir, k), Buffer.from(v, 'base64'), { mode: 0o600 });
+    return dir;
+  }
+
   memberArgs(namespace: string): string[] {
     return PODS.flatMap((pod) => ['--member', `${pod}=${this.clientUrl(namespace, pod)}`]);
   }

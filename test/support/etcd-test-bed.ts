@@ -24,7 +24,7 @@ import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster
 import { createNamespace, installCrd } from '../cluster/kube.js';
 import { byRole, synth } from '../generator/support.js';
 import { EtcdKubelet } from './etcd-kubelet.js';
-import { LocalEtcdCluster } from './etcd-members.js';
+import { apiServerSecrets, LocalEtcdCluster, memberClientTls } from './etcd-members.js';
 import { InvariantMonitor } from './invariant-monitor.js';
 
 export interface EtcdTestBedOptions {
@@ -39,6 +39,8 @@ export interface EtcdTestBedOptions {
   readonly unrunnable?: (image: string) => boolean;
   /** How much of each write `controllerWrites` keeps. */
   readonly writeBodyChars?: number;
+  /** Directories put on the members' containers' PATH (the recover init container's etcdutl). */
+  readonly extraPath?: readonly string[];
   /** Keep the members' data directory (their etcd logs) after stop(), and say where. */
   readonly keepDirectory?: boolean;
 }
@@ -75,7 +77,11 @@ export class EtcdTestBed {
     const namespace = await createNamespace(client, options.label);
     const dir = mkdtempSync(join(tmpdir(), `dkv-${options.label}-`));
     const { statefulSet } = byRole(synth({ name, namespace, size: 3 }, config));
-    const cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), dir, async (configMap) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, configMap))).data);
+    // The Secrets the controller issues (TLS is on by default) are mounted from the API server, as a kubelet would.
+    const cluster = new LocalEtcdCluster(
+      statefulSet, namespace, locateBinaries(['etcd']), dir, async (configMap) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, configMap))).data,
+      apiServerSecrets(client, namespace), options.extraPath,
+    );
     const kubelet = new EtcdKubelet(client, namespace, name, cluster, options.unrunnable);
     const bed = new EtcdTestBed(plane, client, controllerClient, namespace, dir, cluster, kubelet, options);
     const send = controllerClient.request.bind(controllerClient);
@@ -101,14 +107,18 @@ export class EtcdTestBed {
     await this.controller.startWorkers();
   }
 
-  /** The members as etcd's client API answers, read directly (not through the controller). */
-  membership(): EtcdMembership {
-    return new EtcdMembership(() => this.pods, (pod) => this.cluster.addressOf(pod).clientUrl, 1000);
+  /**
+   * The members as etcd's client API answers, read directly (not through the
+   * controller): over TLS with the members' own certificate, read when it
+   * calls (the members' Secrets exist only once the controller issued them).
+   */
+  membership(pods: readonly string[] = this.pods): EtcdMembership {
+    return new EtcdMembership(() => pods, (pod) => this.cluster.addressOf(pod).clientUrl, 1000, undefined, memberClientTls(this.cluster));
   }
 
   /** An invariant monitor over the members (started by the test). */
-  monitor(): InvariantMonitor {
-    return new InvariantMonitor(this.membership());
+  monitor(pods: readonly string[] = this.pods): InvariantMonitor {
+    return new InvariantMonitor(this.membership(pods));
   }
 
   /** Events of the namespace with this reason: their messages, sorted. */

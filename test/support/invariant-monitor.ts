@@ -49,8 +49,9 @@ export class InvariantMonitor {
     try {
       const s = await this.membership.status();
       const voters = s.members.filter((m) => !m.learner);
-      // Down: not answering, or answering with an error. A voter that answers "no leader" is up and in an election.
-      const electing = voters.filter((m) => m.problem === 'no leader').length;
+      // Down: not answering, or answering with an error. A voter that answers "no leader" is up and in an election,
+      // whether its status says so by a leader of 0 or in its errors ("etcdserver: no leader", as after the leader crashed).
+      const electing = voters.filter((m) => m.problem === 'no leader' || m.problem === 'etcdserver: no leader').length;
       const down = voters.filter((m) => !m.healthy).length - electing;
       const problems = voters.filter((m) => !m.healthy).map((m) => `${m.name}: ${m.problem}`).join('; ');
       return { at, voters: voters.length, learners: s.members.length - voters.length, down, electing, quorum: hasQuorum({ voters: voters.length, healthyVoters: voters.length - down }), problems };

@@ -15,6 +15,8 @@
  * 200 ms until stopped; at most one container runs at a time.
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../api/package-root.js';
 import { KubeApiError, type KubeClient } from '../../kube/client.js';
@@ -86,8 +88,21 @@ export class JobKubelet {
     }
   }
 
-  private async run(pod: any, container: { command?: string[]; args?: string[]; env?: EnvVar[]; envFrom?: EnvFrom[] }): Promise<{ code: number | null; output: string }> {
+  private async run(
+    pod: any, container: { command?: string[]; args?: string[]; env?: EnvVar[]; envFrom?: EnvFrom[]; volumeMounts?: { name: string; mountPath: string }[] },
+  ): Promise<{ code: number | null; output: string }> {
     const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' };
+    // Secret volumes (the backup runner's client certificate): one file per key in a directory of their own; a variable
+    // naming the mount path (DKV_TLS_DIR) names that directory, as the path would inside the container.
+    const mounted = new Map<string, string>();
+    for (const mount of container.volumeMounts ?? []) {
+      const secretName = (pod.spec.volumes ?? []).find((v: any) => v.name === mount.name)?.secret?.secretName as string | undefined;
+      if (!secretName) continue;
+      const secret = await this.client.request('GET', `/api/v1/namespaces/${this.namespace}/secrets/${secretName}`);
+      const dir = mkdtempSync(join(tmpdir(), 'dkv-job-secret-'));
+      for (const [k, v] of Object.entries((secret.data ?? {}) as Record<string, string>)) writeFileSync(join(dir, k), Buffer.from(v, 'base64'), { mode: 0o600 });
+      mounted.set(mount.mountPath, dir);
+    }
     for (const from of container.envFrom ?? []) {
       const ref = from.secretRef ?? from.configMapRef;
       if (!ref) continue;
@@ -101,6 +116,7 @@ export class JobKubelet {
     for (const e of container.env ?? []) {
       const field = e.valueFrom?.fieldRef?.fieldPath;
       env[e.name] = field === 'metadata.namespace' ? pod.metadata.namespace : field === 'metadata.name' ? pod.metadata.name : (e.value ?? '');
+      env[e.name] = mounted.get(env[e.name]) ?? env[e.name];
     }
     const [binary, ...args] = [...(container.command ?? []), ...(container.args ?? []), ...this.extraArgs()];
     const [file, argv] = binary === 'dkv' ? [process.execPath, [join(packageRoot(), 'bin', 'dkv.js'), ...args]] : [binary, args];

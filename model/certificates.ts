@@ -1,7 +1,8 @@
 /**
- * The conversion webhook's PKI, in memory: a CA, a serving certificate it
- * signs, and the questions rotation asks of them (who signed this, for which
- * names, how much of its life is left). node-forge writes the X.509 (Node's
+ * The project's PKI, in memory: a CA, the certificates it signs (the
+ * conversion webhook's serving certificate, an etcd cluster's member and
+ * client certificates), and the questions rotation asks of them (who signed
+ * this, for which names, how much of its life is left). node-forge writes the X.509 (Node's
  * crypto parses certificates but cannot make one); Node makes the keys,
  * natively and off the event loop. node-forge (about 4 MB of a
  * controller's resident memory) is loaded only when a certificate is made:
@@ -43,7 +44,7 @@ function validity(cert: forgeModule.pki.Certificate, now: Date, days: number): v
   cert.validity.notAfter = new Date(now.getTime() + days * DAY_MS);
 }
 
-/** A new self-signed CA for the webhook, valid for `days`. */
+/** A new self-signed CA, valid for `days`. */
 export async function createCertificateAuthority(commonName: string, now: Date, days: number): Promise<KeyedCertificate> {
   const forge = await loadForge();
   const key = await newKey(forge);
@@ -64,9 +65,25 @@ export async function createCertificateAuthority(commonName: string, now: Date, 
 }
 
 /** A serving certificate for `dnsNames` and `ipAddresses`, signed by `ca`. */
-export async function createServingCertificate(
+export function createServingCertificate(
   ca: KeyedCertificate, names: { readonly dnsNames: readonly string[]; readonly ipAddresses: readonly string[] }, now: Date, days: number,
 ): Promise<KeyedCertificate> {
+  return createLeafCertificate(ca, { commonName: names.dnsNames[0] ?? names.ipAddresses[0] ?? 'dkv-conversion-webhook', ...names, server: true, client: false }, now, days);
+}
+
+/** What a leaf certificate is for: the names it serves and whether it authenticates a server, a client or both. */
+export interface LeafRequest {
+  readonly commonName: string;
+  readonly dnsNames: readonly string[];
+  readonly ipAddresses: readonly string[];
+  /** TLS server authentication (extKeyUsage serverAuth): it may serve for its names. */
+  readonly server: boolean;
+  /** TLS client authentication (extKeyUsage clientAuth): it may prove who dials (an etcd member dialling a peer is both). */
+  readonly client: boolean;
+}
+
+/** A leaf certificate signed by `ca`, valid for `days` from `now` (a `now` in the past makes an expired one). */
+export async function createLeafCertificate(ca: KeyedCertificate, request: LeafRequest, now: Date, days: number): Promise<KeyedCertificate> {
   const forge = await loadForge();
   const key = await newKey(forge);
   const caCert = forge.pki.certificateFromPem(ca.certificate);
@@ -75,13 +92,14 @@ export async function createServingCertificate(
   cert.publicKey = key.publicKey;
   cert.serialNumber = serial(forge);
   validity(cert, now, days);
-  cert.setSubject([{ name: 'commonName', value: names.dnsNames[0] ?? names.ipAddresses[0] ?? 'dkv-conversion-webhook' }]);
+  cert.setSubject([{ name: 'commonName', value: request.commonName }]);
   cert.setIssuer(caCert.subject.attributes);
+  const altNames = [...request.dnsNames.map((value) => ({ type: 2, value })), ...request.ipAddresses.map((ip) => ({ type: 7, ip }))];
   cert.setExtensions([
     { name: 'basicConstraints', cA: false },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
-    { name: 'extKeyUsage', serverAuth: true },
-    { name: 'subjectAltName', altNames: [...names.dnsNames.map((value) => ({ type: 2, value })), ...names.ipAddresses.map((ip) => ({ type: 7, ip }))] },
+    { name: 'extKeyUsage', serverAuth: request.server, clientAuth: request.client },
+    ...(altNames.length > 0 ? [{ name: 'subjectAltName', altNames }] : []),
   ]);
   cert.sign(caKey, forge.md.sha256.create());
   return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
@@ -99,6 +117,19 @@ export function freshEnough(pem: string, now: Date, minFraction: number): boolea
   const from = Date.parse(cert.validFrom);
   const to = Date.parse(cert.validTo);
   return now.getTime() < to && (to - now.getTime()) > (to - from) * minFraction;
+}
+
+/** When `pem` expires, as an ISO date-time; undefined when it does not parse. */
+export function notAfter(pem: string): string | undefined {
+  const cert = parse(pem);
+  return cert && new Date(cert.validTo).toISOString();
+}
+
+/** Whether `leafPem` parses and was signed by `caPem`. */
+export function signedBy(leafPem: string, caPem: string): boolean {
+  const leaf = parse(leafPem);
+  const ca = parse(caPem);
+  return leaf !== undefined && ca !== undefined && leaf.checkIssued(ca) && leaf.verify(ca.publicKey);
 }
 
 /** Whether `pem` is still valid at `now`. */

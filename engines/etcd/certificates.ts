@@ -1,0 +1,85 @@
+/**
+ * What each certificate of an etcd cluster says (spec.tls mode `operator`):
+ * the names it serves and what it authenticates. The controller issues them
+ * (reconciler/day2/tls-step.ts) from the cluster's own CA.
+ *
+ * One members' certificate serves every member: a StatefulSet mounts the same
+ * Secret into every pod, so a key per member in that Secret would sit in
+ * every pod anyway and isolate nothing. It names every address a member is
+ * reached by: each ordinal's per-pod name through the headless Service, short
+ * (`kv-0.kv-peers`, what the peer URLs use) and qualified up to the fully
+ * qualified one (what the client URLs advertise), the client Service by every
+ * name a pod resolves it by, and localhost, 127.0.0.1 and ::1 (etcd dials its
+ * own client listener, and a probe or a debugging shell in the pod may too).
+ * Ordinals cover the schema's largest size, so a scale-out needs no new
+ * certificate.
+ */
+import type { GeneratorConfig } from '../../model/generator-config.js';
+import type { ClusterIdentity } from '../../model/cluster-identity.js';
+import { createCertificateAuthority, createLeafCertificate, type KeyedCertificate, type LeafRequest } from '../../model/certificates.js';
+import { memberName } from './peer-urls.js';
+
+/** spec.size's maximum (api/distributedkv.schema.json). */
+export const MAX_MEMBERS = 9;
+
+/** A service's names, from the shortest a pod in its namespace resolves to the fully qualified one. */
+function qualified(host: string, namespace: string, clusterDomain: string): string[] {
+  return [host, `${host}.${namespace}`, `${host}.${namespace}.svc`, `${host}.${namespace}.svc.${clusterDomain}`];
+}
+
+/** The members' certificate: serves peers and clients, and proves a member to the peer it dials. */
+export function memberCertificateRequest(identity: Pick<ClusterIdentity, 'statefulSetName' | 'headlessServiceName' | 'clientServiceName'>, namespace: string, config: Pick<GeneratorConfig, 'clusterDomain'>): LeafRequest {
+  const members = Array.from({ length: MAX_MEMBERS }, (_, i) => memberName(identity, i))
+    .flatMap((pod) => qualified(`${pod}.${identity.headlessServiceName}`, namespace, config.clusterDomain));
+  return {
+    commonName: `${identity.statefulSetName}.${namespace}`,
+    dnsNames: [...members, ...qualified(identity.clientServiceName, namespace, config.clusterDomain), 'localhost'],
+    ipAddresses: ['127.0.0.1', '::1'],
+    server: true,
+    client: true,
+  };
+}
+
+/**
+ * The client certificate of the controller (membership and maintenance
+ * calls), the backup runner and the restore: it authenticates a client and
+ * serves nothing. Its common name is what etcd would take as the user name
+ * once authentication is on (client identities, not built yet).
+ */
+export const CLIENT_CERTIFICATE_REQUEST: LeafRequest = { commonName: 'dkv-operator', dnsNames: [], ipAddresses: [], server: false, client: true };
+
+/** The data (decoded) of a cluster's three TLS Secrets, in the shape cert-manager writes (tls.crt, tls.key, ca.crt). */
+export interface TlsSecretData {
+  readonly authority: Readonly<Record<'ca.crt' | 'ca.key', string>>;
+  readonly member: Readonly<Record<'tls.crt' | 'tls.key' | 'ca.crt', string>>;
+  readonly client: Readonly<Record<'tls.crt' | 'tls.key' | 'ca.crt', string>>;
+}
+
+/**
+ * The certificates a cluster lacks, issued from its CA (`authority`, or a new
+ * one when it has none): a CA valid `config.tls.caValidityDays`, leaves valid
+ * `config.tls.certificateValidityDays`. Loads node-forge (model/certificates.ts).
+ */
+export async function issueClusterCertificates(
+  input: {
+    readonly identity: Pick<ClusterIdentity, 'statefulSetName' | 'headlessServiceName' | 'clientServiceName'>;
+    readonly namespace: string;
+    readonly config: Pick<GeneratorConfig, 'clusterDomain' | 'tls'>;
+    readonly now: Date;
+    readonly authority?: KeyedCertificate;
+  },
+  want: { readonly member: boolean; readonly client: boolean },
+): Promise<{ authority: KeyedCertificate; member?: KeyedCertificate; client?: KeyedCertificate }> {
+  const { identity, namespace, config, now } = input;
+  const authority = input.authority ?? await createCertificateAuthority(`${identity.statefulSetName}.${namespace} etcd CA`, now, config.tls.caValidityDays);
+  const days = config.tls.certificateValidityDays;
+  const [member, client] = await Promise.all([
+    want.member ? createLeafCertificate(authority, memberCertificateRequest(identity, namespace, config), now, days) : undefined,
+    want.client ? createLeafCertificate(authority, CLIENT_CERTIFICATE_REQUEST, now, days) : undefined,
+  ]);
+  return { authority, member, client };
+}
+
+/** A leaf's Secret data: the leaf, its key and the CA that signed it. */
+export const leafSecretData = (leaf: KeyedCertificate, authority: KeyedCertificate): TlsSecretData['member'] => ({ 'tls.crt': leaf.certificate, 'tls.key': leaf.privateKey, 'ca.crt': authority.certificate });
+export const authoritySecretData = (authority: KeyedCertificate): TlsSecretData['authority'] => ({ 'ca.crt': authority.certificate, 'ca.key': authority.privateKey });

@@ -1,0 +1,74 @@
+/**
+ * One POST to a member's v3 HTTP/JSON gateway, over plain HTTP or, where
+ * the client listener uses TLS, over TLS with the client certificate (the
+ * member refuses a client without one of its CA). Node's own http and https
+ * modules: fetch cannot present a client certificate without a dispatcher
+ * from a package the toolkit does not ship.
+ */
+import { request as httpRequest } from 'node:http';
+import { Agent, request as httpsRequest } from 'node:https';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** A client certificate, its key and the CA that signed the members' certificate, PEM. */
+export interface EtcdClientTls {
+  readonly ca: string;
+  readonly cert: string;
+  readonly key: string;
+}
+
+/** The files of a mounted client Secret (tls.crt, tls.key, ca.crt), as cert-manager and the controller write them. */
+export function clientTlsFromDirectory(dir: string): EtcdClientTls {
+  return { ca: readFileSync(join(dir, 'ca.crt'), 'utf8'), cert: readFileSync(join(dir, 'tls.crt'), 'utf8'), key: readFileSync(join(dir, 'tls.key'), 'utf8') };
+}
+
+/** Agents by certificate: every reconcile makes a membership client, and each would otherwise keep connections of its own open. */
+const agents = new Map<string, Agent>();
+/** About one per cluster the process talks to; past it the oldest is closed (a new one opens on its next call). */
+const MAX_AGENTS = 1024;
+
+/**
+ * A keep-alive agent presenting the client certificate and trusting only the
+ * cluster's CA (never the system's roots), shared by every client with the
+ * same certificate. Idle sockets are unreferenced: they keep no process alive.
+ */
+export function tlsAgent(tls: EtcdClientTls): Agent {
+  const key = `${tls.ca}\0${tls.cert}`;
+  let agent = agents.get(key);
+  if (!agent) {
+    agent = new Agent({ ca: tls.ca, cert: tls.cert, key: tls.key, keepAlive: true, maxSockets: 8 });
+    agents.set(key, agent);
+    if (agents.size > MAX_AGENTS) {
+      const [oldest, old] = agents.entries().next().value!;
+      agents.delete(oldest);
+      old.destroy();
+    }
+  }
+  return agent;
+}
+
+export interface EtcdAnswer {
+  readonly status: number;
+  readonly text: string;
+}
+
+/** POSTs `body` (JSON) to `url`; `agent` for https:// URLs. Rejects on a network or TLS failure and on `signal`. */
+export function postJson(url: string, body: string, signal: AbortSignal, agent?: Agent): Promise<EtcdAnswer> {
+  return new Promise((resolve, reject) => {
+    const secure = url.startsWith('https:');
+    if (secure && !agent) {
+      reject(new Error('an https:// member needs the client certificate (the cluster runs client TLS)'));
+      return;
+    }
+    const options = { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }, signal };
+    const req = secure ? httpsRequest(url, { ...options, agent }) : httpRequest(url, options);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
