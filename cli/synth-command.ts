@@ -3,11 +3,12 @@ import { loadCheckedConfig } from '../constructs/config-check.js';
 import { packageRoot } from '../api/package-root.js';
 import { quotaWarning } from '../api/maintenance-problems.js';
 import { InputError, type Problem } from '../api/problem.js';
-import { readSpecs, specFiles, type SpecInputs } from './read-specs.js';
+import { readSpecs, specFiles, type SpecDocument, type SpecInputs } from './read-specs.js';
 import type { RenderHelper } from './render-helper.js';
 import { sizeWarning } from '../model/quorum.js';
 import { crdManifest, renderManifest, renderManifests } from './render.js';
 import { writeManifests } from './write-output.js';
+import { peerSchemeChanges } from './peer-scheme-guard.js';
 
 /** The embedded default: the example specs shipped with the toolkit package (this module's, not the construct library's). */
 export const EXAMPLE_SPECS = join(packageRoot(import.meta.url), 'examples');
@@ -51,7 +52,7 @@ export interface SynthReport {
  */
 export function synth(options: SynthOptions): SynthReport {
   const { config, specs, skipped, inputs } = readValid(options);
-  return write(options.outDir, renderManifests(specs, config, options.outDir), inputs, specs.length, skipped);
+  return write(options.outDir, renderManifests(specs, config, options.outDir), inputs, specs, skipped);
 }
 
 /**
@@ -61,10 +62,10 @@ export function synth(options: SynthOptions): SynthReport {
  */
 export async function synthWithHelper(options: SynthOptions, found: ReturnType<typeof specFiles> | undefined, helper: RenderHelper | undefined): Promise<SynthReport> {
   const { config, specs, skipped, inputs } = readValid(options, found);
-  if (!helper) return write(options.outDir, renderManifests(specs, config, options.outDir), inputs, specs.length, skipped);
+  if (!helper) return write(options.outDir, renderManifests(specs, config, options.outDir), inputs, specs, skipped);
   const { outDir } = options;
   const { files: rendered } = await helper.render({ specs: specs.map(({ file, resource }) => ({ file, resource })), outDir }, (i) => renderManifest(specs[i], config, outDir));
-  return write(outDir, new Map([crdManifest(config, outDir), ...rendered]), inputs, specs.length, skipped);
+  return write(outDir, new Map([crdManifest(config, outDir), ...rendered]), inputs, specs, skipped);
 }
 
 /** The configuration and every spec, or an InputError listing every problem. */
@@ -78,9 +79,12 @@ function readValid(options: SynthOptions, found?: ReturnType<typeof specFiles>) 
   return { config, specs, skipped, inputs };
 }
 
-function write(outDir: string, files: ReadonlyMap<string, string>, inputs: SpecInputs, clusters: number, skipped: readonly string[]): SynthReport {
+function write(outDir: string, files: ReadonlyMap<string, string>, inputs: SpecInputs, specs: readonly SpecDocument[], skipped: readonly string[]): SynthReport {
+  // What runs is what was written last: a change no running cluster survives is refused before anything is written.
+  const unsafe = peerSchemeChanges(specs, files, outDir);
+  if (unsafe.length > 0) throw new InputError(unsafe);
   const { written, removed } = writeManifests(outDir, files, inputs);
-  return { clusters, files: written, removed, skipped };
+  return { clusters: specs.length, files: written, removed, skipped };
 }
 
 function noSpecsFound(paths: readonly string[]): Problem {

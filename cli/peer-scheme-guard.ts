@@ -1,0 +1,44 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Problem } from '../api/problem.js';
+import { manifestFileName } from './render.js';
+import type { SpecDocument } from './read-specs.js';
+
+/**
+ * `dkv synth` refuses to switch a cluster's peer traffic between plain HTTP
+ * and TLS in the manifests a GitOps repository applies. The controller keeps
+ * the scheme a running cluster's members use whatever its spec says
+ * (docs/security.md); `dkv synth` has no live cluster to read, but it has the
+ * manifest it wrote last time, which is what runs. A changed scheme changes
+ * every member's peer URL in one rollout: the members restarted first would
+ * listen on a scheme the others do not speak, and the cluster would lose its
+ * quorum (moving one member at a time through the membership is the
+ * migration, not built yet). Typically a spec written before TLS became the
+ * default for a spec without `tls`: the message says to set
+ * `spec.tls.mode: disabled`.
+ */
+export function peerSchemeChanges(specs: readonly SpecDocument[], rendered: ReadonlyMap<string, string>, outDir: string): Problem[] {
+  const problems: Problem[] = [];
+  for (const spec of specs) {
+    const name = manifestFileName(spec);
+    const path = join(outDir, name);
+    const next = peerScheme(rendered.get(name));
+    if (!next || !existsSync(path)) continue;
+    const running = peerScheme(readFileSync(path, 'utf8'));
+    if (!running || running === next) continue;
+    const keep = running === 'http'
+      ? 'set spec.tls.mode: disabled (or spec.tls.peer.enabled: false) to keep plain HTTP'
+      : 'keep spec.tls as it was';
+    problems.push({
+      file: spec.file, path: 'spec.tls', line: spec.line,
+      message: `would move ${spec.resource.metadata.name}'s peer traffic from ${running} to ${next}, but ${path} runs it on ${running}: every member's peer URL would change in one rollout and the cluster would lose its quorum (moving a running cluster member by member is not built yet); ${keep}`,
+    });
+  }
+  return problems;
+}
+
+/** The scheme of the members' peer listener in a manifest, if it has etcd members. */
+function peerScheme(manifest: string | undefined): 'http' | 'https' | undefined {
+  const match = manifest && /--listen-peer-urls=(https?):\/\//.exec(manifest);
+  return match ? (match[1] as 'http' | 'https') : undefined;
+}
