@@ -121,7 +121,11 @@ export function startStreamedPut(connecting: Promise<S3Client>, target: Multipar
     } catch (e) {
       // A store that refuses a request whose body is still coming may answer and reset the connection at once, and the
       // reset can discard the answer (versitygw does, for a bucket that does not exist): then the store is asked why.
-      if ((e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode !== undefined || body.wasAbandoned || signal?.aborted) throw e;
+      if (body.wasAbandoned || signal?.aborted) throw e;
+      // The store's own answer arrived: say its code with its words (the SDK's message alone drops the code, NoSuchBucket say).
+      if ((e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode !== undefined) {
+        throw new StreamedPutError(`${where}: the store refused the upload: ${(e as Error).name}: ${(e as Error).message}`, { cause: e });
+      }
       const why = await client.send(new sdk.ListObjectsV2Command({ Bucket: bucket, Prefix: key, MaxKeys: 1 }), { abortSignal: AbortSignal.timeout(ABORT_TIMEOUT_MS) })
         .then(() => undefined, (refusal: Error) => refusal);
       if (!why) throw e;

@@ -34,7 +34,9 @@ describeWithEtcd('defragmentation of a real etcd cluster', () => {
     const monitor = new InvariantMonitor(membership);
     const load = new ClientLoad(cluster, pods);
     try {
-      await fragment(cluster.addressOf('kv-0').clientUrl, 1500, 16 * 1024, 3);
+      // Four rounds: at most three quarters of the file is then free pages, comfortably over the half the
+      // check below asks for (three rounds left 45% free in one CI run, where bbolt had reused more pages).
+      await fragment(cluster.addressOf('kv-0').clientUrl, 1500, 16 * 1024, 4);
       const before = await membership.status();
       for (const m of before.members) expect(m.dbSizeBytes! - m.dbSizeInUseBytes!).toBeGreaterThan(0.5 * m.dbSizeBytes!);
       const leaderBefore = before.members.find((m) => m.leader)!.name;
