@@ -229,9 +229,11 @@ describe.each(cases)('three sharded replicas, ShardedListAndWatch gate $gate, $c
       }, 30_000, 100);
       const handoverMs = Date.now() - killedAt;
       process.stdout.write(`sharding (gate ${gate}): a killed replica's cluster reconciled elsewhere ${handoverMs} ms after the kill (lease ${LEASE_MS} ms)\n`);
-      // The others wait out its Lease (no earlier), then adopt the view at their next look and relist.
+      // The others wait out its Lease (no earlier), then adopt the view at their next look and relist: their share of
+      // every watched kind (NetworkPolicies and the TLS Secrets joined them, 2026-11-27: handovers of 5.6-9.1 s in CI
+      // runs, where 3 s had been left for the relist) and a reconcile, well inside the 30 s periodic look.
       expect(handoverMs).toBeGreaterThanOrEqual(LEASE_MS - RETRY_MS);
-      expect(handoverMs).toBeLessThan(LEASE_MS + 4 * RETRY_MS + 3000);
+      expect(handoverMs).toBeLessThan(LEASE_MS + 4 * RETRY_MS + 6000);
       startReplica();
     }, 60_000);
 
