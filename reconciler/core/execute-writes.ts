@@ -66,6 +66,7 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
    */
   const logged: { object: string; reason: string; drift?: readonly DriftedField[] }[] = [];
 
+  const failed = new Set<string>();
   const apply = async (write: WritePlan['writes'][number]): Promise<void> => {
     const name = objectName(write.desired);
     for (const field of write.drift) ctx.metrics.recordDrift(write.desired.kind, field.path, field.manager, detectOnly ? 'reported' : 'corrected');
@@ -105,14 +106,24 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
         taken.push(name);
         return;
       }
+      failed.add(name);
       failures.push(`${name}: ${(e as Error).message}`);
       ctx.log.error('apply failed', { key, object: name, error: (e as Error).message });
     }
   };
-  // Members read their ConfigMap when they start: it is written before the StatefulSet that starts them.
-  const first = plan.writes.filter((w) => w.desired.kind === 'ConfigMap');
-  await Promise.all(first.map(apply));
-  await Promise.all(plan.writes.filter((w) => w.desired.kind !== 'ConfigMap').map(apply));
+  // Written before the StatefulSet that starts the members: their ConfigMap, which they read when they
+  // start, and their NetworkPolicy, so that no member of a new cluster ever runs open. A new StatefulSet
+  // also waits for its policy's write to succeed: one created without it (a reconcile cut short between
+  // the two, a lost Lease) would make the cluster look like one that ran without a policy before, which
+  // network-policy-adoption.ts leaves without one for good.
+  const beforeMembers = (w: WritePlan['writes'][number]): boolean => w.desired.kind === 'ConfigMap' || w.desired.kind === 'NetworkPolicy';
+  await Promise.all(plan.writes.filter(beforeMembers).map(apply));
+  const policyFailed = plan.writes.find((w) => w.desired.kind === 'NetworkPolicy' && failed.has(objectName(w.desired)));
+  const heldBack = (w: WritePlan['writes'][number]): boolean => policyFailed !== undefined && w.desired.kind === 'StatefulSet' && w.ifAbsent;
+  for (const write of plan.writes.filter(heldBack)) {
+    failures.push(`${objectName(write.desired)}: not created until ${objectName(policyFailed!.desired)} is, so that no member runs without it`);
+  }
+  await Promise.all(plan.writes.filter((w) => !beforeMembers(w) && !heldBack(w)).map(apply));
   if (logged.length > 0) ctx.log.info('applied', { key, objects: logged });
   if (taken.length > 0) ctx.log.info('not created: the name is taken; read before the next write', { key, objects: taken });
 

@@ -32,7 +32,11 @@ export interface NetworkPolicyAdoptionInput {
   readonly config: Pick<GeneratorConfig, 'networkPolicy'>;
   /** `status.networkPolicy` as the controller last wrote it, if ever. */
   readonly recorded?: NetworkPolicyState;
-  /** The cluster's StatefulSet exists (controlled by it): its members run, and ran before this reconcile. */
+  /**
+   * The cluster's StatefulSet exists (controlled by it): its members run, and ran before this reconcile.
+   * One this version created ran with its policy: a new StatefulSet is created only after its
+   * NetworkPolicy (core/execute-writes.ts), so a StatefulSet without one is an earlier version's.
+   */
   readonly statefulSetExists: boolean;
   /**
    * A NetworkPolicy of this cluster exists, is listed in its status's

@@ -14,7 +14,7 @@
 import { API_VERSION, KIND, validateDistributedKV } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import { generatedSelector } from '../../reconciler/core/controller.js';
-import { resourcePath, type KubeClient } from '../../kube/client.js';
+import { KubeApiError, KubeClient, resourcePath, type RequestOptionsExtra } from '../../kube/client.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, isApiError, testClient, untilGone } from '../cluster/kube.js';
 import type { GeneratorConfig } from '../../api/config.js';
 import { clusterPath, config, converged, createCluster, eventsFor, mutatingRequests, startController, type RunningController } from './controller-harness.js';
@@ -386,6 +386,44 @@ describeWithCluster('the DistributedKV controller', () => {
       const pruned = await events(namespace, 'Pruned');
       expect(pruned).toHaveLength(1);
       expect(GENERATED.filter((g) => mentions(pruned[0].message, g))).toEqual([NETWORK_POLICY]);
+    });
+
+    it('starts a new cluster\'s members only after its NetworkPolicy exists, so a first reconcile cut short in between still ends with the policy applied', async () => {
+      // The first write of the policy fails (a lost Lease or a dropped connection cuts it), as in a CI run of
+      // leadership-fencing.test.ts: the StatefulSet, written beside it, used to be created anyway, and the next
+      // reconcile took the cluster for one that ran without a policy before and withheld it for good.
+      class FirstPolicyWriteFails extends KubeClient {
+        readonly writes: string[] = [];
+        private failedOnce = false;
+        override async request<T = any>(method: string, path: string, options: RequestOptionsExtra = {}): Promise<T> {
+          if (method === 'PATCH' && /\/(networkpolicies|statefulsets)\/[^/]+$/.test(path)) {
+            const kind = path.includes('/networkpolicies/') ? 'NetworkPolicy' : 'StatefulSet';
+            if (kind === 'NetworkPolicy' && !this.failedOnce) {
+              this.failedOnce = true;
+              this.writes.push(`${kind} failed`);
+              throw new KubeApiError(503, 'ServiceUnavailable', 'the connection was cut', undefined);
+            }
+            const result = await super.request<T>(method, path, options);
+            this.writes.push(kind);
+            return result;
+          }
+          return super.request<T>(method, path, options);
+        }
+      }
+      const namespace = await createNamespace(client, 'ctl-netpol-first');
+      const flaky = new FirstPolicyWriteFails(client.connection);
+      running = await startController(flaky, namespace);
+      try {
+        await createCluster(client, namespace, NAME, SPEC);
+        const cr = await converged(client, namespace, NAME, GENERATED.length);
+        expect(cr.status.networkPolicy).toBe('Applied');
+        expect((await liveObjects(namespace)).has(label(NETWORK_POLICY))).toBe(true);
+        expect(flaky.writes.slice(0, 3)).toEqual(['NetworkPolicy failed', 'NetworkPolicy', 'StatefulSet']);
+      } finally {
+        await running.stop();
+        running = undefined;
+        flaky.close();
+      }
     });
 
     it('keeps a cluster whose members ran without a NetworkPolicy running without one, across a restart, until its spec enables it', async () => {
