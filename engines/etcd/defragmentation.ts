@@ -160,8 +160,10 @@ function decide(input: DefragmentationInput): DefragmentationStep {
     const m = followers[0];
     return { reason, message: `defragmenting ${m.name} (${describe(m)}) ${why}${after}`, action: { type: 'defragment', pod: m.name, id: m.id }, requeueAfterMs: SOON_MS };
   }
-  // Only the leader is left: a single member is defragmented in place (it pauses meanwhile); else leadership moves first.
-  const successor = voters.filter((m) => m.id !== leader.id).sort((a, b) => ordinal(a) - ordinal(b))[0];
+  // Only the leader is left: a single member is defragmented in place (it pauses meanwhile); else leadership moves first,
+  // to the follower furthest along the log: etcd hands leadership over only once its target has caught up, so the
+  // furthest one takes it soonest and the writes that wait on the transfer wait least. Lowest ordinal on a tie.
+  const successor = voters.filter((m) => m.id !== leader.id).sort((a, b) => (b.raftIndex ?? 0) - (a.raftIndex ?? 0) || ordinal(a) - ordinal(b))[0];
   if (!successor) {
     return { reason, message: `defragmenting the only member ${leader.name} (${describe(leader)}) ${why}: it answers nothing meanwhile`, action: { type: 'defragment', pod: leader.name, id: leader.id }, requeueAfterMs: SOON_MS };
   }

@@ -47,6 +47,11 @@ describe('defragmentation, one member at a time', () => {
     expect(next.action).toEqual({ type: 'defragment', pod: 'kv-0', id: '1000' });
   });
 
+  it('hands leadership to the follower furthest along the log, which etcd lets take it soonest', () => {
+    const s = step([member(0, 200, 50, { raftIndex: 900 }), member(1, 60, 50, { raftIndex: 880 }), member(2, 60, 50, { raftIndex: 899 })]);
+    expect(s.action).toEqual({ type: 'moveLeader', fromPod: 'kv-0', toId: '1002', toPod: 'kv-2' });
+  });
+
   it('defragments a single member in place: there is nobody to hand leadership to', () => {
     expect(step([member(0)]).action).toEqual({ type: 'defragment', pod: 'kv-0', id: '1000' });
   });
