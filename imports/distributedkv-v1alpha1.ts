@@ -192,7 +192,7 @@ export interface DistributedKVStatus {
    */
   networkPolicy?: 'Applied' | 'Withheld' | 'Off';
   /**
-   * A member pod whose learners were removed for not catching up (`healing.learnerCatchUpSeconds`), and how many times in a row: its next learner gets that bound doubled for each, at most 8 times it. Cleared once the pod's member votes.
+   * A member pod whose learners were removed for not catching up (`healing.learnerCatchUpSeconds`), and how many times in a row: its next learner gets that bound doubled for each, at most 8 times it. Cleared once the pod's member votes, or once spec.size no longer includes the pod.
    */
   learnerRetry?: {
     pod: string;

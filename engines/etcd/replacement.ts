@@ -109,11 +109,14 @@ export function learnerCatchUpBoundMs(firstMs: number, attempts: number): number
  * The retry record once this step is made: the step's own when it removes a
  * learner for not catching up; none once the pod's member is promoted (a
  * voting member again); the earlier one otherwise, through the removal, the
- * new claim and the next learner.
+ * new claim and the next learner; none either once the cluster's `size` no
+ * longer includes the pod (scaled in: a later pod of that ordinal is a new
+ * member, owed the first bound).
  */
-export function learnerRetryAfter(previous: LearnerRetry | undefined, step: ReplacementStep | undefined, membership: MembershipStatus): LearnerRetry | undefined {
+export function learnerRetryAfter(previous: LearnerRetry | undefined, step: ReplacementStep | undefined, membership: MembershipStatus, size: number): LearnerRetry | undefined {
   if (step?.learnerRetry) return step.learnerRetry;
   if (previous && membership.members.some((m) => m.name === previous.pod && !m.learner)) return undefined;
+  if (previous && Number(/-(\d+)$/.exec(previous.pod)?.[1] ?? -1) >= size) return undefined;
   return previous;
 }
 

@@ -90,7 +90,7 @@ export async function healingStep(read: HealingReader, input: HealingInput): Pro
     now, unhealthyAfterMs: input.config.healing.unhealthySeconds * 1000, learnerCatchUpMs: input.config.healing.learnerCatchUpSeconds * 1000,
     otherChange: input.otherChange, learnerRetry: previous?.learnerRetry,
   });
-  const learnerRetry = learnerRetryAfter(previous?.learnerRetry, step, membership);
+  const learnerRetry = learnerRetryAfter(previous?.learnerRetry, step, membership, input.size);
   if (step?.phase === 'Replacing') {
     const event = step.action?.type === 'mark' ? { reason: 'MemberReplacing' as const, message: `replacing ${step.action.pod} (member ${step.action.memberId}): ${step.action.reason}` }
       : step.action?.type === 'promote' ? { reason: 'MemberReplaced' as const, message: `${step.action.pod} replaced: it joined with an empty volume, caught up and votes again` } : undefined;

@@ -76,6 +76,21 @@ describe('a learner that never catches up', () => {
     expect(promoted.learnerRetry).toBeUndefined();
   });
 
+  it('forgets the record once the cluster is scaled in below the pod: a later kv-2 is a new member, owed the first bound', async () => {
+    const reader: HealingReader = {
+      pods: async () => new Map<string, HealingPod>([0, 1].map((i) => [pod(i), { name: pod(i), uid: `u${i}`, deleting: false, createdAtMs: 0 }])),
+      claims: async () => new Map<string, HealingClaim>([0, 1].map((i) => [pod(i), { name: `data-${pod(i)}`, uid: `c${i}`, deleting: false, phase: 'Bound' }])),
+    };
+    const previous = { learnerRetry: { pod: 'kv-2', attempts: 3 } } as DistributedKVStatus;
+    const look = (size: number) => healingStep(reader, {
+      config, namespace: 'shop', identity: clusterIdentity('kv', config), size, replicas: size, membership: membershipOf([voter(0), voter(1)]),
+      previous, pod, peerUrl, now: 0,
+    });
+    // Still size 3: kv-2's learner was removed and the next one is coming; the record stays.
+    expect((await look(3)).learnerRetry).toEqual({ pod: 'kv-2', attempts: 3 });
+    expect((await look(2)).learnerRetry).toBeUndefined();
+  });
+
   it('doubles the first bound per attempt up to 8 times it', () => {
     expect([0, 1, 2, 3, 4, 10].map((a) => learnerCatchUpBoundMs(FIRST_MS, a) / FIRST_MS)).toEqual([1, 2, 4, 8, 8, 8]);
     expect(LEARNER_CATCH_UP_CAP).toBe(8);
