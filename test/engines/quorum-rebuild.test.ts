@@ -10,29 +10,10 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../../kube/log.js';
+import { walWith } from '../support/wal-fixture.js';
 import { rebuildMember, rebuiltToken, recoveryOrderFrom, type MemberRebuild, type RebuildOutcome } from '../../engines/etcd/quorum-rebuild.js';
 
 const MEMBER = 0xc0ffee_0000_1234n;
-
-/** A WAL file whose metadata record names `member` (etcd's framing; see wal-identity.test.ts for the format). */
-function walWith(member: bigint): Buffer {
-  const varint = (n: bigint): number[] => {
-    const out: number[] = [];
-    do {
-      let byte = Number(n & 0x7fn);
-      n >>= 7n;
-      if (n > 0n) byte |= 0x80;
-      out.push(byte);
-    } while (n > 0n);
-    return out;
-  };
-  const metadata = Buffer.from([0x08, ...varint(member), 0x10, ...varint(7n)]);
-  const record = Buffer.from([0x08, 0x01, 0x1a, ...varint(BigInt(metadata.length)), ...metadata]);
-  const pad = (8 - (record.length % 8)) % 8;
-  const length = Buffer.alloc(8);
-  length.writeBigUInt64LE(BigInt(record.length) | (pad ? BigInt(0x80 | pad) << 56n : 0n));
-  return Buffer.concat([length, record, Buffer.alloc(pad + 16)]);
-}
 
 let dir: string;
 let dataDir: string;
