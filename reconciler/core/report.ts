@@ -278,9 +278,16 @@ export function backupsOf(ctx: ReconcileContext, cronJob: CachedObject | undefin
 /** The backup gauges of one cluster: set from what its Jobs did, removed when it has no backups (or is gone). */
 export function recordBackupMetrics(ctx: Pick<ReconcileContext, 'metrics'>, namespace: string, name: string, backup: BackupObservation | undefined): void {
   const labels = { namespace, name };
-  const { backupLastSuccess, backupLastDuration } = ctx.metrics;
+  const { backupLastSuccess, backupLastDuration, backupFailing, backupStale } = ctx.metrics;
   if (backup?.lastBackupTime) backupLastSuccess.set(labels, Date.parse(backup.lastBackupTime) / 1000);
   else backupLastSuccess.remove(labels);
+  if (backup) {
+    backupFailing.set(labels, backup.failing.status ? 1 : 0);
+    backupStale.set(labels, backup.stale.status ? 1 : 0);
+  } else {
+    backupFailing.remove(labels);
+    backupStale.remove(labels);
+  }
   if (backup?.lastDurationSeconds !== undefined) backupLastDuration.set(labels, backup.lastDurationSeconds);
   else backupLastDuration.remove(labels);
 }
