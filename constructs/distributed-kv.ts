@@ -60,6 +60,13 @@ export interface DistributedKVProps {
    * @default false, what `dkv synth` writes: the policy is emitted
    */
   readonly networkPolicyWithheld?: boolean;
+  /**
+   * `true`: no PodMonitor, though the configuration turns monitoring on: the
+   * controller withholds it while the Kubernetes cluster serves no
+   * PodMonitor kind (the Prometheus Operator's CRDs are not installed).
+   * @default false, what `dkv synth` writes: the PodMonitor is emitted
+   */
+  readonly podMonitorWithheld?: boolean;
 }
 
 function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
@@ -126,7 +133,7 @@ export class DistributedKVCluster extends Construct {
     new KVServices(this, 'Services', { identity, config });
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity });
     if (hasNetworkPolicy(spec, config) && !props.networkPolicyWithheld) new KVNetworkPolicy(this, 'NetworkPolicy', { identity, networkPolicy: spec.networkPolicy, config });
-    if (hasPodMonitor(config)) new KVPodMonitor(this, 'PodMonitor', { identity, monitoring: config.monitoring });
+    if (hasPodMonitor(config) && !props.podMonitorWithheld) new KVPodMonitor(this, 'PodMonitor', { identity, monitoring: config.monitoring });
     if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended, tls });
 
     const plainly = rendersPlainly(this);

@@ -72,7 +72,7 @@ export class DkvInstall extends Construct {
     new ControllerNamespace(this, 'Namespace', { identity });
     new DistributedKVDefinition(this, 'Definition', { config, webhookNamespace: identity.namespace });
     new ControllerServiceAccount(this, 'ServiceAccount', { identity });
-    new ControllerClusterRole(this, 'ClusterRole', { identity, watchNamespace });
+    new ControllerClusterRole(this, 'ClusterRole', { identity, watchNamespace, monitoring: config.monitoring.enabled });
     new LeaderElectionRole(this, 'LeaderElection', { identity });
     new BackupRunnerClusterRole(this, 'BackupRunner', { identity });
     new ControllerConfigMap(this, 'Config', { identity, configText: text });

@@ -36,6 +36,8 @@ export interface ReconcileReport {
   readonly storage?: StorageStep;
   /** Whether the NetworkPolicy is applied, withheld or off (network-policy-adoption.ts). */
   readonly networkPolicy: NetworkPolicyAdoption;
+  /** The Monitoring condition while monitoring is on (day2/pod-monitor-step.ts). */
+  readonly monitoring?: ObservedState['monitoring'];
   /** The maintenance step of this reconcile (etcd, when the members answered). */
   readonly maintenance?: MaintenanceStepResult;
   /** The TLS the members run and its certificates' expiry (day2/tls-step.ts); with a problem, why it is not as the spec asks. */
@@ -146,6 +148,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     maintenance,
     tls: report.tls,
     networkPolicy: report.networkPolicy,
+    monitoring: report.monitoring,
   });
   return { degraded: degraded?.reason, backupStaleAtMs: backup?.staleAtMs };
 }
