@@ -63,6 +63,8 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     sharding: { ...base.sharding, ...overrides.sharding },
     maintenance: { ...base.maintenance, ...overrides.maintenance },
     healing: { ...base.healing, ...overrides.healing },
+    // A labels map replaces the default whole, as the top-level labels do: a label can be dropped.
+    monitoring: { ...base.monitoring, ...overrides.monitoring } as GeneratorConfig['monitoring'],
     networkPolicy: mergeNetworkPolicy(base.networkPolicy, overrides.networkPolicy as NetworkPolicyOverrides | undefined),
     backup: mergeBackup(base.backup, overrides.backup as BackupOverrides | undefined),
   };

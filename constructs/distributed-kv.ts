@@ -13,6 +13,7 @@ import { KVMemberConfig } from './member-config.js';
 import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity.js';
 import { KVDisruptionBudget } from './disruption-budget.js';
 import { hasNetworkPolicy, KVNetworkPolicy } from './network-policy.js';
+import { hasPodMonitor, KVPodMonitor } from './pod-monitor.js';
 import { KVServices } from './services.js';
 import { KVStatefulSet } from './stateful-set.js';
 import { PLAIN, tlsInEffect, type LiveTls } from '../model/tls.js';
@@ -59,6 +60,13 @@ export interface DistributedKVProps {
    * @default false, what `dkv synth` writes: the policy is emitted
    */
   readonly networkPolicyWithheld?: boolean;
+  /**
+   * `true`: no PodMonitor, though the configuration turns monitoring on: the
+   * controller withholds it while the Kubernetes cluster serves no
+   * PodMonitor kind (the Prometheus Operator's CRDs are not installed).
+   * @default false, what `dkv synth` writes: the PodMonitor is emitted
+   */
+  readonly podMonitorWithheld?: boolean;
 }
 
 function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
@@ -75,8 +83,9 @@ function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
 /**
  * Everything a DistributedKV turns into: the StatefulSet of members, the
  * headless and client Services, the PodDisruptionBudget, the NetworkPolicy
- * of the members' ports (unless turned off) and, when backups are
- * configured, the backup CronJob. The configuration's per-kind patches
+ * of the members' ports (unless turned off), the PodMonitor of the members'
+ * metrics when monitoring is on and, when backups are configured, the
+ * backup CronJob. The configuration's per-kind patches
  * are applied last, so they can change anything the constructs decide; then
  * each object gets its desired-hash annotation (the hash of everything
  * else), by which the controller tells an object it would write itself from
@@ -124,6 +133,7 @@ export class DistributedKVCluster extends Construct {
     new KVServices(this, 'Services', { identity, config });
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity });
     if (hasNetworkPolicy(spec, config) && !props.networkPolicyWithheld) new KVNetworkPolicy(this, 'NetworkPolicy', { identity, networkPolicy: spec.networkPolicy, config });
+    if (hasPodMonitor(config) && !props.podMonitorWithheld) new KVPodMonitor(this, 'PodMonitor', { identity, monitoring: config.monitoring });
     if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended, tls });
 
     const plainly = rendersPlainly(this);

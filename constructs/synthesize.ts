@@ -16,7 +16,7 @@ import type { LiveTls } from '../model/tls.js';
 export class DistributedKVChart extends Chart {
   constructor(scope: App, id: string, readonly resource: ValidResource, readonly config: GeneratorConfig, membership?: MembershipPlan, options: SynthesisOptions = {}) {
     super(scope, id, { namespace: resource.metadata.namespace, disableResourceNameHashes: true });
-    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership, backupsSuspended: options.backupsSuspended, volumeSizeNow: options.volumeSizeNow, liveTls: options.liveTls, networkPolicyWithheld: options.networkPolicyWithheld });
+    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership, backupsSuspended: options.backupsSuspended, volumeSizeNow: options.volumeSizeNow, liveTls: options.liveTls, networkPolicyWithheld: options.networkPolicyWithheld, podMonitorWithheld: options.podMonitorWithheld });
   }
 }
 
@@ -30,6 +30,8 @@ export interface SynthesisOptions {
   readonly liveTls?: LiveTls;
   /** A cluster that ran without a NetworkPolicy keeps running without one until its spec enables it (reconciler/day2/network-policy-adoption.ts). */
   readonly networkPolicyWithheld?: boolean;
+  /** Monitoring is on but the PodMonitor is not written: the Prometheus Operator's CRD is not served (reconciler/day2/pod-monitor-step.ts). */
+  readonly podMonitorWithheld?: boolean;
 }
 
 function render(resource: ValidResource, config: GeneratorConfig, membership?: MembershipPlan, options?: SynthesisOptions): KubeObject[] {

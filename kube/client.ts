@@ -28,6 +28,10 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   'example.com/v1alpha1/DistributedKV': { plural: 'distributedkvs', namespaced: true },
   'example.com/v1beta1/DistributedKV': { plural: 'distributedkvs', namespaced: true },
   'v1/Secret': { plural: 'secrets', namespaced: true },
+  // The Prometheus Operator's kinds (docs/monitoring.md): served only where its CRDs are installed.
+  'monitoring.coreos.com/v1/PodMonitor': { plural: 'podmonitors', namespaced: true },
+  'monitoring.coreos.com/v1/ServiceMonitor': { plural: 'servicemonitors', namespaced: true },
+  'monitoring.coreos.com/v1/PrometheusRule': { plural: 'prometheusrules', namespaced: true },
 };
 
 /**

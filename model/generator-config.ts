@@ -155,6 +155,24 @@ export interface GeneratorConfig {
       readonly podSelector: LabelSelector;
     };
   };
+  /**
+   * The Prometheus Operator's objects (docs/monitoring.md): with `enabled`, a
+   * PodMonitor for every cluster's members (constructs/pod-monitor.ts) and,
+   * in the install bundle, a ServiceMonitor for the controller and the
+   * PrometheusRule of the alerts (constructs/install/).
+   */
+  readonly monitoring: {
+    /** `false`: none of them, for a Kubernetes cluster without the Prometheus Operator (its CRDs). */
+    readonly enabled: boolean;
+    /** On every PodMonitor, ServiceMonitor and PrometheusRule: what the Prometheus' podMonitorSelector, serviceMonitorSelector and ruleSelector match. */
+    readonly labels: Readonly<Record<string, string>>;
+    /** How often Prometheus scrapes the members and the controller (a Prometheus duration, `30s`). */
+    readonly scrapeInterval: string;
+    /** Where the PrometheusRule goes; empty: the controller's namespace. */
+    readonly ruleNamespace: string;
+    /** Each alert's runbook_url is this with the alert's section (`#dkvmemberdown`): your copy of docs/monitoring.md. */
+    readonly runbookUrl: string;
+  };
   /** Member replacement and quorum-loss recovery (engines/etcd/replacement.ts, docs/auto-healing.md). */
   readonly healing: {
     /** How long a voting member may stay unhealthy, for no reason the controller can read, before it is replaced. */

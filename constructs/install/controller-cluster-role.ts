@@ -28,6 +28,12 @@ const SERVICES: k8s.PolicyRule = { apiGroups: [''], resources: ['services'], ver
 const DISRUPTION_BUDGETS: k8s.PolicyRule = { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: GENERATED };
 /** Each cluster's NetworkPolicy (docs/network-policy.md): only ingress rules on its own members, never wider than the spec and configuration say. */
 const NETWORK_POLICIES: k8s.PolicyRule = { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: GENERATED };
+/**
+ * Each cluster's PodMonitor, only with monitoring on (docs/monitoring.md): not cached (the kind exists only where
+ * the Prometheus Operator's CRDs are installed), so read by name, created if absent, applied; not pruned. Whether
+ * the kind is served is read from discovery, which every authenticated client may read.
+ */
+export const POD_MONITORS: k8s.PolicyRule = { apiGroups: ['monitoring.coreos.com'], resources: ['podmonitors'], verbs: ['get', 'create', 'patch'] };
 const CRON_JOBS: k8s.PolicyRule = { apiGroups: ['batch'], resources: ['cronjobs'], verbs: GENERATED };
 
 /**
@@ -107,6 +113,12 @@ export interface ControllerClusterRoleProps {
    * @default every namespace: one ClusterRoleBinding
    */
   readonly watchNamespace?: string;
+  /**
+   * Monitoring is on (the configuration's monitoring.enabled): the role also
+   * writes the clusters' PodMonitors.
+   * @default false
+   */
+  readonly monitoring?: boolean;
 }
 
 /**
@@ -126,7 +138,8 @@ export class ControllerClusterRole extends Construct {
     const labels = { ...identity.labels };
     const subjects = [controllerSubject(identity)];
     const roleRef = (name: string): k8s.RoleRef => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name });
-    this.clusterRole = new k8s.KubeClusterRole(this, 'Resource', { metadata: { name: identity.name, labels }, rules: CONTROLLER_RULES.map((r) => ({ ...r })) });
+    const rules = props.monitoring ? [...CONTROLLER_RULES, POD_MONITORS] : CONTROLLER_RULES;
+    this.clusterRole = new k8s.KubeClusterRole(this, 'Resource', { metadata: { name: identity.name, labels }, rules: rules.map((r) => ({ ...r })) });
     if (watchNamespace === undefined) {
       new k8s.KubeClusterRoleBinding(this, 'Binding', { metadata: { name: identity.name, labels }, roleRef: roleRef(identity.name), subjects });
       return;

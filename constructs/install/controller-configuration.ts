@@ -5,6 +5,7 @@ import { loadCheckedConfig } from '../config-check.js';
 
 const RUNNER_IMAGE = ['backup', 'runner', 'image'];
 const CONTROLLER_NAMESPACE = ['networkPolicy', 'controller', 'namespaceSelector'];
+const MONITORING = ['monitoring', 'enabled'];
 /** Set by Kubernetes on every namespace: its name. */
 const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
@@ -28,9 +29,12 @@ export interface ControllerConfiguration {
  * clusters' NetworkPolicies admit the controller from the namespace it is
  * installed in: with `namespace`, the shipped file's
  * networkPolicy.controller.namespaceSelector names it, unless `file` names
- * a selector of its own.
+ * a selector of its own. With `monitoring` (`dkv install --monitoring`), the
+ * shipped file turns monitoring on: the one switch, so the controller's
+ * PodMonitors and the bundle's ServiceMonitor and alert rules come and go
+ * together.
  */
-export function controllerConfiguration(file?: string, image?: string, namespace?: string): ControllerConfiguration {
+export function controllerConfiguration(file?: string, image?: string, namespace?: string, monitoring = false): ControllerConfiguration {
   let config = loadCheckedConfig(file);
   let text = readFileSync(file ?? DEFAULT_CONFIG_FILE, 'utf8');
   const ownRunner = file !== undefined && parseDocument(text).hasIn(RUNNER_IMAGE);
@@ -47,6 +51,12 @@ export function controllerConfiguration(file?: string, image?: string, namespace
     document.setIn(CONTROLLER_NAMESPACE, document.createNode(namespaceSelector));
     text = document.toString();
     config = { ...config, networkPolicy: { ...config.networkPolicy, controller: { ...config.networkPolicy.controller, namespaceSelector } } };
+  }
+  if (monitoring && !config.monitoring.enabled) {
+    const document = parseDocument(text);
+    document.setIn(MONITORING, true);
+    text = document.toString();
+    config = { ...config, monitoring: { ...config.monitoring, enabled: true } };
   }
   return { config, text };
 }

@@ -1,6 +1,7 @@
 import { Construct } from 'constructs';
 import { App, Chart } from 'cdk8s';
 import type { KubeObject } from '../../model/kube-object.js';
+import { DkvAlertRules } from './alert-rules.js';
 import { BackupRunnerClusterRole } from './backup-runner-cluster-role.js';
 import { ControllerClusterRole } from './controller-cluster-role.js';
 import { ControllerConfigMap } from './controller-config-map.js';
@@ -11,6 +12,7 @@ import { controllerIdentity, DEFAULT_INSTALL_NAMESPACE } from './controller-iden
 import { ControllerMetricsService } from './controller-metrics-service.js';
 import { ControllerNamespace } from './controller-namespace.js';
 import { ControllerServiceAccount } from './controller-service-account.js';
+import { ControllerServiceMonitor } from './controller-service-monitor.js';
 import { ConversionWebhook } from './conversion-webhook.js';
 import { DistributedKVDefinition } from './custom-resource-definition.js';
 import { FinalBackupFinalizerPolicy } from './final-backup-finalizer-policy.js';
@@ -56,8 +58,10 @@ export interface DkvInstallProps {
  * Deployment with its metrics Service, its conversion webhook's Service and
  * certificate Secret's Role, and PodDisruptionBudget, and the
  * ClusterRole a namespace binds for backup runners that cut VolumeSnapshots;
- * if asked, the admission policy that adds the final-backup finalizer at
- * creation.
+ * with monitoring on (the configuration's monitoring.enabled, `dkv install
+ * --monitoring`), the Prometheus Operator's ServiceMonitor of the controller
+ * and the PrometheusRule of the alerts; if asked, the admission policy that
+ * adds the final-backup finalizer at creation.
  */
 export class DkvInstall extends Construct {
   constructor(scope: Construct, id: string, props: DkvInstallProps) {
@@ -68,7 +72,7 @@ export class DkvInstall extends Construct {
     new ControllerNamespace(this, 'Namespace', { identity });
     new DistributedKVDefinition(this, 'Definition', { config, webhookNamespace: identity.namespace });
     new ControllerServiceAccount(this, 'ServiceAccount', { identity });
-    new ControllerClusterRole(this, 'ClusterRole', { identity, watchNamespace });
+    new ControllerClusterRole(this, 'ClusterRole', { identity, watchNamespace, monitoring: config.monitoring.enabled });
     new LeaderElectionRole(this, 'LeaderElection', { identity });
     new BackupRunnerClusterRole(this, 'BackupRunner', { identity });
     new ControllerConfigMap(this, 'Config', { identity, configText: text });
@@ -79,6 +83,10 @@ export class DkvInstall extends Construct {
       webhookPort: config.conversion.port,
     });
     new ControllerDisruptionBudget(this, 'DisruptionBudget', { identity });
+    if (config.monitoring.enabled) {
+      new ControllerServiceMonitor(this, 'ServiceMonitor', { identity, monitoring: config.monitoring });
+      new DkvAlertRules(this, 'AlertRules', { identity, monitoring: config.monitoring });
+    }
     if (props.finalizerPolicy) new FinalBackupFinalizerPolicy(this, 'FinalizerPolicy', { identity, config, watchNamespace });
   }
 }

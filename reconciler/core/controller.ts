@@ -33,6 +33,7 @@ import type { LiveDistributedKV } from '../../api/exported-definition.js';
 import type { FleetRole } from '../fleet/fleet-role.js';
 import { endCondition, type JobLike } from '../day2/backup-status.js';
 import { equalitySelector } from '../../kube/label-selector.js';
+import { servedKindProbe } from './served-kind.js';
 
 /** What a DistributedKV generates; their informers are label-selected so the cache holds only ours. */
 export const OWNED_KINDS = [
@@ -208,6 +209,7 @@ export class Controller {
       restoreSourceCheck: options.restoreSourceCheck ?? s3RestoreSourceCheck(config.backup.s3, options.s3Credentials),
       fleet: () => this.fleet,
       writeEchoes: this.writeEchoes,
+      podMonitorsServed: servedKindProbe(client, 'monitoring.coreos.com/v1', 'podmonitors', () => clock.now()),
       log,
     };
   }

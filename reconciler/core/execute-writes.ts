@@ -95,7 +95,9 @@ export async function executeWrites(ctx: ReconcileContext, cr: CachedObject, key
         corrected.push(`${name}: restored ${describeDrift(write.drift)}`);
         for (const field of write.drift) {
           const until = memory.fights.corrected(field.path, now);
-          if (until !== undefined) fights.push({ object: name, path: field.path, manager: field.manager, until });
+          if (until === undefined) continue;
+          fights.push({ object: name, path: field.path, manager: field.manager, until });
+          ctx.metrics.recordFight(write.desired.kind, field.path, field.manager);
         }
       } else {
         (write.reason === 'created' ? created : updated).push(name);

@@ -53,6 +53,8 @@ export interface ReconcileContext {
   readonly fleet?: () => FleetRole | undefined;
   /** Writes go through it, so that their own watch events queue nothing (write-echoes.ts). */
   readonly writeEchoes: WriteEchoes;
+  /** Whether the API server serves PodMonitors (served-kind.ts), asked only while monitoring is on; default: discovery on every call. */
+  readonly podMonitorsServed?: () => Promise<boolean>;
 }
 
 /** `Kind/name`: how objects are named in Events, status messages and the controller's memory. */

@@ -17,6 +17,9 @@ import { formatProblem, InvalidConfigError } from '../../api/problem.js';
 import { dottedPath } from '../../model/field-path.js';
 import { API_VERSION, KIND, validateDistributedKV, type ValidResource } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
+import { hasPodMonitor } from '../../constructs/pod-monitor.js';
+import { decidePodMonitor } from '../day2/pod-monitor-step.js';
+import { servesKind } from './served-kind.js';
 import { engineFor } from '../../engines/index.js';
 import { clusterIdentity } from '../../model/cluster-identity.js';
 import type { KubeObject } from '../../model/kube-object.js';
@@ -156,13 +159,19 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     policyApplied: Boolean(ctx.owned.get('networking.k8s.io/v1/NetworkPolicy')?.get(`${namespace}/${identity.networkPolicyName}`))
       || owned.some((o) => o.kind === 'NetworkPolicy') || previouslyGenerated.has(policyName) || ctx.memory.object(key, policyName).appliedHash !== undefined,
   });
+  // Monitoring on, but no PodMonitor kind served (the Prometheus Operator's CRDs absent): the cluster is reconciled without it (pod-monitor-step.ts).
+  const podMonitorWanted = hasPodMonitor(config);
+  const podMonitor = decidePodMonitor({
+    wanted: podMonitorWanted,
+    served: podMonitorWanted ? await (ctx.podMonitorsServed ?? (() => servesKind(ctx.client, 'monitoring.coreos.com/v1', 'podmonitors')))() : undefined,
+  });
   let desired: KubeObject[];
   try {
     // While volumes grow, the members' quota is the one their volumes have room for (storage-step.ts).
     // Running members keep the scheme they run (model/tls.ts): a cluster created before TLS stays plain.
     desired = synthesizeCluster(resource, config, membership?.plan, {
       backupsSuspended: fleet ? fleet.role === 'standby' : undefined, volumeSizeNow: volumeSizeOf(own.statefulSet), liveTls: liveTlsOf(own.statefulSet),
-      networkPolicyWithheld: networkPolicy.state === 'Withheld',
+      networkPolicyWithheld: networkPolicy.state === 'Withheld', podMonitorWithheld: podMonitor.withhold,
     });
   } catch (e) {
     if (!(e instanceof InvalidConfigError)) throw e;
@@ -238,7 +247,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   });
   const maintenance = maintenanceDecision && await actOnMaintenance(ctx, key, maintenanceDecision);
   const reported = await reportOutcome(ctx, {
-    cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step, maintenance, networkPolicy,
+    cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step, maintenance, networkPolicy, monitoring: podMonitor.condition,
     tls: { ...tlsDecision.status, ...(tlsProblem ? { reason: [tlsDecision.status.reason, tlsProblem].filter(Boolean).join('; ') } : {}) }, tlsProblem,
   });
 

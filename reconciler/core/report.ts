@@ -36,6 +36,8 @@ export interface ReconcileReport {
   readonly storage?: StorageStep;
   /** Whether the NetworkPolicy is applied, withheld or off (network-policy-adoption.ts). */
   readonly networkPolicy: NetworkPolicyAdoption;
+  /** The Monitoring condition while monitoring is on (day2/pod-monitor-step.ts). */
+  readonly monitoring?: ObservedState['monitoring'];
   /** The maintenance step of this reconcile (etcd, when the members answered). */
   readonly maintenance?: MaintenanceStepResult;
   /** The TLS the members run and its certificates' expiry (day2/tls-step.ts); with a problem, why it is not as the spec asks. */
@@ -146,6 +148,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     maintenance,
     tls: report.tls,
     networkPolicy: report.networkPolicy,
+    monitoring: report.monitoring,
   });
   return { degraded: degraded?.reason, backupStaleAtMs: backup?.staleAtMs };
 }
@@ -278,9 +281,16 @@ export function backupsOf(ctx: ReconcileContext, cronJob: CachedObject | undefin
 /** The backup gauges of one cluster: set from what its Jobs did, removed when it has no backups (or is gone). */
 export function recordBackupMetrics(ctx: Pick<ReconcileContext, 'metrics'>, namespace: string, name: string, backup: BackupObservation | undefined): void {
   const labels = { namespace, name };
-  const { backupLastSuccess, backupLastDuration } = ctx.metrics;
+  const { backupLastSuccess, backupLastDuration, backupFailing, backupStale } = ctx.metrics;
   if (backup?.lastBackupTime) backupLastSuccess.set(labels, Date.parse(backup.lastBackupTime) / 1000);
   else backupLastSuccess.remove(labels);
+  if (backup) {
+    backupFailing.set(labels, backup.failing.status ? 1 : 0);
+    backupStale.set(labels, backup.stale.status ? 1 : 0);
+  } else {
+    backupFailing.remove(labels);
+    backupStale.remove(labels);
+  }
   if (backup?.lastDurationSeconds !== undefined) backupLastDuration.set(labels, backup.lastDurationSeconds);
   else backupLastDuration.remove(labels);
 }

@@ -21,6 +21,13 @@ export class ControllerMetrics {
   // Timestamps, not ages: an age exported at reconcile time would be stale between reconciles; alert on time() - this.
   readonly backupLastSuccess = new Gauge({ name: 'dkv_backup_last_success_timestamp_seconds', help: 'When the newest successful backup Job of a cluster completed (unix seconds).', labelNames: ['namespace', 'name'], registers: [this.registry] });
   readonly definitionsExports = new Counter({ name: 'dkv_definitions_exports_total', help: 'Scheduled exports of the clusters\' definitions into S3, by result.', labelNames: ['result'], registers: [this.registry] });
+  // The backup conditions as gauges (1: True), for alerts (constructs/install/alert-rules.ts): judged against each cluster's schedule, which a rule could not read.
+  readonly backupFailing = new Gauge({ name: 'dkv_backup_failing', help: 'A cluster\'s BackupFailing condition: 1 while its newest finished backup Job failed.', labelNames: ['namespace', 'name'], registers: [this.registry] });
+  readonly backupStale = new Gauge({ name: 'dkv_backup_stale', help: 'A cluster\'s BackupStale condition: 1 while no backup succeeded since two scheduled runs came and went.', labelNames: ['namespace', 'name'], registers: [this.registry] });
+  readonly fieldFights = new Counter({
+    name: 'dkv_field_fights_total', help: 'Drift brake engaged: a field corrected again and again was left alone for a hold, by kind, field path and the manager that kept changing it.',
+    labelNames: ['kind', 'field', 'manager'], registers: [this.registry],
+  });
   readonly backupLastDuration = new Gauge({ name: 'dkv_backup_last_duration_seconds', help: 'Start to completion of the newest successful backup Job of a cluster.', labelNames: ['namespace', 'name'], registers: [this.registry] });
   readonly conversions = new Histogram({ name: 'dkv_conversion_review_duration_seconds', help: 'ConversionReviews answered by the conversion webhook, by result (success, failure).', labelNames: ['result'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5], registers: [this.registry] });
   readonly fleetActive = new Gauge({ name: 'dkv_fleet_active', help: 'Fleet mode: 1 while this controller\'s cluster holds the fleet lock and writes what is global, 0 while it stands by.', registers: [this.registry] });
@@ -63,12 +70,20 @@ export class ControllerMetrics {
    * count as `other`: the metric's cardinality stays bounded.
    */
   recordDrift(kind: string, field: string, manager: string | undefined, action: 'reported' | 'corrected'): void {
-    let label = manager ?? 'unknown';
-    if (!this.managers.has(label)) {
-      if (this.managers.size < this.maxManagers) this.managers.add(label);
-      else label = 'other';
-    }
-    this.drift.inc({ kind, field, manager: label, action });
+    this.drift.inc({ kind, field, manager: this.managerLabel(manager), action });
+  }
+
+  /** Counts one engaged drift brake (reconciler/core/field-fights.ts), its manager label bounded as recordDrift's. */
+  recordFight(kind: string, field: string, manager: string | undefined): void {
+    this.fieldFights.inc({ kind, field, manager: this.managerLabel(manager) });
+  }
+
+  private managerLabel(manager: string | undefined): string {
+    const label = manager ?? 'unknown';
+    if (this.managers.has(label)) return label;
+    if (this.managers.size >= this.maxManagers) return 'other';
+    this.managers.add(label);
+    return label;
   }
 }
 

@@ -222,5 +222,8 @@ describeWithCluster('the controller takes nothing that is not its own', () => {
     expect(fights[0].message).toContain('Handing a field over');
     expect(await events(namespace, 'kv', 'DriftCorrected')).toHaveLength(3);
     expect(degraded(await client.request('GET', clusterPath(namespace, 'kv')))?.reason).toBe('FieldConflict');
+    // The drift brake engaged once, which the DKVDriftFight alert reads (docs/monitoring.md).
+    const braked = (await controller.metrics.fieldFights.get()).values;
+    expect(braked.map((v) => [v.labels, v.value])).toEqual([[{ kind: 'StatefulSet', field: 'spec.replicas', manager: 'horizontal-pod-autoscaler (scale)' }, 1]]);
   });
 });
