@@ -2,19 +2,25 @@
  * `dkv install`: writes the controller's install bundle (constructs/install/)
  * as one deterministic manifest, `<out>/dkv-install.k8s.yaml`, for
  * `kubectl apply -f` or a GitOps repository. This repository commits the
- * default bundle at deploy/ and CI regenerates it.
+ * default bundle at deploy/ and CI regenerates it. With --monitoring the
+ * Grafana dashboard comes too: in the bundle as a ConfigMap and beside it as
+ * `<out>/monitoring/dkv-dashboard.json` (a subdirectory, so that
+ * `kubectl apply -f <out>` does not take the JSON for a manifest).
  */
 import { mkdirSync } from 'node:fs';
-import { relative, resolve, sep } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { controllerConfiguration } from '../constructs/install/controller-configuration.js';
 import { DEFAULT_INSTALL_NAMESPACE } from '../constructs/install/controller-identity.js';
+import { DASHBOARD_FILE, dashboardJson } from '../constructs/install/dashboard/dkv-dashboard.js';
 import { synthesizeInstall } from '../constructs/install/dkv-install.js';
 import type { KubeObject } from '../model/kube-object.js';
 import { toYaml } from './render.js';
 import { writeFileAtomically } from './write-output.js';
 
 export const INSTALL_FILE = 'dkv-install.k8s.yaml';
+/** Where `--monitoring` writes the dashboard's JSON, relative to --out. */
+export const DASHBOARD_DIRECTORY = 'monitoring';
 
 export const INSTALL_USAGE = `usage: dkv install --out <dir> [options]
   --out <dir>               where to write ${INSTALL_FILE} (the directory is created)
@@ -30,6 +36,9 @@ export const INSTALL_USAGE = `usage: dkv install --out <dir> [options]
   --finalizer-policy        also a MutatingAdmissionPolicy (Kubernetes 1.36 or later) that puts the
                             final-backup finalizer on a cluster with backups as it is created: one
                             write fewer per new cluster for the controller (default: the controller adds it)
+  --monitoring              also the Grafana dashboard (docs/dashboard.md): a ConfigMap labelled
+                            grafana_dashboard: "1" for Grafana's sidecar, and the same JSON in
+                            <out>/${DASHBOARD_DIRECTORY}/${DASHBOARD_FILE} to import by hand
 Writes the namespace, the CRD, the controller's ServiceAccount and least-privilege RBAC, its
 configuration, Deployment, metrics Service and PodDisruptionBudget, and the backup runner's ClusterRole.
 Exit codes: 0 written, 1 invalid configuration (every problem is listed), 2 usage.`;
@@ -41,6 +50,7 @@ export interface InstallOptions {
   readonly watchNamespace?: string;
   readonly configFile?: string;
   readonly finalizerPolicy?: boolean;
+  readonly monitoring?: boolean;
 }
 
 /** A flag with a value `dkv install` cannot take. */
@@ -81,7 +91,7 @@ export function parseInstallFlags(args: readonly string[]): InstallOptions & { r
     args: [...args],
     options: {
       out: { type: 'string' }, namespace: { type: 'string' }, image: { type: 'string' }, replicas: { type: 'string' },
-      'watch-namespace': { type: 'string' }, config: { type: 'string' }, 'finalizer-policy': { type: 'boolean' }, help: { type: 'boolean' },
+      'watch-namespace': { type: 'string' }, config: { type: 'string' }, 'finalizer-policy': { type: 'boolean' }, monitoring: { type: 'boolean' }, help: { type: 'boolean' },
     },
     allowPositionals: false,
   });
@@ -103,14 +113,15 @@ export function parseInstallFlags(args: readonly string[]): InstallOptions & { r
     watchNamespace: namespaceFlag('watch-namespace', values['watch-namespace']),
     configFile: values.config,
     finalizerPolicy: values['finalizer-policy'],
+    monitoring: values.monitoring,
   };
 }
 
 /** The bundle's objects for these options; throws an InputError naming the configuration's problems. */
 export function renderInstall(options: InstallOptions = {}): KubeObject[] {
   const configuration = controllerConfiguration(options.configFile, options.image, options.namespace);
-  const { namespace, image, replicas, watchNamespace, finalizerPolicy } = options;
-  return synthesizeInstall({ configuration, namespace, image, replicas, watchNamespace, finalizerPolicy });
+  const { namespace, image, replicas, watchNamespace, finalizerPolicy, monitoring } = options;
+  return synthesizeInstall({ configuration, namespace, image, replicas, watchNamespace, finalizerPolicy, monitoring });
 }
 
 /**
@@ -126,6 +137,7 @@ export function installHeader(outDir: string, options: InstallOptions): string {
   if (options.replicas !== undefined) flags.push(`--replicas=${options.replicas}`);
   if (options.watchNamespace !== undefined) flags.push(`--watch-namespace=${options.watchNamespace}`);
   if (options.finalizerPolicy) flags.push('--finalizer-policy');
+  if (options.monitoring) flags.push('--monitoring');
   if (options.configFile !== undefined) flags.push(`--config=${JSON.stringify(relative(resolve(outDir), resolve(options.configFile)).split(sep).join('/'))}`);
   return `# Generated by dkv install${flags.map((f) => ` ${f}`).join('')}; do not edit.\n`;
 }
@@ -149,5 +161,11 @@ export async function installCommand(args: string[]): Promise<number> {
   mkdirSync(outDir, { recursive: true });
   writeFileAtomically(outDir, INSTALL_FILE, text);
   process.stderr.write(`wrote ${outDir.replace(/\/$/, '')}/${INSTALL_FILE}\n`);
+  if (options.monitoring) {
+    const dashboardDir = join(outDir, DASHBOARD_DIRECTORY);
+    mkdirSync(dashboardDir, { recursive: true });
+    writeFileAtomically(dashboardDir, DASHBOARD_FILE, dashboardJson());
+    process.stderr.write(`wrote ${join(dashboardDir, DASHBOARD_FILE)}\n`);
+  }
   return 0;
 }

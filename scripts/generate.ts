@@ -5,6 +5,9 @@
  *   docs/spec-reference.md              the spec reference linked from the README
  *   imports/spec-validators.ts          ajv's standalone validators of every served version's spec,
  *   imports/config-validator.ts         and of a configuration file (api/validator-code.ts)
+ * and, from TypeScript rather than the schema:
+ *   deploy/monitoring/dkv-dashboard.json  the Grafana dashboard (constructs/install/dashboard/), as
+ *                                       `dkv install --monitoring` writes it beside the bundle
  * The CRD is derived at synth time (it depends on the configuration) and
  * lands in dist/ with the examples. CI runs this and fails on any difference.
  */
@@ -12,6 +15,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { compile } from 'json-schema-to-typescript';
 import { packageRoot } from '../api/package-root.js';
+import { DASHBOARD_DIRECTORY } from '../cli/install-command.js';
+import { DASHBOARD_FILE, dashboardJson } from '../constructs/install/dashboard/dkv-dashboard.js';
 import { configValidatorModule, specValidatorsModule } from '../api/validator-code.js';
 import { SERVED_VERSIONS, SINCE, STORAGE_VERSION, schemaForVersion, type ServedVersion } from '../api/versions.js';
 
@@ -105,3 +110,5 @@ for (const version of SERVED_VERSIONS.filter((v) => v !== STORAGE_VERSION)) {
 writeFileSync(join(root, 'imports', 'spec-validators.ts'), specValidatorsModule());
 writeFileSync(join(root, 'imports', 'config-validator.ts'), configValidatorModule());
 writeFileSync(join(root, 'docs', 'spec-reference.md'), reference());
+mkdirSync(join(root, 'deploy', DASHBOARD_DIRECTORY), { recursive: true });
+writeFileSync(join(root, 'deploy', DASHBOARD_DIRECTORY, DASHBOARD_FILE), dashboardJson());

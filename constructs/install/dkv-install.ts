@@ -12,6 +12,7 @@ import { ControllerMetricsService } from './controller-metrics-service.js';
 import { ControllerNamespace } from './controller-namespace.js';
 import { ControllerServiceAccount } from './controller-service-account.js';
 import { ConversionWebhook } from './conversion-webhook.js';
+import { DashboardConfigMap } from './dashboard-config-map.js';
 import { DistributedKVDefinition } from './custom-resource-definition.js';
 import { FinalBackupFinalizerPolicy } from './final-backup-finalizer-policy.js';
 import { LeaderElectionRole } from './leader-election-role.js';
@@ -46,6 +47,12 @@ export interface DkvInstallProps {
    * @default false
    */
   readonly finalizerPolicy?: boolean;
+  /**
+   * Also the Grafana dashboard of the clusters and the controller, in a
+   * ConfigMap Grafana's dashboard sidecar loads (`grafana_dashboard: "1"`).
+   * @default false
+   */
+  readonly monitoring?: boolean;
 }
 
 /**
@@ -57,7 +64,7 @@ export interface DkvInstallProps {
  * certificate Secret's Role, and PodDisruptionBudget, and the
  * ClusterRole a namespace binds for backup runners that cut VolumeSnapshots;
  * if asked, the admission policy that adds the final-backup finalizer at
- * creation.
+ * creation, and with monitoring, the Grafana dashboard's ConfigMap.
  */
 export class DkvInstall extends Construct {
   constructor(scope: Construct, id: string, props: DkvInstallProps) {
@@ -80,6 +87,7 @@ export class DkvInstall extends Construct {
     });
     new ControllerDisruptionBudget(this, 'DisruptionBudget', { identity });
     if (props.finalizerPolicy) new FinalBackupFinalizerPolicy(this, 'FinalizerPolicy', { identity, config, watchNamespace });
+    if (props.monitoring) new DashboardConfigMap(this, 'Dashboard', { identity });
   }
 }
 
