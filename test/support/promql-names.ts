@@ -41,6 +41,7 @@ export function metricNames(expr: string): string[] {
     if (KEYWORDS.has(word.toLowerCase())) continue;
     const after = bare.slice(match.index + word.length).trimStart();
     if (after.startsWith('(')) continue; // a function call: rate(, sum(, histogram_quantile(
+    if (/^(by|without)\b/.test(after)) continue; // an aggregation with its grouping first: sum by (pod) (...)
     if (!names.includes(word)) names.push(word);
   }
   return names;

@@ -207,9 +207,9 @@ function rows(controller: string): RowSpec[] {
           queries: [{ expr: `sum by (kind, reason) (rate(dkv_applies_total{${C}}[$__rate_interval]))`, legend: '{{kind}} {{reason}}' }],
         },
         {
-          type: 'timeseries', title: 'Watch restarts',
-          description: 'Watches restarted after an error or an expired resourceVersion: a few are normal, a steady stream means the API server drops them.',
-          queries: [{ expr: `sum by (kind, reason) (increase(dkv_watch_restarts_total{${C}}[$__rate_interval]))`, legend: '{{kind}} {{reason}}' }],
+          type: 'timeseries', title: 'Cached objects by kind',
+          description: 'Objects the controller\'s caches hold, by kind (sharded: each replica\'s share): what its memory grows with.',
+          queries: [{ expr: `sum by (pod, kind) (dkv_cache_objects{${C}})`, legend: '{{pod}} {{kind}}' }],
         },
       ],
     },
