@@ -64,6 +64,9 @@ describeWithCluster('the dashboard\'s queries against what real members and a re
 
   it('finds every metric name of every panel and variable exported by the members or the controller', async () => {
     const { client, namespace, cluster } = bed;
+    // TLS is the default: clients reach the members over https, and the metrics listener stays plain.
+    expect(cluster.addressOf(`${NAME}-0`).clientUrl).toMatch(/^https:/);
+    expect(cluster.addressOf(`${NAME}-0`).metricsUrl).toMatch(/^http:/);
     const monitor = bed.monitor();
     monitor.start();
     // What the panels show: client writes (gRPC, WAL and backend commits),
