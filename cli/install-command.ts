@@ -2,19 +2,25 @@
  * `dkv install`: writes the controller's install bundle (constructs/install/)
  * as one deterministic manifest, `<out>/dkv-install.k8s.yaml`, for
  * `kubectl apply -f` or a GitOps repository. This repository commits the
- * default bundle at deploy/ and CI regenerates it.
+ * default bundle at deploy/ and CI regenerates it. With --monitoring the
+ * Grafana dashboard comes too: in the bundle as a ConfigMap and beside it as
+ * `<out>/monitoring/dkv-dashboard.json` (a subdirectory, so that
+ * `kubectl apply -f <out>` does not take the JSON for a manifest).
  */
 import { mkdirSync } from 'node:fs';
-import { relative, resolve, sep } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { controllerConfiguration } from '../constructs/install/controller-configuration.js';
 import { DEFAULT_INSTALL_NAMESPACE } from '../constructs/install/controller-identity.js';
+import { DASHBOARD_FILE, dashboardJson } from '../constructs/install/dashboard/dkv-dashboard.js';
 import { synthesizeInstall } from '../constructs/install/dkv-install.js';
 import type { KubeObject } from '../model/kube-object.js';
 import { toYaml } from './render.js';
 import { writeFileAtomically } from './write-output.js';
 
 export const INSTALL_FILE = 'dkv-install.k8s.yaml';
+/** Where `--monitoring` writes the dashboard's JSON, relative to --out. */
+export const DASHBOARD_DIRECTORY = 'monitoring';
 
 export const INSTALL_USAGE = `usage: dkv install --out <dir> [options]
   --out <dir>               where to write ${INSTALL_FILE} (the directory is created)
@@ -32,8 +38,11 @@ export const INSTALL_USAGE = `usage: dkv install --out <dir> [options]
                             write fewer per new cluster for the controller (default: the controller adds it)
   --monitoring              turn monitoring on in the shipped configuration (monitoring.enabled, which a
                             --config file may also set): the Prometheus Operator's ServiceMonitor of the
-                            controller, the PrometheusRule of the alerts (docs/monitoring.md), and every
-                            cluster's PodMonitor; needs the Prometheus Operator's CRDs
+                            controller, the PrometheusRule of the alerts (docs/monitoring.md), every
+                            cluster's PodMonitor, and the Grafana dashboard (docs/dashboard.md): a ConfigMap
+                            labelled grafana_dashboard: "1" for Grafana's sidecar, and the same JSON in
+                            <out>/${DASHBOARD_DIRECTORY}/${DASHBOARD_FILE} to import by hand; needs the
+                            Prometheus Operator's CRDs
 Writes the namespace, the CRD, the controller's ServiceAccount and least-privilege RBAC, its
 configuration, Deployment, metrics Service and PodDisruptionBudget, and the backup runner's ClusterRole.
 Exit codes: 0 written, 1 invalid configuration (every problem is listed), 2 usage.`;
@@ -114,9 +123,14 @@ export function parseInstallFlags(args: readonly string[]): InstallOptions & { r
 
 /** The bundle's objects for these options; throws an InputError naming the configuration's problems. */
 export function renderInstall(options: InstallOptions = {}): KubeObject[] {
+  return renderInstallWith(options).objects;
+}
+
+/** The bundle's objects, and whether monitoring is on (the flag, or the configuration file's monitoring.enabled). */
+function renderInstallWith(options: InstallOptions): { objects: KubeObject[]; monitoring: boolean } {
   const configuration = controllerConfiguration(options.configFile, options.image, options.namespace, options.monitoring);
   const { namespace, image, replicas, watchNamespace, finalizerPolicy } = options;
-  return synthesizeInstall({ configuration, namespace, image, replicas, watchNamespace, finalizerPolicy });
+  return { objects: synthesizeInstall({ configuration, namespace, image, replicas, watchNamespace, finalizerPolicy }), monitoring: configuration.config.monitoring.enabled };
 }
 
 /**
@@ -152,9 +166,16 @@ export async function installCommand(args: string[]): Promise<number> {
     return 0;
   }
   const { outDir, ...options } = flags;
-  const text = installHeader(outDir, options) + toYaml(renderInstall(options));
+  const rendered = renderInstallWith(options);
+  const text = installHeader(outDir, options) + toYaml(rendered.objects);
   mkdirSync(outDir, { recursive: true });
   writeFileAtomically(outDir, INSTALL_FILE, text);
   process.stderr.write(`wrote ${outDir.replace(/\/$/, '')}/${INSTALL_FILE}\n`);
+  if (rendered.monitoring) {
+    const dashboardDir = join(outDir, DASHBOARD_DIRECTORY);
+    mkdirSync(dashboardDir, { recursive: true });
+    writeFileAtomically(dashboardDir, DASHBOARD_FILE, dashboardJson());
+    process.stderr.write(`wrote ${join(dashboardDir, DASHBOARD_FILE)}\n`);
+  }
   return 0;
 }

@@ -7,6 +7,9 @@
  *   imports/config-validator.ts         and of a configuration file (api/validator-code.ts)
  *   imports/monitoring.coreos.com.ts    the Prometheus Operator's PodMonitor, ServiceMonitor and PrometheusRule
  *                                       (`cdk8s import`, from the CRDs pinned under api/crds/prometheus-operator/)
+ * and, from TypeScript rather than the schema:
+ *   deploy/monitoring/dkv-dashboard.json  the Grafana dashboard (constructs/install/dashboard/), as
+ *                                       `dkv install --monitoring` writes it beside the bundle
  * The CRD is derived at synth time (it depends on the configuration) and
  * lands in dist/ with the examples. CI runs this and fails on any difference.
  */
@@ -16,6 +19,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compile } from 'json-schema-to-typescript';
 import { packageRoot } from '../api/package-root.js';
+import { DASHBOARD_DIRECTORY } from '../cli/install-command.js';
+import { DASHBOARD_FILE, dashboardJson } from '../constructs/install/dashboard/dkv-dashboard.js';
 import { configValidatorModule, specValidatorsModule } from '../api/validator-code.js';
 import { SERVED_VERSIONS, SINCE, STORAGE_VERSION, schemaForVersion, type ServedVersion } from '../api/versions.js';
 
@@ -134,3 +139,5 @@ writeFileSync(join(root, 'imports', 'spec-validators.ts'), specValidatorsModule(
 writeFileSync(join(root, 'imports', 'config-validator.ts'), configValidatorModule());
 writeFileSync(join(root, 'docs', 'spec-reference.md'), reference());
 importMonitoringTypes();
+mkdirSync(join(root, 'deploy', DASHBOARD_DIRECTORY), { recursive: true });
+writeFileSync(join(root, 'deploy', DASHBOARD_DIRECTORY, DASHBOARD_FILE), dashboardJson());

@@ -14,6 +14,7 @@ import { ControllerNamespace } from './controller-namespace.js';
 import { ControllerServiceAccount } from './controller-service-account.js';
 import { ControllerServiceMonitor } from './controller-service-monitor.js';
 import { ConversionWebhook } from './conversion-webhook.js';
+import { DashboardConfigMap } from './dashboard-config-map.js';
 import { DistributedKVDefinition } from './custom-resource-definition.js';
 import { FinalBackupFinalizerPolicy } from './final-backup-finalizer-policy.js';
 import { LeaderElectionRole } from './leader-election-role.js';
@@ -59,9 +60,10 @@ export interface DkvInstallProps {
  * certificate Secret's Role, and PodDisruptionBudget, and the
  * ClusterRole a namespace binds for backup runners that cut VolumeSnapshots;
  * with monitoring on (the configuration's monitoring.enabled, `dkv install
- * --monitoring`), the Prometheus Operator's ServiceMonitor of the controller
- * and the PrometheusRule of the alerts; if asked, the admission policy that
- * adds the final-backup finalizer at creation.
+ * --monitoring`), the Prometheus Operator's ServiceMonitor of the controller,
+ * the PrometheusRule of the alerts and the Grafana dashboard's ConfigMap; if
+ * asked, the admission policy that adds the final-backup finalizer at
+ * creation.
  */
 export class DkvInstall extends Construct {
   constructor(scope: Construct, id: string, props: DkvInstallProps) {
@@ -86,6 +88,8 @@ export class DkvInstall extends Construct {
     if (config.monitoring.enabled) {
       new ControllerServiceMonitor(this, 'ServiceMonitor', { identity, monitoring: config.monitoring });
       new DkvAlertRules(this, 'AlertRules', { identity, monitoring: config.monitoring });
+      // The Grafana dashboard, in a ConfigMap Grafana's dashboard sidecar loads (`grafana_dashboard: "1"`).
+      new DashboardConfigMap(this, 'Dashboard', { identity });
     }
     if (props.finalizerPolicy) new FinalBackupFinalizerPolicy(this, 'FinalizerPolicy', { identity, config, watchNamespace });
   }
