@@ -247,7 +247,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step, maintenance, networkPolicy,
     tls: migrationStatus(
       { ...tlsDecision.status, ...(tlsProblem ? { reason: [tlsDecision.status.reason, tlsProblem].filter(Boolean).join('; ') } : {}) },
-      tlsPlanned.migration && tlsMigration(migrationRead, membership?.members),
+      // Read again with the members: a Switching phase shows only in their peer URLs (the template is the final one already).
+      config.engine === 'etcd' ? tlsMigration(migrationRead, membership?.members) : undefined,
     ), tlsProblem,
   });
 

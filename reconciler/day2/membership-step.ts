@@ -153,7 +153,11 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
   const replicas = statefulSet ? (statefulSet.spec?.replicas as number | undefined) ?? 1 : undefined;
 
   const tls = read.tls ?? PLAIN;
-  const addresses: MemberAddresses = read.addresses ?? { client: (ns, p, id) => clientUrl(id, p, ns, config, tls.client), peer: (_ns, p, id) => peerUrl(id, p, config, tls.peer) };
+  // Given addresses (tests' loopback ports) take the scheme the members serve now: it changes while a cluster moves to TLS.
+  const given = read.addresses;
+  const addresses: MemberAddresses = given
+    ? { client: (ns, p, id) => withScheme(given.client(ns, p, id), tls.client), peer: (ns, p, id) => withScheme(given.peer(ns, p, id), tls.peer) }
+    : { client: (ns, p, id) => clientUrl(id, p, ns, config, tls.client), peer: (_ns, p, id) => peerUrl(id, p, config, tls.peer) };
   const endpoint = (pod: string) => addresses.client(namespace, pod, identity);
   const ordinals = () => Array.from({ length: Math.max(replicas ?? 0, 1) }, (_, i) => memberName(identity, i));
   // A quorum-loss recovery: its record (the recovery ConfigMap) is read only while one is asked for, or was under way
@@ -244,6 +248,8 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
     ifWriteFails: { plan: step.planIfActionFails, phase: step.phase, message: step.message, members, membership: answered, warning, requeueAfterMs: soonest(step.requeueAfterMs), ...healed },
   };
 }
+
+const withScheme = (url: string, secure: boolean): string => url.replace(/^https?:/, secure ? 'https:' : 'http:');
 
 /** Another change under way that a replacement must not start during, in words. */
 function otherChange(statefulSet: CachedObject, resource: ValidResource, podsSettled: boolean): string | undefined {
