@@ -258,6 +258,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     plan.conflicts.length > 0 ? ctx.objectConflictRecheckMs : undefined,
     holds.length > 0 ? Math.max(1000, Math.min(...holds) - ctx.now()) : undefined,
     membership?.requeueAfterMs,
+    tlsPlanned.migration?.requeueAfterMs,
     maintenance?.requeueAfterMs,
     storage.requeueAfterMs,
     // A create found its name taken: the next reconcile reads that object and decides whose it is, at once.

@@ -97,9 +97,11 @@ async function migrate(size: number): Promise<void> {
     expect(done.tls).toMatchObject({ mode: 'operator', peer: true, client: true });
 
     const failed = load.requests.filter((r) => r.error);
+    const causes = new Map<string, number>();
+    for (const r of failed) causes.set(`${r.pod} ${r.error!.replace(/127\.0\.0\.1:\d+/g, '…').slice(0, 70)}`, (causes.get(`${r.pod} ${r.error!.replace(/127\.0\.0\.1:\d+/g, '…').slice(0, 70)}`) ?? 0) + 1);
     console.log(`${size}-member migration to TLS: ${(migrationMs / 1000).toFixed(1)} s (grace ${GRACE_SECONDS} s included; phases at ${JSON.stringify(observed.at)} ms), `
       + `clients moved at ${clientsMovedAt} ms; ${load.requests.length} requests, ${failed.length} failed (requests to the member restarting); `
-      + `longest election ${monitor.longestElectionMs} ms, max down ${monitor.maxDown()}`);
+      + `longest election ${monitor.longestElectionMs} ms, max down ${monitor.maxDown()}; failures: ${JSON.stringify(Object.fromEntries(causes))}`);
   } finally {
     await load.stop();
     await monitor.stop();
