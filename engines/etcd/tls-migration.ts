@@ -83,7 +83,7 @@ export interface TlsMigrationInput {
   readonly live: TemplateTls | undefined;
   /** Every pod runs the live template (the StatefulSet's rollout is complete). */
   readonly rolledOut: boolean;
-  /** The members' Secrets existed before this reconcile (tls-step.ts issued them, the cache holds them). */
+  /** The members' Secrets existed before this reconcile (tls-step.ts issued them, the cache holds them) and the controller can use them. */
   readonly certificatesIssued: boolean;
   /** The members as the membership API lists them, when it answered. */
   readonly members?: readonly MemberStatus[];
@@ -142,7 +142,7 @@ export function decideTlsMigration(input: TlsMigrationInput): TlsMigrationStep |
       : 'restarting members onto TLS only on the client port' };
   }
   if (!input.certificatesIssued) {
-    return { ...base, render: inTransition ? current : { ...current, transition: undefined }, phase: 'Issuing', requeueAfterMs: SOON_MS, message: 'issuing the certificates before any member mounts them' };
+    return { ...base, render: current, phase: 'Issuing', requeueAfterMs: SOON_MS, message: 'issuing the certificates (or waiting for usable ones) before a member mounts them' };
   }
   if (!inTransition || !input.rolledOut) {
     return { ...base, render: trusting, phase: 'Trusting', requeueAfterMs: SOON_MS, message: `restarting members one at a time with the certificates${peerMove ? ' (peer listeners stay plain HTTP)' : ''}${clientMove ? ', the client port serving TLS beside plain HTTP' : ''}` };

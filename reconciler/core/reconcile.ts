@@ -135,9 +135,11 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     spec: resource.spec, config, statefulSet: own.statefulSet, previous: cr.status as DistributedKVStatus | undefined, now: ctx.now(),
     certificatesIssued: Boolean(secret(secretNames.authority) && secret(secretNames.member)),
   };
-  const tlsPlanned = config.engine === 'etcd' ? tlsPlan(migrationRead) : { render: PLAIN, reach: PLAIN, issue: PLAIN };
+  const planned = config.engine === 'etcd' ? tlsPlan(migrationRead) : { render: PLAIN, reach: PLAIN, issue: PLAIN };
+  const tlsDecision = await tlsStep({ tls: planned.issue, identity, namespace, config, now: new Date(ctx.now()), detectOnly, secret });
+  // A migration does not restart members onto Secrets the controller cannot use: it holds where it is until they are fixed.
+  const tlsPlanned = planned.migration && tlsDecision.problem ? tlsPlan({ ...migrationRead, certificatesIssued: false }) : planned;
   const tls = tlsPlanned.reach;
-  const tlsDecision = await tlsStep({ tls: tlsPlanned.issue, identity, namespace, config, now: new Date(ctx.now()), detectOnly, secret });
   const takenSecrets = tlsDecision.create.length > 0 ? await createTlsSecrets(ctx, cr, tlsDecision.create, identity.serverLabels) : [];
   if (tlsDecision.create.length > takenSecrets.length) ctx.log.info('tls: issued', { key, secrets: tlsDecision.create.map((s) => s.name).filter((n) => !takenSecrets.includes(n)) });
   const tlsProblem = [tlsDecision.problem, ...takenSecrets.map((n) => `Secret ${n} exists and is not this cluster's (or not yet in the cache): it is not written over`)].filter(Boolean).join('; ') || undefined;

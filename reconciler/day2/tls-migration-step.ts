@@ -33,7 +33,7 @@ export interface TlsMigrationReader {
   readonly config: Pick<GeneratorConfig, 'tls'>;
   /** The cluster's own StatefulSet, from the cache. */
   readonly statefulSet?: CachedObject;
-  /** The members' Secret and the CA's exist (in the cache, before this reconcile issues any). */
+  /** The members' Secret and the CA's exist (in the cache, before this reconcile issues any) and are usable (tls-step.ts found no problem). */
   readonly certificatesIssued: boolean;
   readonly previous?: DistributedKVStatus;
   readonly now: number;
