@@ -12,10 +12,12 @@ import type { SpecDocument } from './read-specs.js';
  * manifest it wrote last time, which is what runs. A changed scheme changes
  * every member's peer URL in one rollout: the members restarted first would
  * listen on a scheme the others do not speak, and the cluster would lose its
- * quorum (moving one member at a time through the membership is the
- * migration, not built yet). Typically a spec written before TLS became the
- * default for a spec without `tls`: the message says to set
- * `spec.tls.mode: disabled`.
+ * quorum. Moving one member at a time is the controller's migration
+ * (engines/etcd/tls-migration.ts): it switches each member's peer URL
+ * through the membership between two restarts, which no manifest can say,
+ * so the message points there. Typically a spec written before TLS became
+ * the default for a spec without `tls`: the message says to set
+ * `spec.tls.mode: disabled` to keep plain HTTP.
  */
 export function peerSchemeChanges(specs: readonly SpecDocument[], rendered: ReadonlyMap<string, string>, outDir: string): Problem[] {
   const problems: Problem[] = [];
@@ -31,7 +33,7 @@ export function peerSchemeChanges(specs: readonly SpecDocument[], rendered: Read
       : 'keep spec.tls as it was';
     problems.push({
       file: spec.file, path: 'spec.tls', line: spec.line,
-      message: `would move ${spec.resource.metadata.name}'s peer traffic from ${running} to ${next}, but ${path} runs it on ${running}: every member's peer URL would change in one rollout and the cluster would lose its quorum (moving a running cluster member by member is not built yet); ${keep}`,
+      message: `would move ${spec.resource.metadata.name}'s peer traffic from ${running} to ${next}, but ${path} runs it on ${running}: every member's peer URL would change in one rollout and the cluster would lose its quorum (a manifest cannot move members one at a time: the controller does, switching each member's peer URL through the membership between restarts, once the DistributedKV it reconciles says spec.tls.mode: operator; docs/security.md); ${keep}`,
     });
   }
   return problems;

@@ -16,7 +16,7 @@ import { hasNetworkPolicy, KVNetworkPolicy } from './network-policy.js';
 import { hasPodMonitor, KVPodMonitor } from './pod-monitor.js';
 import { KVServices } from './services.js';
 import { KVStatefulSet } from './stateful-set.js';
-import { PLAIN, tlsInEffect, type LiveTls } from '../model/tls.js';
+import { PLAIN, tlsInEffect, type LiveTls, type TlsInEffect } from '../model/tls.js';
 import { plainJson, rendersPlainly } from './plain-rendering.js';
 
 export interface DistributedKVProps {
@@ -52,6 +52,13 @@ export interface DistributedKVProps {
    * @default none: a new cluster, what `dkv synth` writes; TLS as the spec asks
    */
   readonly liveTls?: LiveTls;
+  /**
+   * The TLS the controller decided the members run: a step of a running
+   * cluster's migration to TLS (engines/etcd/tls-migration.ts). Overrides
+   * `liveTls`.
+   * @default what the spec and `liveTls` say (model/tls.ts)
+   */
+  readonly tls?: TlsInEffect;
   /**
    * `true`: no NetworkPolicy, though the spec and the configuration leave it
    * on: the controller withholds it from a cluster that ran without one
@@ -127,14 +134,16 @@ export class DistributedKVCluster extends Construct {
     const identity = this.identity;
     const engine = engineFor(config.engine);
     // The generic engine's server is the user's own: the generator cannot turn TLS on in it.
-    const tls = config.engine === 'etcd' ? tlsInEffect(spec, props.liveTls) : PLAIN;
+    const tls = config.engine === 'etcd' ? props.tls ?? tlsInEffect(spec, props.liveTls) : PLAIN;
     if (engine.memberConfig) new KVMemberConfig(this, 'MemberConfig', { identity, data: engine.memberConfig({ identity, spec, config, membership, tls }) });
     new KVStatefulSet(this, 'StatefulSet', { identity, spec, config, membership, volumeSizeNow: props.volumeSizeNow, tls });
     new KVServices(this, 'Services', { identity, config });
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity });
     if (hasNetworkPolicy(spec, config) && !props.networkPolicyWithheld) new KVNetworkPolicy(this, 'NetworkPolicy', { identity, networkPolicy: spec.networkPolicy, config });
     if (hasPodMonitor(config) && !props.podMonitorWithheld) new KVPodMonitor(this, 'PodMonitor', { identity, monitoring: config.monitoring });
-    if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended, tls });
+    // While a migration's members still serve plain HTTP to clients, the backup runner uses it: some may not serve TLS yet.
+    const backupTls = tls.transition?.plainClients ? { ...tls, client: false } : tls;
+    if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended, tls: backupTls });
 
     const plainly = rendersPlainly(this);
     for (const child of this.node.findAll()) {

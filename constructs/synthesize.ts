@@ -6,7 +6,7 @@ import { DistributedKVCluster } from './distributed-kv.js';
 import { renderPlainly } from './plain-rendering.js';
 import type { KubeObject } from '../model/kube-object.js';
 import type { MembershipPlan } from '../engines/index.js';
-import type { LiveTls } from '../model/tls.js';
+import type { LiveTls, TlsInEffect } from '../model/tls.js';
 
 /**
  * A cdk8s Chart holding one DistributedKV, in its namespace. `cdk8s synth`,
@@ -16,7 +16,7 @@ import type { LiveTls } from '../model/tls.js';
 export class DistributedKVChart extends Chart {
   constructor(scope: App, id: string, readonly resource: ValidResource, readonly config: GeneratorConfig, membership?: MembershipPlan, options: SynthesisOptions = {}) {
     super(scope, id, { namespace: resource.metadata.namespace, disableResourceNameHashes: true });
-    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership, backupsSuspended: options.backupsSuspended, volumeSizeNow: options.volumeSizeNow, liveTls: options.liveTls, networkPolicyWithheld: options.networkPolicyWithheld, podMonitorWithheld: options.podMonitorWithheld });
+    new DistributedKVCluster(this, 'Cluster', { name: resource.metadata.name, spec: resource.spec, config, membership, backupsSuspended: options.backupsSuspended, volumeSizeNow: options.volumeSizeNow, liveTls: options.liveTls, tls: options.tls, networkPolicyWithheld: options.networkPolicyWithheld, podMonitorWithheld: options.podMonitorWithheld });
   }
 }
 
@@ -26,8 +26,10 @@ export interface SynthesisOptions {
   readonly backupsSuspended?: boolean;
   /** While the members' volumes grow: the size they have now (the live StatefulSet's volume template); see KVStatefulSet. */
   readonly volumeSizeNow?: string;
-  /** The schemes the running members use, read from the live StatefulSet: kept until the migration to TLS exists (model/tls.ts). */
+  /** The schemes the running members use, read from the live StatefulSet: kept unless a migration moves them (model/tls.ts). */
   readonly liveTls?: LiveTls;
+  /** The TLS the controller decided the members run (a migration's step, reconciler/day2/tls-migration-step.ts): overrides liveTls. */
+  readonly tls?: TlsInEffect;
   /** A cluster that ran without a NetworkPolicy keeps running without one until its spec enables it (reconciler/day2/network-policy-adoption.ts). */
   readonly networkPolicyWithheld?: boolean;
   /** Monitoring is on but the PodMonitor is not written: the Prometheus Operator's CRD is not served (reconciler/day2/pod-monitor-step.ts). */

@@ -69,6 +69,8 @@ export interface Membership {
    */
   promote(id: string): Promise<void>;
   remove(id: string): Promise<void>;
+  /** Sets a member's peer URLs (what the others dial it at): a migration to TLS switches them to https (etcd/tls-migration.ts). */
+  updatePeerUrls(id: string, peerUrls: readonly string[]): Promise<void>;
   /** Hands leadership to `toId`, asking the current leader. */
   moveLeader(toId: string): Promise<void>;
   /**

@@ -219,7 +219,7 @@ export interface DistributedKVStatus {
    */
   updatedMembers?: number;
   /**
-   * The TLS the members run with now (which may differ from the spec: a cluster created before TLS stays plain until its migration is built), and when its certificates expire.
+   * The TLS the members run with now (which may differ from the spec: a cluster created before TLS stays plain until its spec sets mode operator, then moves member by member: migration), and when its certificates expire.
    */
   tls?: {
     /**
@@ -250,6 +250,31 @@ export interface DistributedKVStatus {
      * When the client certificate (the controller's, the backup runner's and the restore's) expires.
      */
     clientCertificateNotAfter?: string;
+    /**
+     * A running plain-HTTP cluster moving to TLS, member by member (spec.tls.mode: operator set on it; docs/security.md): where it stands. Absent when no migration is under way.
+     */
+    migration?: {
+      /**
+       * Issuing: the certificates are issued. Trusting: members restart one at a time with them (peer listeners still plain, the client port serving TLS beside plain HTTP). ClientGrace: clients move to https until plainClientsUntil. Switching: per member, its peer URL is switched to https through the membership, then it restarts with TLS only.
+       */
+      phase?: 'Issuing' | 'Trusting' | 'ClientGrace' | 'Switching';
+      /**
+       * Where the phase stands, in words.
+       */
+      message?: string;
+      /**
+       * The members whose peer URL is on https.
+       */
+      membersDone?: string[];
+      /**
+       * When every member began to serve TLS beside plain HTTP on the client port (the clients' grace period began).
+       */
+      plainClientsSince?: string;
+      /**
+       * When plain HTTP is dropped from the client port (configuration tls.plainClientGraceSeconds after plainClientsSince).
+       */
+      plainClientsUntil?: string;
+    };
   };
 }
 /**

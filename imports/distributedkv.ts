@@ -143,7 +143,7 @@ export interface DistributedKVSpec {
     };
   };
   /**
-   * TLS with client-certificate authentication between members (peer) and from clients (client), each configurable on its own; the metrics and health endpoints stay on a plain listener of their own (the probes and scraping use it). A cluster created with this field unset runs TLS with certificates the controller issues (mode `operator`); a cluster whose members already run plain HTTP (created before TLS existed) stays on plain HTTP until the migration to TLS is built, whatever this field says, and status.tls says so (docs/security.md). New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.
+   * TLS with client-certificate authentication between members (peer) and from clients (client), each configurable on its own; the metrics and health endpoints stay on a plain listener of their own (the probes and scraping use it). A cluster created with this field unset runs TLS with certificates the controller issues (mode `operator`); a cluster whose members already run plain HTTP (created before TLS existed) stays on plain HTTP, and status.tls says so, until this field says `mode: operator` itself: then the controller moves it to TLS one member at a time (status.tls.migration; moving back to plain HTTP is not built) (docs/security.md). New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.
    */
   tls?: {
     /**
@@ -374,7 +374,7 @@ export interface DistributedKVStatus {
    */
   updatedMembers?: number;
   /**
-   * The TLS the members run with now (which may differ from the spec: a cluster created before TLS stays plain until its migration is built), and when its certificates expire.
+   * The TLS the members run with now (which may differ from the spec: a cluster created before TLS stays plain until its spec sets mode operator, then moves member by member: migration), and when its certificates expire.
    */
   tls?: {
     /**
@@ -405,6 +405,31 @@ export interface DistributedKVStatus {
      * When the client certificate (the controller's, the backup runner's and the restore's) expires.
      */
     clientCertificateNotAfter?: string;
+    /**
+     * A running plain-HTTP cluster moving to TLS, member by member (spec.tls.mode: operator set on it; docs/security.md): where it stands. Absent when no migration is under way.
+     */
+    migration?: {
+      /**
+       * Issuing: the certificates are issued. Trusting: members restart one at a time with them (peer listeners still plain, the client port serving TLS beside plain HTTP). ClientGrace: clients move to https until plainClientsUntil. Switching: per member, its peer URL is switched to https through the membership, then it restarts with TLS only.
+       */
+      phase?: 'Issuing' | 'Trusting' | 'ClientGrace' | 'Switching';
+      /**
+       * Where the phase stands, in words.
+       */
+      message?: string;
+      /**
+       * The members whose peer URL is on https.
+       */
+      membersDone?: string[];
+      /**
+       * When every member began to serve TLS beside plain HTTP on the client port (the clients' grace period began).
+       */
+      plainClientsSince?: string;
+      /**
+       * When plain HTTP is dropped from the client port (configuration tls.plainClientGraceSeconds after plainClientsSince).
+       */
+      plainClientsUntil?: string;
+    };
   };
 }
 /**

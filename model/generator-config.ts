@@ -109,6 +109,12 @@ export interface GeneratorConfig {
     readonly clientSecret: string;
     readonly caValidityDays: number;
     readonly certificateValidityDays: number;
+    /**
+     * How long a plain-HTTP cluster moving to TLS serves plain HTTP beside
+     * TLS on its client port, for its clients to move to https with a
+     * certificate, before plain HTTP is dropped (engines/etcd/tls-migration.ts).
+     */
+    readonly plainClientGraceSeconds: number;
   };
   /** Fleet mode: the Lease on the coordination API server whose holder writes what is global (reconciler/fleet/fleet-lock.ts). */
   readonly fleet: {

@@ -9,6 +9,7 @@ import { compactionArgs } from './compaction.js';
 import { corruptionCheckArgs } from './corruption-check.js';
 import { backendQuotaBytes } from '../../model/backend-quota.js';
 import { memberTls } from './tls-files.js';
+import { advertisedClientUrls, clientListener } from './tls-migration.js';
 
 /**
  * A real etcd member from the user's image (registry.k8s.io/etcd and
@@ -63,10 +64,11 @@ export const etcdEngine: Engine = {
         `--name=${POD}`,
         `--data-dir=${dataDirectory(config)}`,
         `--listen-peer-urls=${tls.peer ? 'https' : 'http'}://0.0.0.0:${peer}`,
-        `--listen-client-urls=${tls.client ? 'https' : 'http'}://0.0.0.0:${client}`,
+        // During a migration's grace period one port serves both: etcd multiplexes plain HTTP and TLS on one address (tls-migration.ts).
+        `--listen-client-urls=${clientListener(tls, client)}`,
         // Plain, whatever the other listeners use: the probes and Prometheus read it without a certificate.
         `--listen-metrics-urls=http://0.0.0.0:${metrics}`,
-        `--advertise-client-urls=${clientUrl(identity, POD, NAMESPACE, config, tls.client)}`,
+        `--advertise-client-urls=${advertisedClientUrls(tls, (secure) => clientUrl(identity, POD, NAMESPACE, config, secure))}`,
         `--initial-advertise-peer-urls=${peerUrl(identity, POD, config, tls.peer)}`,
         `--initial-cluster-token=${clusterToken(identity)}`,
         ...compactionArgs(spec),

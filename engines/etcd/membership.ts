@@ -103,6 +103,10 @@ export class EtcdMembership implements Membership {
     await this.post(await this.leaderEndpoint(), '/v3/cluster/member/remove', { ID: id });
   }
 
+  async updatePeerUrls(id: string, peerUrls: readonly string[]): Promise<void> {
+    await this.post(await this.leaderEndpoint(), '/v3/cluster/member/update', { ID: id, peerURLs: peerUrls });
+  }
+
   async moveLeader(toId: string): Promise<void> {
     await this.post(await this.leaderEndpoint(), '/v3/maintenance/transfer-leadership', { targetID: toId });
   }

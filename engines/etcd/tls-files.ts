@@ -37,7 +37,9 @@ const secretVolume = (volume: string, secretName: string): k8s.Volume => ({ name
 
 /** etcd's TLS arguments, the member Secret's volume and its mount; none for a listener without TLS. */
 export function memberTls(tls: TlsInEffect, config: Pick<GeneratorConfig, 'tls'>, identity: Pick<ClusterIdentity, 'name'>): { args: string[]; volumes: k8s.Volume[]; volumeMounts: k8s.VolumeMount[] } {
-  if (!tls.peer && !tls.client) return { args: [], volumes: [], volumeMounts: [] };
+  // A member on its way to TLS carries the peer certificate before its own listener uses it: it dials peers that advertise https (tls-migration.ts).
+  const peer = tls.peer || Boolean(tls.transition?.peerCertificates);
+  if (!peer && !tls.client) return { args: [], volumes: [], volumeMounts: [] };
   const file = (name: string) => `${MEMBER_TLS_DIR}/${name}`;
   return {
     args: [
@@ -45,7 +47,7 @@ export function memberTls(tls: TlsInEffect, config: Pick<GeneratorConfig, 'tls'>
         `--cert-file=${file('tls.crt')}`, `--key-file=${file('tls.key')}`,
         '--client-cert-auth', `--trusted-ca-file=${file('ca.crt')}`,
       ] : []),
-      ...(tls.peer ? [
+      ...(peer ? [
         `--peer-cert-file=${file('tls.crt')}`, `--peer-key-file=${file('tls.key')}`,
         '--peer-client-cert-auth', `--peer-trusted-ca-file=${file('ca.crt')}`,
       ] : []),

@@ -254,6 +254,11 @@ export async function makeMemberWrite(ctx: ReconcileContext, key: string, write:
     ctx.log.info('quorum-loss recovery', { key, change: describeRebuildAction(write.action) });
     return;
   }
+  if (write.kind === 'updatePeerUrls') {
+    await write.via.updatePeerUrls(write.id, write.peerUrls);
+    ctx.log.info('membership changed', { key, change: `switched ${write.pod}'s peer URL to ${write.peerUrls.join(',')}` });
+    return;
+  }
   if (write.kind === 'moveLeader') {
     await write.via.moveLeader(write.toId);
     ctx.log.info('membership changed', { key, change: `moved leadership from ${write.fromPod} to ${write.toPod}` });

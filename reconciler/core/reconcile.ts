@@ -42,8 +42,9 @@ import { recordBackupMetrics, refuse, refuseWith, reportFinalBackup, reportOutco
 import { restoreSourceDecision, restoreSourceReader } from '../day2/restore-source.js';
 import { decideNetworkPolicy } from '../day2/network-policy-adoption.js';
 import { liveBackupFolder, s3PathClash } from './s3-path-claims.js';
-import { liveTlsOf } from '../../engines/etcd/tls-files.js';
-import { PLAIN, tlsInEffect } from '../../model/tls.js';
+import { tlsSecretNames } from '../../engines/etcd/tls-files.js';
+import { PLAIN } from '../../model/tls.js';
+import { migrationStatus, tlsMigration, tlsPlan } from '../day2/tls-migration-step.js';
 import { tlsStep } from '../day2/tls-step.js';
 import { ISSUED_KINDS } from './issued-kinds.js';
 
@@ -130,11 +131,18 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   };
   // Day-2: TLS. The schemes the members run (a running cluster keeps its own: model/tls.ts), and the
   // certificates they and the controller need, issued before the members that mount them are written.
-  const tls = config.engine === 'etcd' ? tlsInEffect(resource.spec, liveTlsOf(own.statefulSet)) : PLAIN;
-  const tlsDecision = await tlsStep({
-    tls, identity, namespace, config, now: new Date(ctx.now()), detectOnly,
-    secret: (name) => ours(cr, ctx.owned.get('v1/Secret')?.get(`${namespace}/${name}`)),
-  });
+  // A running plain cluster whose spec asks for TLS explicitly moves to it member by member (tls-migration-step.ts).
+  const secret = (name: string) => ours(cr, ctx.owned.get('v1/Secret')?.get(`${namespace}/${name}`));
+  const secretNames = tlsSecretNames(config, identity);
+  const migrationRead = {
+    spec: resource.spec, config, statefulSet: own.statefulSet, previous: cr.status as DistributedKVStatus | undefined, now: ctx.now(),
+    certificatesIssued: Boolean(secret(secretNames.authority) && secret(secretNames.member)),
+  };
+  const planned = config.engine === 'etcd' ? tlsPlan(migrationRead) : { render: PLAIN, reach: PLAIN, issue: PLAIN };
+  const tlsDecision = await tlsStep({ tls: planned.issue, identity, namespace, config, now: new Date(ctx.now()), detectOnly, secret });
+  // A migration does not restart members onto Secrets the controller cannot use: it holds where it is until they are fixed.
+  const tlsPlanned = planned.migration && tlsDecision.problem ? tlsPlan({ ...migrationRead, certificatesIssued: false }) : planned;
+  const tls = tlsPlanned.reach;
   const takenSecrets = tlsDecision.create.length > 0 ? await createTlsSecrets(ctx, cr, tlsDecision.create, identity.serverLabels) : [];
   if (tlsDecision.create.length > takenSecrets.length) ctx.log.info('tls: issued', { key, secrets: tlsDecision.create.map((s) => s.name).filter((n) => !takenSecrets.includes(n)) });
   const tlsProblem = [tlsDecision.problem, ...takenSecrets.map((n) => `Secret ${n} exists and is not this cluster's (or not yet in the cache): it is not written over`)].filter(Boolean).join('; ') || undefined;
@@ -170,7 +178,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     // While volumes grow, the members' quota is the one their volumes have room for (storage-step.ts).
     // Running members keep the scheme they run (model/tls.ts): a cluster created before TLS stays plain.
     desired = synthesizeCluster(resource, config, membership?.plan, {
-      backupsSuspended: fleet ? fleet.role === 'standby' : undefined, volumeSizeNow: volumeSizeOf(own.statefulSet), liveTls: liveTlsOf(own.statefulSet),
+      backupsSuspended: fleet ? fleet.role === 'standby' : undefined, volumeSizeNow: volumeSizeOf(own.statefulSet), tls: tlsPlanned.render,
       networkPolicyWithheld: networkPolicy.state === 'Withheld', podMonitorWithheld: podMonitor.withhold,
     });
   } catch (e) {
@@ -248,7 +256,11 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const maintenance = maintenanceDecision && await actOnMaintenance(ctx, key, maintenanceDecision);
   const reported = await reportOutcome(ctx, {
     cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step, maintenance, networkPolicy, monitoring: podMonitor.condition,
-    tls: { ...tlsDecision.status, ...(tlsProblem ? { reason: [tlsDecision.status.reason, tlsProblem].filter(Boolean).join('; ') } : {}) }, tlsProblem,
+    tls: migrationStatus(
+      { ...tlsDecision.status, ...(tlsProblem ? { reason: [tlsDecision.status.reason, tlsProblem].filter(Boolean).join('; ') } : {}) },
+      // Read again with the members: a Switching phase shows only in their peer URLs (the template is the final one already).
+      config.engine === 'etcd' ? tlsMigration(migrationRead, membership?.members) : undefined,
+    ), tlsProblem,
   });
 
   if (outcome.failures.length > 0) throw new Error(`${outcome.failures.length} write(s) failed: ${outcome.failures.join('; ')}`);
@@ -257,6 +269,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     plan.conflicts.length > 0 ? ctx.objectConflictRecheckMs : undefined,
     holds.length > 0 ? Math.max(1000, Math.min(...holds) - ctx.now()) : undefined,
     membership?.requeueAfterMs,
+    tlsPlanned.migration?.requeueAfterMs,
     maintenance?.requeueAfterMs,
     storage.requeueAfterMs,
     // A create found its name taken: the next reconcile reads that object and decides whose it is, at once.
@@ -279,7 +292,7 @@ async function actOnMembership(ctx: ReconcileContext, key: string, decision: Mem
     if (write.kind === 'membership') ctx.log.warn('membership change refused or failed', { key, action: write.action.type, error });
     else if (write.kind === 'healing') ctx.log.warn('replacement step refused or failed', { key, action: write.action.type, error });
     else if (write.kind === 'recovery') ctx.log.warn('recovery step refused or failed', { key, action: write.action.type, error });
-    else ctx.log.warn('upgrade step refused or failed', { key, action: write.kind === 'moveLeader' ? 'moveLeader' : 'deletePod', error });
+    else ctx.log.warn('upgrade step refused or failed', { key, action: write.kind === 'restartMember' ? 'deletePod' : write.kind, error });
     return membershipNotYet(decision, error);
   }
 }

@@ -235,13 +235,24 @@ export function statusChanged(previous: DistributedKVStatus | undefined, next: D
 
 /**
  * The JSON merge patch that turns `previous` into `next`: every field of
- * `next`, and null for every top-level field only `previous` has (a merge
- * patch deletes only what it sets to null: without them, a field such as
- * lastBackupTime that should disappear never does, and every reconcile
- * writes the same patch again).
+ * `next`, and null for every field only `previous` has, in nested objects
+ * too (a merge patch deletes only what it sets to null and merges objects
+ * key by key: without them, a field such as lastBackupTime, or
+ * tls.migration once a migration is done, that should disappear never does,
+ * and every reconcile writes the same patch again). Arrays are replaced
+ * whole by a merge patch: nothing to null in them.
  */
 export function statusPatch(previous: DistributedKVStatus | undefined, next: DistributedKVStatus): { status: Record<string, unknown> } {
-  const status: Record<string, unknown> = { ...next };
-  for (const key of Object.keys(previous ?? {})) if (!(key in next)) status[key] = null;
-  return { status };
+  return { status: withNulls(previous as Record<string, unknown> | undefined, next as Record<string, unknown>) };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function withNulls(previous: Record<string, unknown> | undefined, next: Record<string, unknown>): Record<string, unknown> {
+  const patch: Record<string, unknown> = { ...next };
+  for (const [key, was] of Object.entries(previous ?? {})) {
+    if (!(key in next)) patch[key] = null;
+    else if (isObject(was) && isObject(next[key])) patch[key] = withNulls(was, next[key]);
+  }
+  return patch;
 }

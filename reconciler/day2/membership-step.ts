@@ -14,6 +14,7 @@ import { EtcdMembership } from '../../engines/etcd/membership.js';
 import { clientUrl, memberName, peerUrl } from '../../engines/etcd/peer-urls.js';
 import { decideScalingStep, type MembershipAction, type ScalingPhase } from '../../engines/etcd/scaling.js';
 import { decideUpgradeStep, type MemberPod, type UpgradeStep } from '../../engines/etcd/upgrade.js';
+import { gateSwitchingRestart } from '../../engines/etcd/tls-migration.js';
 import type { KubeClient } from '../../kube/client.js';
 import { hasQuorum, type Membership, type MembershipStatus, type MemberStatus } from '../../engines/membership.js';
 import type { ReplacementAction } from '../../engines/etcd/replacement.js';
@@ -91,6 +92,8 @@ export type MemberWrite =
   | { readonly kind: 'membership'; readonly action: MembershipAction; readonly peerUrl: string; readonly via: Membership }
   /** Leadership moves off a member before the upgrade restarts it. */
   | { readonly kind: 'moveLeader'; readonly toId: string; readonly fromPod: string; readonly toPod: string; readonly via: Membership }
+  /** A member's peer URLs switched to https just before its restart (a migration to TLS, engines/etcd/tls-migration.ts). */
+  | { readonly kind: 'updatePeerUrls'; readonly id: string; readonly pod: string; readonly peerUrls: readonly string[]; readonly via: Membership }
   /** A member restarts onto the new pod template: the pod that was judged is deleted (uid and resourceVersion preconditions). */
   | { readonly kind: 'restartMember'; readonly namespace: string; readonly pod: MemberPod; readonly reason: string; readonly change: string }
   /** One step of a member replacement (engines/etcd/replacement.ts): mark its claim, remove it, delete its claim and pod, add it back, disarm. */
@@ -150,7 +153,11 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
   const replicas = statefulSet ? (statefulSet.spec?.replicas as number | undefined) ?? 1 : undefined;
 
   const tls = read.tls ?? PLAIN;
-  const addresses: MemberAddresses = read.addresses ?? { client: (ns, p, id) => clientUrl(id, p, ns, config, tls.client), peer: (_ns, p, id) => peerUrl(id, p, config, tls.peer) };
+  // Given addresses (tests' loopback ports) take the scheme the members serve now: it changes while a cluster moves to TLS.
+  const given = read.addresses;
+  const addresses: MemberAddresses = given
+    ? { client: (ns, p, id) => withScheme(given.client(ns, p, id), tls.client), peer: (ns, p, id) => withScheme(given.peer(ns, p, id), tls.peer) }
+    : { client: (ns, p, id) => clientUrl(id, p, ns, config, tls.client), peer: (_ns, p, id) => peerUrl(id, p, config, tls.peer) };
   const endpoint = (pod: string) => addresses.client(namespace, pod, identity);
   const ordinals = () => Array.from({ length: Math.max(replicas ?? 0, 1) }, (_, i) => memberName(identity, i));
   // A quorum-loss recovery: its record (the recovery ConfigMap) is read only while one is asked for, or was under way
@@ -242,6 +249,8 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
   };
 }
 
+const withScheme = (url: string, secure: boolean): string => url.replace(/^https?:/, secure ? 'https:' : 'http:');
+
 /** Another change under way that a replacement must not start during, in words. */
 function otherChange(statefulSet: CachedObject, resource: ValidResource, podsSettled: boolean): string | undefined {
   if (!podsSettled) return 'the StatefulSet has not caught up with its pods yet';
@@ -297,14 +306,24 @@ async function upgradeStep(
     const upgrade = { upgrading: false, message: `all ${replicas} members run ${resource.spec.image}`, currentVersion: resource.spec.image, targetVersion: resource.spec.image, updatedMembers: replicas };
     return { result: { ...result, upgrade } };
   }
+  const pods = await read.memberPods(namespace, identity);
   const step = decideUpgradeStep({
     targetImage: resource.spec.image, targetArgs: templateArgs(sts), replicas, statefulSetCurrent, updateRevision: sts.status?.updateRevision,
-    pods: await read.memberPods(namespace, identity), membership: status,
+    pods, membership: status,
   });
-  const { action, requeueAfterMs, ...upgrade } = step;
+  // A migration to TLS switches each member's peer URL just before its restart (tls-migration.ts).
+  const action = statefulSetCurrent ? gateSwitchingRestart(step.action, pods, status.members, templateArgs(sts)) : step.action;
+  const { action: _decided, requeueAfterMs, ...upgrade } = step;
   const next: MembershipStepResult = { ...result, upgrade, requeueAfterMs: Math.min(result.requeueAfterMs ?? Infinity, requeueAfterMs ?? Infinity) };
   if (next.requeueAfterMs === Infinity) delete (next as { requeueAfterMs?: number }).requeueAfterMs;
   if (!action || detectOnly) return { result: next };
+  if (action.type === 'updatePeerUrls') {
+    return {
+      result: { ...next, upgrade: { ...upgrade, message: `switching ${action.pod}'s peer URL to ${action.peerUrls.join(',')} before restarting it with TLS` }, changed: `switched ${action.pod}'s peer URL to ${action.peerUrls.join(',')} before restarting it with TLS` },
+      write: { kind: 'updatePeerUrls', id: action.id, pod: action.pod, peerUrls: action.peerUrls, via: membership },
+      ifWriteFails: next,
+    };
+  }
   if (action.type === 'moveLeader') {
     return {
       result: { ...next, changed: `moved leadership from ${action.fromPod} to ${action.toPod} before restarting it` },

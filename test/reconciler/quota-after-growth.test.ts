@@ -118,7 +118,9 @@ function reader(sts: CachedObject, pods: MemberPod[], leader: string): Membershi
   const members: MemberStatus[] = [0, 1, 2].map((i) => ({ id: `id${i}`, name: `kv-${i}`, peerUrls: [], learner: false, healthy: true, leader: `kv-${i}` === leader, alarms: [] }));
   const status: MembershipStatus = { members, voters: 3, healthyVoters: 3, leaderId: members.find((m) => m.leader)!.id, alarms: [] };
   const refuse = async (): Promise<never> => { throw new Error('the step changed the members itself'); };
-  const membership: Membership = { status: async () => status, addLearner: refuse, promote: refuse, remove: refuse, moveLeader: refuse, defragment: refuse, compact: refuse, disarm: refuse };
+  const membership: Membership = {
+    status: async () => status, addLearner: refuse, promote: refuse, remove: refuse, updatePeerUrls: refuse, moveLeader: refuse, defragment: refuse, compact: refuse, disarm: refuse,
+  };
   const configMap = { metadata: { name: 'kv-members' }, data: { ETCD_INITIAL_CLUSTER: 'kv-0=a,kv-1=b,kv-2=c', ETCD_INITIAL_CLUSTER_STATE: 'new' } } as unknown as CachedObject;
   // Every member's claim bound: nothing to heal.
   const claims = new Map([0, 1, 2].map((i) => [`kv-${i}`, { name: `data-kv-${i}`, uid: `claim-${i}`, deleting: false, phase: 'Bound' }]));

@@ -97,6 +97,12 @@ describe('the status of a DistributedKV', () => {
     expect(statusPatch(undefined, without).status).not.toHaveProperty('lastBackupTime');
   });
 
+  it('removes a nested field that no longer applies (tls.migration once a migration is done) with an explicit null', () => {
+    const migrating = { ...desiredStatus(observed(), undefined, NOW), tls: { mode: 'operator' as const, peer: false, client: false, reason: 'moving', migration: { phase: 'Switching' as const, membersDone: ['kv-2'] } } };
+    const done = { ...desiredStatus(observed(), migrating, LATER), tls: { mode: 'operator' as const, peer: true, client: true } };
+    expect(statusPatch(migrating, done).status.tls).toEqual({ mode: 'operator', peer: true, client: true, reason: null, migration: null });
+  });
+
   describe('with a membership (etcd engine)', () => {
     const member = (name: string, over: Record<string, unknown> = {}) => ({ id: name, name, peerUrls: [], learner: false, healthy: true, leader: false, alarms: [], ...over });
 

@@ -40,10 +40,11 @@ export class ClientLoad {
   start(max = 5_000, options: { leases?: boolean } = {}): void {
     const kinds: RequestKind[] = options.leases ? ['put', 'range', 'keepalive'] : ['put', 'range'];
     this.loops = this.pods.flatMap((pod) => kinds.map(async (kind) => {
-      const url = this.cluster.addressOf(pod).clientUrl;
-      const lease = kind === 'keepalive' ? (await etcdPost(url, '/v3/lease/grant', { TTL: 30 }, 10_000)).ID : undefined;
+      const lease = kind === 'keepalive' ? (await etcdPost(this.cluster.addressOf(pod).clientUrl, '/v3/lease/grant', { TTL: 30 }, 10_000)).ID : undefined;
       for (let n = 0; n < max && !this.stopped; n++) {
         const start = Date.now();
+        // Read at each request: a client that moves to https (LocalEtcdCluster.useClientScheme) does so between two requests.
+        const url = this.cluster.addressOf(pod).clientUrl;
         try {
           if (kind === 'put') await etcdPost(url, '/v3/kv/put', { key: b64(`load/${pod}`), value: b64(String(n)) }, 10_000);
           else if (kind === 'range') await etcdPost(url, '/v3/kv/range', { key: b64(`load/${pod}`) }, 10_000);

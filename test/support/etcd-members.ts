@@ -127,6 +127,19 @@ export class LocalEtcdCluster {
     return [...this.addresses.values()].some((a) => new URL(a.clientUrl).origin === origin);
   }
 
+  /**
+   * From now on the members' client URLs (addressOf, and so the tests'
+   * clients) use this scheme: a cluster created plain, or one moving to TLS
+   * whose clients move to https during its grace period. The members listen
+   * with the schemes their arguments give, whatever this says.
+   */
+  useClientScheme(secure: boolean): void {
+    for (const [pod, address] of this.addresses) {
+      this.addresses.set(pod, { ...address, clientUrl: address.clientUrl.replace(/^https?:/, secure ? 'https:' : 'http:') });
+    }
+    this.tls.client = secure;
+  }
+
   /** The loopback address of a member, by pod name (allocated on first use). */
   async address(pod: string): Promise<MemberAddress> {
     let address = this.addresses.get(pod);
@@ -234,13 +247,15 @@ export class LocalEtcdCluster {
         const member = await this.address(host);
         const target = Number(p) === port('peer') ? member.peerUrl : Number(p) === port('client') ? member.clientUrl : undefined;
         if (!target) throw new Error(`${pod}: ${url} in ${arg} names no port of the member`);
-        out = out.replace(url, target);
+        // The argument's own scheme: a member moving to TLS advertises http and https URLs of one address.
+        out = out.replace(url, `${url.split(':')[0]}:${target.slice(target.indexOf('//'))}`);
       }
       const hostPort = (url: string) => url.replace(/^https?:\/\//, '');
+      // Every occurrence: one address may be listed once per scheme (a client port serving plain HTTP beside TLS).
       out = out
-        .replace(`0.0.0.0:${port('client')}`, hostPort(own.clientUrl))
-        .replace(`0.0.0.0:${port('peer')}`, hostPort(own.peerUrl))
-        .replace(`0.0.0.0:${port('metrics')}`, hostPort(own.metricsUrl));
+        .replaceAll(`0.0.0.0:${port('client')}`, hostPort(own.clientUrl))
+        .replaceAll(`0.0.0.0:${port('peer')}`, hostPort(own.peerUrl))
+        .replaceAll(`0.0.0.0:${port('metrics')}`, hostPort(own.metricsUrl));
       const secret = secretMounts.find((m) => out.includes(`=${m.mountPath}/`));
       if (secret) out = out.replace(`=${secret.mountPath}/`, `=${secret.dir}/`);
       else if (mountPath && out.includes(`=${mountPath}`)) out = out.replace(`=${mountPath}`, `=${volume}`);
