@@ -7,8 +7,9 @@
 #
 # The caller sets `here` (its own directory, which holds its go.mod) first. Gives:
 #   cache_root                  $DKV_CONTROL_PLANE_CACHE, default $HOME/.cache/dkv-control-plane
-#   modver MODULE [GO_MOD]      the version a go.mod requires (default $here/go.mod;
-#                               read with awk: no network, no go invocation)
+#   modver MODULE [GO_MOD]      the version a go.mod requires, in a require block or on a
+#                               one-line require (default $here/go.mod; read with awk: no
+#                               network, no go invocation)
 #   content_key [TEXT...]       12 hex digits of the SHA-256 of $here/go.mod, $here/go.sum
 #                               and each TEXT on a line of its own (build flags, file lists)
 #   cached_build NAME OUT IS_BUILT BUILD
@@ -24,7 +25,7 @@ export GOTOOLCHAIN=local CGO_ENABLED=0
 cache_root="${DKV_CONTROL_PLANE_CACHE:-${HOME}/.cache/dkv-control-plane}"
 
 modver() {
-  awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "${2:-$here/go.mod}"
+  awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit } $1 == "require" && $2 == m && $3 ~ /^v/ { print $3; exit }' "${2:-$here/go.mod}"
 }
 
 content_key() {

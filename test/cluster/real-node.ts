@@ -98,8 +98,10 @@ export interface ImageSpec {
   /** `SRC:DEST[:MODE]` files and `DEST[:MODE]` directories (see node/oci-image.sh). */
   readonly files?: readonly string[];
   readonly dirs?: readonly string[];
+  /** `SRC:DEST` directories copied whole, modes kept. */
+  readonly trees?: readonly string[];
   readonly user?: string;
-  readonly entrypoint?: string;
+  readonly entrypoint?: string | readonly string[];
   readonly cmd?: readonly string[];
   readonly workdir?: string;
   readonly env?: readonly string[];
@@ -110,12 +112,13 @@ export function assembleImage(outFile: string, spec: ImageSpec): string {
   const args = [join(nodeScripts, 'oci-image.sh'), outFile, spec.name];
   for (const f of spec.files ?? []) args.push('--file', f);
   for (const d of spec.dirs ?? []) args.push('--dir', d);
+  for (const t of spec.trees ?? []) args.push('--tree', t);
   if (spec.user) args.push('--user', spec.user);
-  if (spec.entrypoint) args.push('--entrypoint', spec.entrypoint);
+  for (const e of typeof spec.entrypoint === 'string' ? [spec.entrypoint] : spec.entrypoint ?? []) args.push('--entrypoint', e);
   for (const c of spec.cmd ?? []) args.push('--cmd', c);
   if (spec.workdir) args.push('--workdir', spec.workdir);
   for (const e of spec.env ?? []) args.push('--env', e);
-  const result = spawnSync('bash', args, { encoding: 'utf8' });
+  const result = spawnSync('bash', args, { encoding: 'utf8', maxBuffer: 16 << 20 });
   if (result.status !== 0) throw new Error(`oci-image.sh ${spec.name} failed: ${result.stderr}`);
   return outFile;
 }

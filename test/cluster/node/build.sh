@@ -13,6 +13,9 @@
 #                           the CNI plugins (github.com/containernetworking/plugins);
 #   pause                   the pod sandbox's process (./pause: no registry is reachable
 #                           for registry.k8s.io/pause);
+#   coredns                 the cluster DNS (member names of a headless Service), with
+#                           the plugins it needs only (./coredns: its own module, as
+#                           CoreDNS pins k8s.io/* of its own);
 # and installs runc from Debian's packages when it is missing (see install_runc).
 # containerd and the plugins have their own module (./go.mod): containerd 2.4 pins
 # k8s.io/* v0.37, which must not move the control plane's v0.36.
@@ -42,8 +45,9 @@ kubelet_k8s_version="$(modver k8s.io/kubernetes "$here/kubelet/go.mod")"
   die "the kubelet's k8s.io/kubernetes ($kubelet_k8s_version, $here/kubelet/go.mod) is not the control plane's ($k8s_version, $cluster/go.mod): copy the new release's require and replace lines there too"
 containerd_version="$(modver github.com/containerd/containerd/v2)"
 cni_version="$(modver github.com/containernetworking/plugins)"
-[[ -n "$k8s_version" && -n "$containerd_version" && -n "$cni_version" ]] ||
-  die "cannot read the k8s.io/kubernetes ($cluster/go.mod), containerd or CNI plugins ($here/go.mod) versions"
+coredns_version="$(modver github.com/coredns/coredns "$here/coredns/go.mod")"
+[[ -n "$k8s_version" && -n "$containerd_version" && -n "$cni_version" && -n "$coredns_version" ]] ||
+  die "cannot read the k8s.io/kubernetes ($cluster/go.mod), containerd or CNI plugins ($here/go.mod) or CoreDNS ($here/coredns/go.mod) versions"
 
 k8s_minor="${k8s_version#v1.}"; k8s_minor="${k8s_minor%%.*}"
 ldflags_k8s="-s -w"
@@ -56,9 +60,11 @@ ldflags_containerd="-s -w -X github.com/containerd/containerd/v2/version.Version
 tags_containerd="urfave_cli_no_docs osusergo netgo static_build"
 tags_shim="$tags_containerd no_grpc"
 ldflags_cni="-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=${cni_version}"
+# CoreDNS' Makefile stamps the commit only (coremain.GitCommit); the version is in its source.
+ldflags_coredns="-s -w"
 
 cni_plugins=(bridge host-local loopback portmap)
-all_binaries=(kubelet containerd containerd-shim-runc-v2 ctr "${cni_plugins[@]}" pause)
+all_binaries=(kubelet containerd containerd-shim-runc-v2 ctr "${cni_plugins[@]}" pause coredns)
 
 if (($# > 0)); then wanted=("$@"); else wanted=("${all_binaries[@]}"); fi
 for b in "${wanted[@]}"; do
@@ -77,6 +83,7 @@ recipe_key() { # $1 = binary
       containerd-shim-runc-v2) cat "$here/go.mod" "$here/go.sum"; printf '%s\n%s\n' "$ldflags_containerd" "$tags_shim" ;;
       containerd | ctr) cat "$here/go.mod" "$here/go.sum"; printf '%s\n%s\n' "$ldflags_containerd" "$tags_containerd" ;;
       pause) cat "$here/go.mod" "$here/pause/main.go" ;;
+      coredns) cat "$here/coredns/go.mod" "$here/coredns/go.sum" "$here/coredns/main.go"; printf '%s\n' "$ldflags_coredns" ;;
       *) cat "$here/go.mod" "$here/go.sum"; printf '%s\n' "$ldflags_cni" ;;
     esac
   } | sha256sum | cut -d' ' -f1
@@ -90,6 +97,7 @@ build_command() { # $1 = binary, $2 = output file: sets cmd and dir
     containerd | ctr) cmd=("${gb[@]}" -tags "$tags_containerd" -ldflags "$ldflags_containerd" -o "$2" "github.com/containerd/containerd/v2/cmd/$1") ;;
     containerd-shim-runc-v2) cmd=("${gb[@]}" -tags "$tags_shim" -ldflags "$ldflags_containerd" -o "$2" "github.com/containerd/containerd/v2/cmd/$1") ;;
     pause) cmd=("${gb[@]}" -ldflags "-s -w" -o "$2" ./pause) ;;
+    coredns) dir="$here/coredns"; cmd=("${gb[@]}" -ldflags "$ldflags_coredns" -o "$2" .) ;;
     host-local) cmd=("${gb[@]}" -ldflags "$ldflags_cni" -o "$2" "github.com/containernetworking/plugins/plugins/ipam/host-local") ;;
     portmap) cmd=("${gb[@]}" -ldflags "$ldflags_cni" -o "$2" "github.com/containernetworking/plugins/plugins/meta/portmap") ;;
     *) cmd=("${gb[@]}" -ldflags "$ldflags_cni" -o "$2" "github.com/containernetworking/plugins/plugins/main/$1") ;;
@@ -144,6 +152,7 @@ build_binary() { # $1 = binary: beside its final place, renamed into place, stam
   (cd "$dir" && "${cmd[@]}") || die "building $b failed (see output above)"
   case "$b" in
     kubelet | containerd) "$tmp" --version >&2 ;;
+    coredns) "$tmp" -version >&2 ;;
     ctr | containerd-shim-runc-v2) "$tmp" -v >&2 ;;
     *) ;;
   esac
