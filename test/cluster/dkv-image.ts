@@ -130,7 +130,10 @@ export function dkvImageSpec(inputs: DkvImageInputs): ImageSpec {
       } else if (copy.from === 'build' && source === '/app/lib') {
         // The image's lib/ holds no tests or benchmarks (.dockerignore leaves them out of the context).
         for (const entry of readdirSync(join(inputs.root, 'lib'))) {
-          if (entry !== 'test' && entry !== 'bench') trees.push(`${join(inputs.root, 'lib', entry)}:${join(dest, entry)}`);
+          if (entry === 'test' || entry === 'bench') continue;
+          const local = join(inputs.root, 'lib', entry);
+          if (statSync(local).isDirectory()) trees.push(`${local}:${join(dest, entry)}`);
+          else files.push(`${local}:${join(dest, entry)}:0644`);
         }
       } else if (copy.from === 'build' && source.startsWith('/app/')) {
         const local = join(inputs.root, source.slice('/app/'.length));

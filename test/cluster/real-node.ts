@@ -22,7 +22,7 @@
  *
  * Built by test/cluster/node/build.sh (opt-in: nothing in the kwok lane builds it).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { connect, createServer, type Server } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
@@ -32,6 +32,7 @@ import { randomBytes } from 'node:crypto';
 import { KubeClient } from '../../kube/client.js';
 import { eventually, yes } from '../support/eventually.js';
 import { httpProbe } from '../support/http-probe.js';
+import { startClusterDns, type ClusterDns } from './cluster-dns.js';
 import { exitDescription, freePort, launch, terminate, type ControlPlane } from './control-plane.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -39,7 +40,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const nodeScripts = here.includes(join('lib', 'test')) ? join(here, '..', '..', '..', 'test', 'cluster', 'node') : join(here, 'node');
 
 /** What the node runs, relative to node/build.sh's directory. */
-export const REAL_NODE_BINARIES = ['kubelet', 'containerd', 'containerd-shim-runc-v2', 'ctr', 'pause', 'cni/loopback', 'cni/bridge', 'cni/host-local', 'cni/portmap'] as const;
+export const REAL_NODE_BINARIES = ['kubelet', 'containerd', 'containerd-shim-runc-v2', 'ctr', 'pause', 'coredns', 'cni/loopback', 'cni/bridge', 'cni/host-local', 'cni/portmap'] as const;
 /** The sandbox image the containerd config pins (Kubernetes 1.36's), assembled from node/pause. */
 export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10.1';
 /** A first build of the node's parts on 2 busy cores: ~6.5 minutes after the control plane's build, ~17 with an empty Go build cache. */
@@ -131,6 +132,12 @@ export interface RealNodeOptions {
    * giving pods addresses in POD_SUBNET (default: pods use the host's network).
    */
   readonly podNetwork?: boolean;
+  /**
+   * With podNetwork: CoreDNS on the node's address, the kubelet's clusterDNS,
+   * answering for this cluster domain (cluster-dns.ts). Pods then resolve
+   * Services and a headless Service's member names as on any cluster.
+   */
+  readonly clusterDomain?: string;
 }
 
 /** Pods' addresses with podNetwork (the bridge's gateway is .1), inside the node's own network namespace. */
@@ -156,12 +163,18 @@ export interface RealNode {
   readonly address: string;
   /** The temp dir holding everything the node writes (removed by stop unless DKV_KEEP_CONTROL_PLANE is set). */
   readonly dir: string;
+  /** The domain its cluster DNS serves (options.clusterDomain), when it has one. */
+  readonly clusterDomain?: string;
   /** Milliseconds from spawning containerd to the Node being Ready. */
   readonly startMillis: number;
   /** Runs `ctr -n k8s.io ARGS` against this node's containerd; its stdout. */
   ctr(...args: string[]): string;
-  /** Imports an OCI archive (assembleImage) into the namespace the kubelet's pods use. */
-  importImage(archive: string): void;
+  /**
+   * Imports an OCI archive (assembleImage) into the namespace the kubelet's pods use.
+   * Without blocking: with podNetwork the kubelet reaches the API server through
+   * this process, and a large image's import takes seconds.
+   */
+  importImage(archive: string): Promise<void>;
   /** Runs a command in the node's network (its namespace with podNetwork, else the host's); its stdout. */
   inNetwork(command: string, ...args: string[]): string;
   /** The host PID of a container, from its status' `containerd://<id>`. */
@@ -248,7 +261,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 `;
 }
 
-function kubeletConfig(o: { dir: string; pki: string; port: number; healthzPort: number; cgroupRoot: string }): string {
+function kubeletConfig(o: { dir: string; pki: string; port: number; healthzPort: number; cgroupRoot: string; dns?: { address: string; domain: string } }): string {
+  // With a cluster DNS, pods resolve through it alone: no search domain or resolver of the host's reaches their resolv.conf.
+  const dns = o.dns ? `clusterDNS: [${o.dns.address}]\nclusterDomain: ${o.dns.domain}\nresolvConf: ""` : 'resolvConf: /etc/resolv.conf';
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 # This kernel mounts cgroup v1 hierarchies; a 1.35+ kubelet refuses them unless told.
@@ -274,7 +289,7 @@ authorization: {mode: AlwaysAllow}
 evictionHard: {memory.available: "1Mi", nodefs.available: "0%", imagefs.available: "0%", nodefs.inodesFree: "0%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-resolvConf: /etc/resolv.conf
+${dns}
 serializeImagePulls: false
 `;
 }
@@ -313,6 +328,7 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
   let kubelet: ReturnType<typeof launch> | undefined;
   let relayInside: ReturnType<typeof launch> | undefined;
   let relayOutside: Server | undefined;
+  let dns: ClusterDns | undefined;
   let stopped = false;
 
   const stop = async (): Promise<void> => {
@@ -335,6 +351,7 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
         /* gone meanwhile */
       }
     }
+    await terminate(dns?.process);
     await terminate(relayInside);
     await new Promise<void>((resolve) => (relayOutside ? relayOutside.close(() => resolve()) : resolve()));
     // Its bridge and veths go with it.
@@ -399,8 +416,19 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
     const pauseArchive = assembleImage(join(dir, 'pause.tar'), { name: PAUSE_IMAGE, files: [`${join(binDir, 'pause')}:/pause`], entrypoint: '/pause', user: '65535:65535' });
     ctr('images', 'import', pauseArchive);
 
+    if (options.clusterDomain) {
+      if (!netns) throw new Error('clusterDomain needs podNetwork: CoreDNS serves on the node\'s own address, inside its namespace');
+      const readyPort = await freePort();
+      const coredns = startClusterDns({
+        binary: join(binDir, 'coredns'), dir, kubeconfigPath: plane.kubeconfigPath, address, readyPort, domain: options.clusterDomain,
+        launch: (binary, args, logFile) => launch(...inNetns(binary, args), logFile),
+      });
+      dns = coredns;
+      await eventually('CoreDNS to be ready (its kubernetes plugin synced)', async () => yes(spawnSync('nsenter', [`--net=${netns}`, '--', 'curl', '-sf', `http://127.0.0.1:${readyPort}/ready`]).status === 0), 30_000, 200, () => exitDescription(coredns.process, coredns.logFile));
+    }
     const [port, healthzPort] = [await freePort(), await freePort()];
-    writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig({ dir, pki: join(plane.dir, 'pki'), port, healthzPort, cgroupRoot }));
+    const dnsConfig = options.clusterDomain ? { address, domain: options.clusterDomain } : undefined;
+    writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig({ dir, pki: join(plane.dir, 'pki'), port, healthzPort, cgroupRoot, dns: dnsConfig }));
     const kubeletLog = join(dir, 'kubelet.log');
     const kubeletChild = launch(...inNetns(join(binDir, 'kubelet'), [
       `--config=${join(dir, 'kubelet.yaml')}`,
@@ -427,9 +455,15 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
     name,
     address,
     dir,
+    clusterDomain: options.clusterDomain,
     startMillis: Date.now() - started,
     ctr,
-    importImage: (archive) => void ctr('images', 'import', archive),
+    importImage: (archive) => new Promise<void>((resolve, reject) => {
+      execFile(join(binDir, 'ctr'), ['-a', join(dir, 'containerd.sock'), '-n', 'k8s.io', 'images', 'import', archive], { env }, (error, _stdout, stderr) => {
+        if (error) reject(new Error(`ctr images import ${archive}: ${stderr || error.message}`));
+        else resolve();
+      });
+    }),
     inNetwork(command, ...args) {
       const [binary, argv] = inNetns(command, args);
       const r = spawnSync(binary, argv, { encoding: 'utf8' });
