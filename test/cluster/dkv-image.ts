@@ -106,11 +106,13 @@ export interface DkvImageInputs {
   readonly scratch: string;
   /** The Node.js binary to put at /nodejs/bin/node. @default process.execPath */
   readonly node?: string;
+  /** The Dockerfile's text. @default the root's Dockerfile */
+  readonly dockerfile?: string;
 }
 
 /** The image spec (for assembleImage) of the project's image, from the Dockerfile and the local files it stands for. */
 export function dkvImageSpec(inputs: DkvImageInputs): ImageSpec {
-  const runtime = readDockerfileRuntime(readFileSync(join(inputs.root, 'Dockerfile'), 'utf8'));
+  const runtime = readDockerfileRuntime(inputs.dockerfile ?? readFileSync(join(inputs.root, 'Dockerfile'), 'utf8'));
   const node = inputs.node ?? process.execPath;
   const files = [`${node}:${NODE_IN_IMAGE}`, ...sharedLibraries(node).map((lib) => `${lib}:${lib}:0755`)];
   const trees: string[] = [];
