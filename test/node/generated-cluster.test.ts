@@ -9,18 +9,27 @@
  * three etcd containers become Ready through their real /readyz probe, find
  * each other by their DNS names and form one cluster, write their data to a
  * volume they can write only through the pod's fsGroup, and a member whose
- * container is killed comes back as the same member with the keys it had.
+ * container is killed, or whose pod is deleted, comes back as the same
+ * member with the keys it had. Then a cluster with TLS (the default), whose Secrets the controller issues:
+ * the kubelet projects them into the members as the pods' group can read,
+ * the members join over https by their names and refuse a client without a
+ * certificate of the cluster's CA.
  *
  * Opt-in with the rest of the real node (DKV_REAL_NODE=1, test/node/real-node.test.ts says why).
  */
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadDefaultConfig } from '../../api/config.js';
 import { packageRoot } from '../../api/package-root.js';
 import { validateDistributedKV } from '../../api/validate.js';
 import { synthesizeCluster } from '../../constructs/synthesize.js';
-import { KubeClient } from '../../kube/client.js';
+import { customResourceDefinition } from '../../api/crd.js';
+import { API_VERSION, KIND } from '../../api/validate.js';
+import { KubeClient, resourcePath } from '../../kube/client.js';
+import { createLogger } from '../../kube/log.js';
+import { Controller } from '../../reconciler/core/controller.js';
+import { establishCrd } from '../support/crds.js';
 import { locateBinaries } from '../cluster/binaries.js';
 import { exitDescription, freePort, launch, startControlPlane, terminate, type ControlPlane } from '../cluster/control-plane.js';
 import { startControllers, type Controllers } from '../cluster/controllers.js';
@@ -74,11 +83,16 @@ function generatedObjects(): ReturnType<typeof synthesizeCluster> {
   }, 120_000, 500);
 
   beforeAll(async () => {
+    const phases: string[] = [];
+    let mark = Date.now();
+    const phase = (what: string) => { phases.push(`${what} ${Date.now() - mark} ms`); mark = Date.now(); };
     const binDir = await buildRealNodeParts();
     const controlPlaneBin = locateBinaries(['kube-controller-manager', 'kube-scheduler']);
+    phase('parts (cache hits)');
     plane = await startControlPlane();
     client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
     controllers = await startControllers({ binDir: controlPlaneBin, dir: plane.dir, kubeconfigPath: plane.kubeconfigPath, tools: { launch, terminate, exitDescription, freePort } });
+    phase('control plane with controllers');
     // Assembled before the node starts: with its own network namespace the kubelet reaches the API server through this process, which a synchronous assembly would stall.
     const images = mkdtempSync(join(tmpdir(), 'dkv-images-'));
     try {
@@ -94,13 +108,16 @@ function generatedObjects(): ReturnType<typeof synthesizeCluster> {
           name: config.backup.runner.image, root: packageRoot(), etcdutl: join(backupTools(), 'etcdutl'), scratch: join(images, 'dkv-image'),
         })),
       ];
+      phase('images assembled');
       node = await startRealNode(plane, binDir, { podNetwork: true, clusterDomain: DOMAIN });
+      phase('node with CoreDNS Ready');
       for (const archive of archives) await node.importImage(archive);
+      phase('images imported');
     } finally {
       rmSync(images, { recursive: true, force: true });
     }
     volumes = await startLocalVolumes(client, { nodeName: node.name, dir: join(node.dir, 'volumes') });
-    console.log(`real node ${node.name} with controllers, CoreDNS and local volumes, images imported: ${Date.now() - started} ms`);
+    console.log(`real node ${node.name} with controllers, CoreDNS and local volumes, images imported: ${Date.now() - started} ms (${phases.join(', ')})`);
   }, REAL_NODE_BUILD_MS + 300_000);
 
   afterAll(async () => {
@@ -176,4 +193,69 @@ function generatedObjects(): ReturnType<typeof synthesizeCluster> {
     const members = etcd(before[0].status.podIP, '/v3/cluster/member/list', {}).members as any[];
     expect(members).toHaveLength(SIZE);
   }, 120_000);
+
+  test('a deleted member pod comes back as a new pod on the same claim: the same member, its keys, found by its name at its new address', async () => {
+    const before = await allReady();
+    const victim = 2;
+    const memberId = etcd(before[victim].status.podIP, '/v3/maintenance/status', {}).header.member_id;
+    const volume = await volumes.directoryOf(NAMESPACE, `data-${NAME}-${victim}`);
+    etcd(before[0].status.podIP, '/v3/kv/put', { key: b64('real-node/recreated'), value: b64('kept') });
+    expect(etcd(before[victim].status.podIP, '/v3/kv/range', { key: b64('real-node/recreated') }).kvs).toHaveLength(1);
+
+    await client.request('DELETE', `/api/v1/namespaces/${NAMESPACE}/pods/${NAME}-${victim}`);
+    const after = await eventually(`a new ${NAME}-${victim} Ready`, async () => {
+      const p = await pod(victim).catch(() => undefined);
+      return p && p.metadata.uid !== before[victim].metadata.uid && ready(p) ? p : undefined;
+    }, 120_000, 500);
+    expect(await volumes.directoryOf(NAMESPACE, `data-${NAME}-${victim}`)).toBe(volume);
+    expect(etcd(after.status.podIP, '/v3/maintenance/status', {}).header.member_id).toBe(memberId);
+    const range = etcd(after.status.podIP, '/v3/kv/range', { key: b64('real-node/recreated'), serializable: true });
+    expect(Buffer.from(range.kvs[0].value, 'base64').toString()).toBe('kept');
+    // Its peers reach it again by its name: a write through the leader is applied on it (a linearizable read through it).
+    etcd(before[0].status.podIP, '/v3/kv/put', { key: b64('real-node/after-recreation'), value: b64('yes') });
+    expect(etcd(after.status.podIP, '/v3/kv/range', { key: b64('real-node/after-recreation') }).kvs).toHaveLength(1);
+  }, 180_000);
+
+  test('with TLS (the default), the controller issues the Secrets, the kubelet projects them readable by the members\' group, and the members form one cluster over https that refuses a client without a certificate', async () => {
+    const ns = `${NAMESPACE}-tls`;
+    const name = 'tkv';
+    await establishCrd(client, customResourceDefinition(config));
+    await client.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
+    // The controller in this process cannot reach the members (they are inside the node's network): its calls to them fail and are retried; what is proven here is what it writes.
+    const controller = new Controller({ client, config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace: ns, workers: 2, backoff: { baseMs: 200, maxMs: 5000 }, memberTimeoutMs: 1000 });
+    await controller.startCaches();
+    await controller.startWorkers();
+    const scratch = mkdtempSync(join(tmpdir(), 'dkv-real-tls-'));
+    try {
+      // Small requests: the plain cluster above still runs on this 2-CPU node.
+      const spec = { size: SIZE, image: 'registry.k8s.io/etcd:3.6.8-0', resources: { requests: { cpu: '50m', memory: '64Mi' } } };
+      await client.request('POST', resourcePath(API_VERSION, KIND, ns), { body: { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace: ns }, spec } });
+      const t0 = Date.now();
+      const pods = await eventually(`${SIZE} TLS members Ready through their /readyz probe`, async () => {
+        const list = await Promise.all(Array.from({ length: SIZE }, (_, i) => client.request('GET', `/api/v1/namespaces/${ns}/pods/${name}-${i}`).catch(() => undefined)));
+        return list.every(ready) ? list : undefined;
+      }, 120_000, 500);
+      console.log(`${SIZE} TLS members Ready ${Date.now() - t0} ms after the DistributedKV was created`);
+
+      // The member Secret, projected with the generated defaultMode and the pod's fsGroup: readable by the members' group, by no one else.
+      const kvPid = node.containerPid(pods[0].status.containerStatuses.find((c: any) => c.name === 'kv').containerID);
+      const key = statSync(`/proc/${kvPid}/root/etc/dkv/tls/member/tls.key`);
+      expect([key.gid, key.mode & 0o777]).toEqual([ETCD_USER, 0o440]);
+
+      // The client Secret the controller issued, as a client outside the members presents it.
+      const secret = await client.request('GET', `/api/v1/namespaces/${ns}/secrets/${config.tls.clientSecret.replace('{name}', name)}`);
+      const tls = join(scratch, 'client');
+      mkdirSync(tls);
+      for (const file of ['ca.crt', 'tls.crt', 'tls.key']) writeFileSync(join(tls, file), Buffer.from(secret.data[file], 'base64'));
+      const host = `${name}-0.${name}-peers.${ns}.svc.${DOMAIN}`;
+      const curl = (...args: string[]) => node.inNetwork('curl', '-s', '--max-time', '5', '--cacert', join(tls, 'ca.crt'), '--resolve', `${host}:2379:${pods[0].status.podIP}`, ...args, '-X', 'POST', `https://${host}:2379/v3/cluster/member/list`, '-d', '{}');
+      const members = JSON.parse(curl('--cert', join(tls, 'tls.crt'), '--key', join(tls, 'tls.key'))).members as any[];
+      expect(members.map((m) => ({ name: m.name, peer: m.peerURLs[0] })).sort((a, b) => a.name.localeCompare(b.name))).toEqual(
+        Array.from({ length: SIZE }, (_, i) => ({ name: `${name}-${i}`, peer: `https://${name}-${i}.${name}-peers:2380` })));
+      expect(() => curl()).toThrow(/exit (35|56|58)/);
+    } finally {
+      await controller.stop();
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
