@@ -21,7 +21,8 @@
 # k8s.io/* v0.37, which must not move the control plane's v0.36.
 #
 # Opt-in: nothing in the kwok test lane calls this script. Idempotent: one stamp
-# and one lock per binary (as ../build.sh), a second run is a cache hit. The LAST
+# and one lock per binary (../build-cache.sh's build_stamped, as ../build.sh), a
+# second run is a cache hit. The LAST
 # line on stdout is the directory holding the binaries (the CNI plugins in its cni/
 # subdirectory, the layout the kubelet's and containerd's CNI bin dir expects).
 #
@@ -72,7 +73,17 @@ for b in "${wanted[@]}"; do
 done
 
 is_cni() { [[ " ${cni_plugins[*]} " == *" $1 "* ]]; }
-place() { if is_cni "$1"; then echo "cni/$1"; else echo "$1"; fi; }
+# The per-binary cache (build-cache.sh's build_stamped) asks these.
+binary_place() { if is_cni "$1"; then echo "cni/$1"; else echo "$1"; fi; }
+stamp_versions() { echo "k8s=${k8s_version} containerd=${containerd_version} cni=${cni_version} coredns=${coredns_version}"; }
+report_built() { # $1 = binary, $2 = file
+  case "$1" in
+    kubelet | containerd) "$2" --version >&2 ;;
+    coredns) "$2" -version >&2 ;;
+    ctr | containerd-shim-runc-v2) "$2" -v >&2 ;;
+    *) ;;
+  esac
+}
 
 # Everything a binary's build depends on: when it changes, that binary is rebuilt.
 recipe_key() { # $1 = binary
@@ -91,7 +102,6 @@ recipe_key() { # $1 = binary
 
 build_command() { # $1 = binary, $2 = output file: sets cmd and dir
   local gb=(go build -mod=readonly -p "$parallelism" -trimpath)
-  dir="$here"
   case "$1" in
     kubelet) dir="$here/kubelet"; cmd=("${gb[@]}" -ldflags "$ldflags_k8s" -o "$2" k8s.io/kubernetes/cmd/kubelet) ;;
     containerd | ctr) cmd=("${gb[@]}" -tags "$tags_containerd" -ldflags "$ldflags_containerd" -o "$2" "github.com/containerd/containerd/v2/cmd/$1") ;;
@@ -119,70 +129,6 @@ install_runc() {
 
 out="$cache_root/node-k8s-${k8s_version}-containerd-${containerd_version}-cni-${cni_version}"
 
-cache_hit() { # $1 = binary
-  [[ "${DKV_CONTROL_PLANE_REBUILD:-0}" != 1 && -x "$out/$(place "$1")" ]] || return 1
-  grep -qx "key=$(recipe_key "$1")" "$out/.stamps/$1" 2>/dev/null
-}
-
 (($# > 0)) || install_runc
 
-missing=()
-for b in "${wanted[@]}"; do cache_hit "$b" || missing+=("$b"); done
-if ((${#missing[@]} == 0)); then
-  log "cache hit: $out"
-  echo "$out"
-  exit 0
-fi
-
-command -v go >/dev/null || die "go not found in PATH (Go >= 1.26.8 needed)"
-mkdir -p "$out/.stamps" "$out/.locks" "$out/cni"
-build_log="$out/build.log"
-temporaries=()
-trap 'rm -rf "${temporaries[@]}"' EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
-
-build_binary() { # $1 = binary: beside its final place, renamed into place, stamp last
-  local b="$1" t0=$SECONDS tmp dir cmd
-  tmp="$(mktemp "$out/.tmp-$b.XXXXXX")"
-  temporaries+=("$tmp")
-  build_command "$b" "$tmp"
-  log "building $b ..."
-  echo "=== $b: (cd $dir) ${cmd[*]}" >>"$build_log"
-  (cd "$dir" && "${cmd[@]}") || die "building $b failed (see output above)"
-  case "$b" in
-    kubelet | containerd) "$tmp" --version >&2 ;;
-    coredns) "$tmp" -version >&2 ;;
-    ctr | containerd-shim-runc-v2) "$tmp" -v >&2 ;;
-    *) ;;
-  esac
-  chmod 755 "$tmp"
-  mv -f "$tmp" "$out/$(place "$b")"
-  log "built $b in $((SECONDS - t0))s"
-  echo "=== $b wall seconds: $((SECONDS - t0))" >>"$build_log"
-  printf 'key=%s\nk8s=%s\ncontainerd=%s\ncni=%s\ngo=%s\nbuilt=%s in %ss\n' "$(recipe_key "$b")" "$k8s_version" "$containerd_version" \
-    "$cni_version" "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - t0))" >"$out/.stamps/.$b.tmp"
-  mv -f "$out/.stamps/.$b.tmp" "$out/.stamps/$b"
-}
-
-log "building ${missing[*]} (kubelet ${k8s_version}, containerd ${containerd_version}, CNI plugins ${cni_version}) into $out (go build -p $parallelism)"
-start=$SECONDS
-built=()
-for b in "${missing[@]}"; do
-  exec 9>"$out/.locks/$b"
-  if command -v flock >/dev/null && ! flock -n 9; then
-    log "waiting for another build of $b ($out/.locks/$b)"
-    flock 9
-  fi
-  if cache_hit "$b"; then
-    log "cache hit (built concurrently): $b"
-  else
-    rm -rf "$out/.tmp-$b".*
-    build_binary "$b"
-    built+=("$b")
-  fi
-  exec 9>&-
-done
-echo "=== $(date -u +%Y-%m-%dT%H:%M:%SZ): built ${built[*]:-nothing} in $((SECONDS - start))s" >>"$build_log"
-log "done in $((SECONDS - start))s; build log: $build_log"
-echo "$out"
+build_stamped "$out" "${wanted[@]}"
