@@ -108,8 +108,8 @@ export interface ImageSpec {
   readonly env?: readonly string[];
 }
 
-/** Assembles an OCI image archive with node/oci-image.sh; returns its path. */
-export function assembleImage(outFile: string, spec: ImageSpec): string {
+/** The arguments of node/oci-image.sh for `spec`. */
+function imageArguments(outFile: string, spec: ImageSpec): string[] {
   const args = [join(nodeScripts, 'oci-image.sh'), outFile, spec.name];
   for (const f of spec.files ?? []) args.push('--file', f);
   for (const d of spec.dirs ?? []) args.push('--dir', d);
@@ -119,9 +119,28 @@ export function assembleImage(outFile: string, spec: ImageSpec): string {
   for (const c of spec.cmd ?? []) args.push('--cmd', c);
   if (spec.workdir) args.push('--workdir', spec.workdir);
   for (const e of spec.env ?? []) args.push('--env', e);
-  const result = spawnSync('bash', args, { encoding: 'utf8', maxBuffer: 16 << 20 });
+  return args;
+}
+
+/** Assembles an OCI image archive with node/oci-image.sh; returns its path. */
+export function assembleImage(outFile: string, spec: ImageSpec): string {
+  const result = spawnSync('bash', imageArguments(outFile, spec), { encoding: 'utf8', maxBuffer: 16 << 20 });
   if (result.status !== 0) throw new Error(`oci-image.sh ${spec.name} failed: ${result.stderr}`);
   return outFile;
+}
+
+/**
+ * assembleImage without blocking this process: the project's image takes
+ * seconds to tens of seconds, during which a node with its own network
+ * namespace reaches the API server through this process' relay.
+ */
+export function assembleImageInBackground(outFile: string, spec: ImageSpec): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('bash', imageArguments(outFile, spec), { maxBuffer: 16 << 20 }, (error, _stdout, stderr) => {
+      if (error) reject(new Error(`oci-image.sh ${spec.name} failed: ${stderr || error.message}`));
+      else resolve(outFile);
+    });
+  });
 }
 
 export interface RealNodeOptions {

@@ -68,7 +68,16 @@ def blob(data: bytes) -> tuple[str, int]:
     with open(os.path.join(blobs, digest), 'wb') as f:
         f.write(data)
     return 'sha256:' + digest, len(data)
-layer_digest, layer_size = blob(open(os.path.join(work, 'layer.tar'), 'rb').read())
+def layer_blob(path: str) -> tuple[str, int]:
+    # Hashed in chunks and moved, not read whole and copied: the project's layer is ~280 MB.
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 20), b''):
+            h.update(chunk)
+    size = os.path.getsize(path)
+    os.rename(path, os.path.join(blobs, h.hexdigest()))
+    return 'sha256:' + h.hexdigest(), size
+layer_digest, layer_size = layer_blob(os.path.join(work, 'layer.tar'))
 config = {'Env': [], 'Cmd': None}
 for flag, value in zip(args[0::2], args[1::2]):
     if flag == '--user': config['User'] = value
