@@ -80,6 +80,16 @@ function generatedObjects(): ReturnType<typeof synthesizeCluster> {
   const etcd = (podIp: string, path: string, body: unknown): any =>
     JSON.parse(node.inNetwork('curl', '-sf', '--max-time', '5', '-X', 'POST', `http://${podIp}:2379${path}`, '-d', JSON.stringify(body)));
   const pod = (i: number) => client.request('GET', `/api/v1/namespaces/${NAMESPACE}/pods/${NAME}-${i}`);
+  /**
+   * The kubelet's and controllers' Warning events in a namespace, but a startup probe refused while etcd
+   * opens its listeners (what the startup probe is for): a failed mount, a container that could not start
+   * or a probe failing on a running member would be here.
+   */
+  const warnings = async (namespace: string): Promise<string[]> => {
+    const events = await client.request('GET', `/api/v1/namespaces/${namespace}/events`);
+    return (events.items as any[]).filter((e) => e.type === 'Warning' && !(e.reason === 'Unhealthy' && /^Startup probe failed: .*connect: connection refused$/.test(e.message)))
+      .map((e) => `${e.involvedObject.kind}/${e.involvedObject.name} ${e.reason}: ${e.message}`);
+  };
   const allReady = () => eventually(`${SIZE} members Ready through their /readyz probe`, async () => {
     const pods = await Promise.all(Array.from({ length: SIZE }, (_, i) => pod(i).catch(() => undefined)));
     return pods.every(ready) ? pods : undefined;
@@ -166,6 +176,7 @@ function generatedObjects(): ReturnType<typeof synthesizeCluster> {
       expect(statSync(volume).mode & 0o2070).toBe(0o2070);
       expect(statSync(join(volume, 'etcd', 'member')).uid).toBe(ETCD_USER);
     }
+    expect(await warnings(NAMESPACE)).toEqual([]);
   }, 180_000);
 
   test('a member whose container is killed comes back as the same member with the keys written before', async () => {
@@ -258,6 +269,7 @@ function generatedObjects(): ReturnType<typeof synthesizeCluster> {
         Array.from({ length: SIZE }, (_, i) => ({ name: `${name}-${i}`, peer: `https://${name}-${i}.${name}-peers:2380` })));
       // No certificate: etcd ends the handshake (curl's 35, or 55/56 when TLS 1.3 lets the alert arrive at the first send or receive).
       expect(() => curl()).toThrow(/exit (35|55|56):/);
+      expect(await warnings(ns)).toEqual([]);
     } finally {
       await controller.stop();
       rmSync(scratch, { recursive: true, force: true });
