@@ -107,29 +107,9 @@ fi
 # ---------------------------------------------------------------- cached build
 out="$cache_root/k8s-${k8s_version}-etcd-${etcd_version}-kwok-${kwok_version}"
 
-cache_hit() { # $1 = binary: built by this recipe (its stamp says so) and still there
-  [[ "${DKV_CONTROL_PLANE_REBUILD:-0}" != 1 && -x "$out/$1" ]] || return 1
-  [[ "$1" != kwok || -d "$out/kwok-stages" ]] || return 1
-  grep -qx "key=$(recipe_key "$1")" "$out/.stamps/$1" 2>/dev/null
-}
-
-missing=()
-for b in "${wanted[@]}"; do cache_hit "$b" || missing+=("$b"); done
-if ((${#missing[@]} == 0)); then
-  log "cache hit: $out"
-  echo "$out"
-  exit 0
-fi
-
-command -v go >/dev/null || die "go not found in PATH (Go >= 1.26 needed)"
-mkdir -p "$out/.stamps" "$out/.locks"
-build_log="$out/build.log"
-timer=()
-if [[ -x /usr/bin/time ]]; then timer=(/usr/bin/time -v -a -o "$build_log"); fi
-temporaries=()
-trap 'rm -rf "${temporaries[@]}"' EXIT
-trap 'exit 143' TERM   # so that the EXIT trap removes a half-built binary when a build is stopped
-trap 'exit 130' INT
+# The per-binary cache (build-cache.sh's build_stamped) asks these.
+stamp_versions() { echo "k8s=${k8s_version} etcd=${etcd_version} kwok=${kwok_version}"; }
+hit_also() { [[ "$1" != kwok || -d "$out/kwok-stages" ]]; }
 
 build_command() { # $1 = binary, $2 = output file: sets cmd
   case "$1" in
@@ -141,68 +121,25 @@ build_command() { # $1 = binary, $2 = output file: sets cmd
   esac
 }
 
-# kwok's Stage files, from the module cache into an empty directory ($1).
-copy_kwok_stages() {
-  local kwok_src f
+report_built() { # $1 = binary, $2 = file
+  case "$1" in
+    kubectl) "$2" version --client >&2 ;;
+    dkv-pki) ;;
+    *) "$2" --version >&2 ;;
+  esac
+}
+
+# kwok's Stage files, from the module cache, into $out/kwok-stages/ beside the binary.
+build_extras() { # $1 = binary
+  [[ "$1" == kwok ]] || return 0
+  local kwok_src f stages
+  stages="$(mktemp -d "$out/.tmp-kwok-stages.XXXXXX")"
+  temporaries+=("$stages")
   kwok_src="$(go -C "$here/kwok" list -mod=readonly -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
   [[ -n "$kwok_src" && -d "$kwok_src/kustomize/stage" ]] || die "cannot find kwok's stage files in the module cache ($kwok_src)"
-  for f in "${kwok_stages[@]}"; do cp "$kwok_src/kustomize/stage/$f" "$1/" || die "kwok ${kwok_version} has no kustomize/stage/$f"; done
-  chmod -R u+w "$1"
+  for f in "${kwok_stages[@]}"; do cp "$kwok_src/kustomize/stage/$f" "$stages/" || die "kwok ${kwok_version} has no kustomize/stage/$f"; done
+  chmod -R u+w "$stages"
+  rm -rf "$out/kwok-stages" && mv "$stages" "$out/kwok-stages"
 }
 
-# Builds one binary beside its final place and renames it into place (a process
-# running the old file keeps it); its stamp is written last, so a build that
-# stops half-way leaves no stamp and is done again.
-build_binary() { # $1 = binary
-  local b="$1" t0=$SECONDS tmp stages
-  tmp="$(mktemp "$out/.tmp-$b.XXXXXX")"
-  temporaries+=("$tmp")
-  build_command "$b" "$tmp"
-  log "building $b ..."
-  echo "=== $b: ${cmd[*]}" >>"$build_log"
-  (cd "$here" && "${timer[@]}" "${cmd[@]}") || die "building $b failed (see output above)"
-  case "$b" in
-    kubectl) "$tmp" version --client >&2 ;;
-    dkv-pki) ;;
-    *) "$tmp" --version >&2 ;;
-  esac
-  if [[ "$b" == kwok ]]; then
-    stages="$(mktemp -d "$out/.tmp-kwok-stages.XXXXXX")"
-    temporaries+=("$stages")
-    copy_kwok_stages "$stages"
-    rm -rf "$out/kwok-stages" && mv "$stages" "$out/kwok-stages"
-  fi
-  chmod 755 "$tmp"
-  mv -f "$tmp" "$out/$b"
-  log "built $b in $((SECONDS - t0))s"
-  echo "=== $b wall seconds: $((SECONDS - t0))" >>"$build_log"
-  printf 'key=%s\nk8s=%s\netcd=%s\nkwok=%s\ngo=%s\nbuilt=%s in %ss\n' "$(recipe_key "$b")" "$k8s_version" "$etcd_version" "$kwok_version" \
-    "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - t0))" >"$out/.stamps/.$b.tmp"
-  mv -f "$out/.stamps/.$b.tmp" "$out/.stamps/$b"
-}
-
-log "building ${missing[*]} (k8s ${k8s_version}, etcd ${etcd_version}, kwok ${kwok_version}) into $out (go build -p $parallelism; a first build with a cold Go build cache takes minutes)"
-start=$SECONDS
-built=()
-for b in "${missing[@]}"; do
-  # One lock per binary, held while it is built: an overlapping run waits for this
-  # binary only, then finds it built. One `go build` per binary (not one multi-target
-  # build): only one big link at a time keeps peak memory down.
-  exec 9>"$out/.locks/$b"
-  if command -v flock >/dev/null && ! flock -n 9; then
-    log "waiting for another build of $b ($out/.locks/$b)"
-    flock 9
-  fi
-  if cache_hit "$b"; then
-    log "cache hit (built concurrently): $b"
-  else
-    rm -rf "$out/.tmp-$b".* "$out/.tmp-$b-stages".*   # left by a build that was killed; nobody else builds $b while we hold its lock
-    build_binary "$b"
-    built+=("$b")
-  fi
-  exec 9>&-
-done
-total=$((SECONDS - start))
-echo "=== $(date -u +%Y-%m-%dT%H:%M:%SZ): built ${built[*]:-nothing} in ${total}s" >>"$build_log"
-log "done in ${total}s; build log: $build_log"
-echo "$out"
+build_stamped "$out" "${wanted[@]}"

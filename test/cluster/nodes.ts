@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { KubeApiError, KubeClient } from '../../kube/client.js';
 import { establishCrd } from '../support/crds.js';
+import { startControllers, type Controllers, type ProcessTools } from './controllers.js';
 import { eventually, yes } from '../support/eventually.js';
 import { httpProbe } from '../support/http-probe.js';
 
@@ -56,14 +57,6 @@ export interface NodeComponents {
   readonly startMillis: number;
   /** Stops kwok, kube-scheduler and kube-controller-manager. Safe to call twice. */
   stop(): Promise<void>;
-}
-
-/** The process helpers of control-plane.ts, handed in so that children are tracked (and killed on exit) in one place. */
-export interface ProcessTools {
-  launch(binary: string, args: string[], logFile: string, env?: NodeJS.ProcessEnv): ChildProcess;
-  terminate(child: ChildProcess | undefined): Promise<void>;
-  exitDescription(child: ChildProcess, logFile: string): string | undefined;
-  freePort(): Promise<number>;
 }
 
 export interface NodeComponentsContext {
@@ -145,16 +138,17 @@ export async function startNodeComponents(ctx: NodeComponentsContext, options: N
   const started = Date.now();
   const missing = missingNodeBinaries(binDir);
   if (missing.length > 0) throw new Error(`withNodes: ${binDir} lacks ${missing.join(', ')} (test/cluster/build.sh builds them; external KUBEBUILDER_ASSETS do not have them)`);
-  const pki = join(dir, 'pki');
   const client = KubeClient.fromKubeconfig(kubeconfigPath);
   const count = options.count ?? 3;
   const children: ChildProcess[] = [];
   let stopped = false;
+  let controllers: Controllers | undefined;
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
-    // Reverse order: kwok first, so nothing plays pods while the controllers go away.
+    // kwok first, so nothing plays pods while the controllers go away.
     for (const child of [...children].reverse()) await tools.terminate(child);
+    await controllers?.stop();
   };
 
   try {
@@ -167,51 +161,8 @@ export async function startNodeComponents(ctx: NodeComponentsContext, options: N
 
     for (const crd of options.crds ?? []) await establishCrd(client, crd);
 
-    const [kcmPort, schedulerPort, kwokPort] = [await tools.freePort(), await tools.freePort(), await tools.freePort()];
-
-    const kcmLog = join(dir, 'kube-controller-manager.log');
-    const kcm = tools.launch(join(binDir, 'kube-controller-manager'), [
-      `--kubeconfig=${kubeconfigPath}`,
-      '--bind-address=127.0.0.1',
-      `--secure-port=${kcmPort}`,
-      `--cert-dir=${join(dir, 'kube-controller-manager-certs')}`,
-      '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
-      `--root-ca-file=${join(pki, 'ca.crt')}`,
-      `--service-account-private-key-file=${join(pki, 'sa.key')}`,
-      '--use-service-account-credentials=false',
-      '--leader-elect=false',
-      // Every on-by-default controller: garbage collector, statefulset, job, cronjob, serviceaccount(-token), PV binder, node lifecycle, …
-      '--controllers=*',
-      // Else it creates /usr/libexec/kubernetes/kubelet-plugins/volume/exec/ on the host.
-      `--flex-volume-plugin-dir=${join(dir, 'flexvolume')}`,
-      '--kube-api-qps=100',
-      '--kube-api-burst=200',
-      '--v=1',
-    ], kcmLog);
-    children.push(kcm);
-
-    const schedulerLog = join(dir, 'kube-scheduler.log');
-    const schedulerConfig = join(dir, 'kube-scheduler.yaml');
-    writeFileSync(schedulerConfig, [
-      'apiVersion: kubescheduler.config.k8s.io/v1',
-      'kind: KubeSchedulerConfiguration',
-      'clientConnection:',
-      `  kubeconfig: ${JSON.stringify(kubeconfigPath)}`,
-      '  qps: 100',
-      '  burst: 200',
-      'leaderElection:',
-      '  leaderElect: false',
-      '',
-    ].join('\n'));
-    const scheduler = tools.launch(join(binDir, 'kube-scheduler'), [
-      `--config=${schedulerConfig}`,
-      '--bind-address=127.0.0.1',
-      `--secure-port=${schedulerPort}`,
-      `--cert-dir=${join(dir, 'kube-scheduler-certs')}`,
-      '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
-      '--v=1',
-    ], schedulerLog);
-    children.push(scheduler);
+    controllers = await startControllers({ binDir, dir, kubeconfigPath, tools });
+    const kwokPort = await tools.freePort();
 
     const kwokLog = join(dir, 'kwok.log');
     const kwokConfig = join(dir, 'kwok-stages.yaml');
@@ -235,15 +186,11 @@ export async function startNodeComponents(ctx: NodeComponentsContext, options: N
     ], kwokLog, { ...process.env, HOME: kwokHome });
     children.push(kwok);
 
-    await Promise.all([
-      eventually('kube-controller-manager to be healthy', async () => yes((await httpProbe(`https://127.0.0.1:${kcmPort}/healthz`, { tls: 'insecure' })).status === 200), 60_000, 100, () => tools.exitDescription(kcm, kcmLog)),
-      eventually('kube-scheduler to be healthy', async () => yes((await httpProbe(`https://127.0.0.1:${schedulerPort}/healthz`, { tls: 'insecure' })).status === 200), 60_000, 100, () => tools.exitDescription(scheduler, schedulerLog)),
-      eventually('kwok to be healthy', async () => yes((await httpProbe(`http://127.0.0.1:${kwokPort}/healthz`)).status === 200), 60_000, 100, () => tools.exitDescription(kwok, kwokLog)),
-    ]);
+    await eventually('kwok to be healthy', async () => yes((await httpProbe(`http://127.0.0.1:${kwokPort}/healthz`)).status === 200), 60_000, 100, () => tools.exitDescription(kwok, kwokLog));
 
     const nodeNames = Array.from({ length: count }, (_, i) => `kwok-node-${i}`);
     for (const name of nodeNames) await create(client, '/api/v1/nodes', fakeNode(name));
-    const anyDead = () => tools.exitDescription(kcm, kcmLog) ?? tools.exitDescription(scheduler, schedulerLog) ?? tools.exitDescription(kwok, kwokLog);
+    const anyDead = () => controllers?.anyExited() ?? tools.exitDescription(kwok, kwokLog);
     await eventually(`${count} fake nodes to be Ready and untainted`, async () => {
       const json = await client.request('GET', '/api/v1/nodes', { query: { labelSelector: 'type=kwok' } });
       const good = (json.items as any[]).filter((n) => nodeNames.includes(n.metadata.name) && ready(n) && schedulable(n));

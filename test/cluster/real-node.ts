@@ -22,7 +22,7 @@
  *
  * Built by test/cluster/node/build.sh (opt-in: nothing in the kwok lane builds it).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { connect, createServer, type Server } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
@@ -32,6 +32,8 @@ import { randomBytes } from 'node:crypto';
 import { KubeClient } from '../../kube/client.js';
 import { eventually, yes } from '../support/eventually.js';
 import { httpProbe } from '../support/http-probe.js';
+import { startClusterDns, type ClusterDns } from './cluster-dns.js';
+import { containerdConfig, kubeletConfig } from './real-node-config.js';
 import { exitDescription, freePort, launch, terminate, type ControlPlane } from './control-plane.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -39,7 +41,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const nodeScripts = here.includes(join('lib', 'test')) ? join(here, '..', '..', '..', 'test', 'cluster', 'node') : join(here, 'node');
 
 /** What the node runs, relative to node/build.sh's directory. */
-export const REAL_NODE_BINARIES = ['kubelet', 'containerd', 'containerd-shim-runc-v2', 'ctr', 'pause', 'cni/loopback', 'cni/bridge', 'cni/host-local', 'cni/portmap'] as const;
+export const REAL_NODE_BINARIES = ['kubelet', 'containerd', 'containerd-shim-runc-v2', 'ctr', 'pause', 'coredns', 'cni/loopback', 'cni/bridge', 'cni/host-local', 'cni/portmap'] as const;
 /** The sandbox image the containerd config pins (Kubernetes 1.36's), assembled from node/pause. */
 export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10.1';
 /** A first build of the node's parts on 2 busy cores: ~6.5 minutes after the control plane's build, ~17 with an empty Go build cache. */
@@ -98,26 +100,48 @@ export interface ImageSpec {
   /** `SRC:DEST[:MODE]` files and `DEST[:MODE]` directories (see node/oci-image.sh). */
   readonly files?: readonly string[];
   readonly dirs?: readonly string[];
+  /** `SRC:DEST` directories copied whole, modes kept. */
+  readonly trees?: readonly string[];
   readonly user?: string;
-  readonly entrypoint?: string;
+  readonly entrypoint?: string | readonly string[];
   readonly cmd?: readonly string[];
   readonly workdir?: string;
   readonly env?: readonly string[];
 }
 
-/** Assembles an OCI image archive with node/oci-image.sh; returns its path. */
-export function assembleImage(outFile: string, spec: ImageSpec): string {
+/** The arguments of node/oci-image.sh for `spec`. */
+function imageArguments(outFile: string, spec: ImageSpec): string[] {
   const args = [join(nodeScripts, 'oci-image.sh'), outFile, spec.name];
   for (const f of spec.files ?? []) args.push('--file', f);
   for (const d of spec.dirs ?? []) args.push('--dir', d);
+  for (const t of spec.trees ?? []) args.push('--tree', t);
   if (spec.user) args.push('--user', spec.user);
-  if (spec.entrypoint) args.push('--entrypoint', spec.entrypoint);
+  for (const e of typeof spec.entrypoint === 'string' ? [spec.entrypoint] : spec.entrypoint ?? []) args.push('--entrypoint', e);
   for (const c of spec.cmd ?? []) args.push('--cmd', c);
   if (spec.workdir) args.push('--workdir', spec.workdir);
   for (const e of spec.env ?? []) args.push('--env', e);
-  const result = spawnSync('bash', args, { encoding: 'utf8' });
+  return args;
+}
+
+/** Assembles an OCI image archive with node/oci-image.sh; returns its path. */
+export function assembleImage(outFile: string, spec: ImageSpec): string {
+  const result = spawnSync('bash', imageArguments(outFile, spec), { encoding: 'utf8', maxBuffer: 16 << 20 });
   if (result.status !== 0) throw new Error(`oci-image.sh ${spec.name} failed: ${result.stderr}`);
   return outFile;
+}
+
+/**
+ * assembleImage without blocking this process: the project's image takes
+ * seconds to tens of seconds, during which a node with its own network
+ * namespace reaches the API server through this process' relay.
+ */
+export function assembleImageInBackground(outFile: string, spec: ImageSpec): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('bash', imageArguments(outFile, spec), { maxBuffer: 16 << 20 }, (error, _stdout, stderr) => {
+      if (error) reject(new Error(`oci-image.sh ${spec.name} failed: ${stderr || error.message}`));
+      else resolve(outFile);
+    });
+  });
 }
 
 export interface RealNodeOptions {
@@ -128,6 +152,12 @@ export interface RealNodeOptions {
    * giving pods addresses in POD_SUBNET (default: pods use the host's network).
    */
   readonly podNetwork?: boolean;
+  /**
+   * With podNetwork: CoreDNS on the node's address, the kubelet's clusterDNS,
+   * answering for this cluster domain (cluster-dns.ts). Pods then resolve
+   * Services and a headless Service's member names as on any cluster.
+   */
+  readonly clusterDomain?: string;
 }
 
 /** Pods' addresses with podNetwork (the bridge's gateway is .1), inside the node's own network namespace. */
@@ -153,12 +183,18 @@ export interface RealNode {
   readonly address: string;
   /** The temp dir holding everything the node writes (removed by stop unless DKV_KEEP_CONTROL_PLANE is set). */
   readonly dir: string;
+  /** The domain its cluster DNS serves (options.clusterDomain), when it has one. */
+  readonly clusterDomain?: string;
   /** Milliseconds from spawning containerd to the Node being Ready. */
   readonly startMillis: number;
   /** Runs `ctr -n k8s.io ARGS` against this node's containerd; its stdout. */
   ctr(...args: string[]): string;
-  /** Imports an OCI archive (assembleImage) into the namespace the kubelet's pods use. */
-  importImage(archive: string): void;
+  /**
+   * Imports an OCI archive (assembleImage) into the namespace the kubelet's pods use.
+   * Without blocking: with podNetwork the kubelet reaches the API server through
+   * this process, and a large image's import takes seconds.
+   */
+  importImage(archive: string): Promise<void>;
   /** Runs a command in the node's network (its namespace with podNetwork, else the host's); its stdout. */
   inNetwork(command: string, ...args: string[]): string;
   /** The host PID of a container, from its status' `containerd://<id>`. */
@@ -204,78 +240,6 @@ function mountsUnder(dir: string): string[] {
     .sort((a, b) => b.length - a.length);
 }
 
-function containerdConfig(dir: string, binDir: string): string {
-  return `version = 3
-root = "${dir}/containerd/root"
-state = "${dir}/containerd/state"
-# Nothing that would reach outside the dir or the machine: no tracing exporter, no NRI socket in /var/run.
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs", "io.containerd.nri.v1.nri", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
-[grpc]
-  address = "${dir}/containerd.sock"
-[ttrpc]
-  address = "${dir}/containerd.sock.ttrpc"
-[plugins]
-  [plugins.'io.containerd.internal.v1.opt']
-    path = "${dir}/containerd/opt"
-  [plugins.'io.containerd.cri.v1.images']
-    snapshotter = "overlayfs"
-    [plugins.'io.containerd.cri.v1.images'.pinned_images]
-      sandbox = "${PAUSE_IMAGE}"
-  [plugins.'io.containerd.cri.v1.runtime']
-    # No CAP_SYS_RESOURCE here: runc cannot lower oom_score_adj (the sandbox's -998,
-    # a Guaranteed pod's -997); this keeps every score at or above containerd's own.
-    restrict_oom_score_adj = true
-    # Pods' network namespaces under the state dir (unmounted by stop()), not /var/run/netns.
-    netns_mounts_under_state_dir = true
-    [plugins.'io.containerd.cri.v1.runtime'.containerd]
-      default_runtime_name = "runc"
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-        runtime_type = "io.containerd.runc.v2"
-        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-          BinaryName = "runc"
-          # runc's state, else /run/containerd/runc on the host.
-          Root = "${dir}/runc"
-          SystemdCgroup = false
-    [plugins.'io.containerd.cri.v1.runtime'.cni]
-      bin_dirs = ["${binDir}/cni"]
-      conf_dir = "${dir}/cni"
-  [plugins.'io.containerd.grpc.v1.cri']
-    stream_server_address = "127.0.0.1"
-    stream_server_port = "0"
-`;
-}
-
-function kubeletConfig(o: { dir: string; pki: string; port: number; healthzPort: number; cgroupRoot: string }): string {
-  return `apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-# This kernel mounts cgroup v1 hierarchies; a 1.35+ kubelet refuses them unless told.
-failCgroupV1: false
-cgroupDriver: cgroupfs
-cgroupRoot: ${o.cgroupRoot}
-failSwapOn: false
-address: 127.0.0.1
-port: ${o.port}
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: ${o.healthzPort}
-containerRuntimeEndpoint: unix://${o.dir}/containerd.sock
-podLogsDir: ${o.dir}/pod-logs
-volumePluginDir: ${o.dir}/volume-plugins
-staticPodPath: ""
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: false}
-  x509: {clientCAFile: ${o.pki}/ca.crt}
-authorization: {mode: AlwaysAllow}
-# A shared disk may be fuller than the defaults allow: never evict, never collect images.
-evictionHard: {memory.available: "1Mi", nodefs.available: "0%", imagefs.available: "0%", nodefs.inodesFree: "0%"}
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-resolvConf: /etc/resolv.conf
-serializeImagePulls: false
-`;
-}
-
 const ready = (node: any): boolean => node?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 /**
@@ -310,6 +274,7 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
   let kubelet: ReturnType<typeof launch> | undefined;
   let relayInside: ReturnType<typeof launch> | undefined;
   let relayOutside: Server | undefined;
+  let dns: ClusterDns | undefined;
   let stopped = false;
 
   const stop = async (): Promise<void> => {
@@ -332,6 +297,7 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
         /* gone meanwhile */
       }
     }
+    await terminate(dns?.process);
     await terminate(relayInside);
     await new Promise<void>((resolve) => (relayOutside ? relayOutside.close(() => resolve()) : resolve()));
     // Its bridge and veths go with it.
@@ -388,7 +354,7 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
       // loopback alone never touches the host's network (pods run with hostNetwork).
       writeFileSync(join(dir, 'cni', '10-loopback.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'dkv-loopback-only', plugins: [{ type: 'loopback' }] }));
     }
-    writeFileSync(join(dir, 'containerd.toml'), containerdConfig(dir, binDir));
+    writeFileSync(join(dir, 'containerd.toml'), containerdConfig(dir, binDir, PAUSE_IMAGE));
     const containerdLog = join(dir, 'containerd.log');
     const containerdChild = launch(...inNetns(join(binDir, 'containerd'), ['--config', join(dir, 'containerd.toml')]), containerdLog, env);
     containerd = containerdChild;
@@ -396,8 +362,19 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
     const pauseArchive = assembleImage(join(dir, 'pause.tar'), { name: PAUSE_IMAGE, files: [`${join(binDir, 'pause')}:/pause`], entrypoint: '/pause', user: '65535:65535' });
     ctr('images', 'import', pauseArchive);
 
+    if (options.clusterDomain) {
+      if (!netns) throw new Error('clusterDomain needs podNetwork: CoreDNS serves on the node\'s own address, inside its namespace');
+      const readyPort = await freePort();
+      const coredns = startClusterDns({
+        binary: join(binDir, 'coredns'), dir, kubeconfigPath: plane.kubeconfigPath, address, readyPort, domain: options.clusterDomain,
+        launch: (binary, args, logFile) => launch(...inNetns(binary, args), logFile),
+      });
+      dns = coredns;
+      await eventually('CoreDNS to be ready (its kubernetes plugin synced)', async () => yes(spawnSync('nsenter', [`--net=${netns}`, '--', 'curl', '-sf', `http://127.0.0.1:${readyPort}/ready`]).status === 0), 30_000, 200, () => exitDescription(coredns.process, coredns.logFile));
+    }
     const [port, healthzPort] = [await freePort(), await freePort()];
-    writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig({ dir, pki: join(plane.dir, 'pki'), port, healthzPort, cgroupRoot }));
+    const dnsConfig = options.clusterDomain ? { address, domain: options.clusterDomain } : undefined;
+    writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig({ dir, pki: join(plane.dir, 'pki'), port, healthzPort, cgroupRoot, dns: dnsConfig }));
     const kubeletLog = join(dir, 'kubelet.log');
     const kubeletChild = launch(...inNetns(join(binDir, 'kubelet'), [
       `--config=${join(dir, 'kubelet.yaml')}`,
@@ -424,9 +401,15 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
     name,
     address,
     dir,
+    clusterDomain: options.clusterDomain,
     startMillis: Date.now() - started,
     ctr,
-    importImage: (archive) => void ctr('images', 'import', archive),
+    importImage: (archive) => new Promise<void>((resolve, reject) => {
+      execFile(join(binDir, 'ctr'), ['-a', join(dir, 'containerd.sock'), '-n', 'k8s.io', 'images', 'import', archive], { env }, (error, _stdout, stderr) => {
+        if (error) reject(new Error(`ctr images import ${archive}: ${stderr || error.message}`));
+        else resolve();
+      });
+    }),
     inNetwork(command, ...args) {
       const [binary, argv] = inNetns(command, args);
       const r = spawnSync(binary, argv, { encoding: 'utf8' });

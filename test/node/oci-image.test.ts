@@ -7,7 +7,7 @@
  * import a new image.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assembleImage } from '../cluster/real-node.js';
@@ -65,5 +65,24 @@ describe('oci-image.sh', () => {
     const first = readFileSync(assembleImage(join(dir, 'b.tar'), spec()));
     const second = readFileSync(assembleImage(join(dir, 'c.tar'), spec()));
     expect(second.equals(first)).toBe(true);
+  });
+
+  test('copies a --tree whole with its modes, and takes an entrypoint of several arguments (the project\'s image: node /app/bin/dkv.js)', () => {
+    mkdirSync(join(dir, 'pkg', 'lib'), { recursive: true });
+    writeFileSync(join(dir, 'pkg', 'package.json'), '{}');
+    writeFileSync(join(dir, 'pkg', 'lib', 'run.js'), 'run()');
+    chmodSync(join(dir, 'pkg', 'lib', 'run.js'), 0o755);
+    const archive = assembleImage(join(dir, 'd.tar'), { name: 'registry.example/app:1', trees: [`${join(dir, 'pkg')}:/app/node_modules/pkg`], entrypoint: ['node', '/app/bin/app.js'] });
+    const index = JSON.parse(tar(archive, 'index.json'));
+    const blob = (digest: string) => tar(archive, `blobs/sha256/${digest.replace('sha256:', '')}`);
+    const manifest = JSON.parse(blob(index.manifests[0].digest));
+    expect(JSON.parse(blob(manifest.config.digest)).config.Entrypoint).toEqual(['node', '/app/bin/app.js']);
+    writeFileSync(join(dir, 'layer-d.tar'), Buffer.from(blob(manifest.layers[0].digest), 'latin1'));
+    const listing = spawnSync('tar', ['--numeric-owner', '-tvf', join(dir, 'layer-d.tar')], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean)
+      .map((l) => { const f = l.split(/\s+/); return `${f[0]} ${f[1]} ${f[5]}`; });
+    expect(listing).toEqual([
+      'drwxr-xr-x 0/0 app/', 'drwxr-xr-x 0/0 app/node_modules/', 'drwxr-xr-x 0/0 app/node_modules/pkg/',
+      'drwxr-xr-x 0/0 app/node_modules/pkg/lib/', '-rwxr-xr-x 0/0 app/node_modules/pkg/lib/run.js', '-rw-r--r-- 0/0 app/node_modules/pkg/package.json',
+    ]);
   });
 });

@@ -104,7 +104,7 @@ async function startNode(podNetwork: boolean): Promise<{ plane: ControlPlane; no
   console.log(`real node ${node.name}${podNetwork ? ' (own network namespace)' : ''}: Ready ${node.startMillis} ms after containerd was spawned`);
   // The etcd binary the harness builds for the control plane, as the image's /usr/local/bin/etcd.
   const etcd = join(locateBinaries(['etcd']), 'etcd');
-  node.importImage(assembleImage(join(node.dir, 'etcd.tar'), {
+  await node.importImage(assembleImage(join(node.dir, 'etcd.tar'), {
     name: ETCD_IMAGE,
     files: [`${etcd}:/usr/local/bin/etcd`],
     env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],

@@ -13,12 +13,16 @@
 #                           the CNI plugins (github.com/containernetworking/plugins);
 #   pause                   the pod sandbox's process (./pause: no registry is reachable
 #                           for registry.k8s.io/pause);
+#   coredns                 the cluster DNS (member names of a headless Service), with
+#                           the plugins it needs only (./coredns: its own module, as
+#                           CoreDNS pins k8s.io/* of its own);
 # and installs runc from Debian's packages when it is missing (see install_runc).
 # containerd and the plugins have their own module (./go.mod): containerd 2.4 pins
 # k8s.io/* v0.37, which must not move the control plane's v0.36.
 #
 # Opt-in: nothing in the kwok test lane calls this script. Idempotent: one stamp
-# and one lock per binary (as ../build.sh), a second run is a cache hit. The LAST
+# and one lock per binary (../build-cache.sh's build_stamped, as ../build.sh), a
+# second run is a cache hit. The LAST
 # line on stdout is the directory holding the binaries (the CNI plugins in its cni/
 # subdirectory, the layout the kubelet's and containerd's CNI bin dir expects).
 #
@@ -42,8 +46,9 @@ kubelet_k8s_version="$(modver k8s.io/kubernetes "$here/kubelet/go.mod")"
   die "the kubelet's k8s.io/kubernetes ($kubelet_k8s_version, $here/kubelet/go.mod) is not the control plane's ($k8s_version, $cluster/go.mod): copy the new release's require and replace lines there too"
 containerd_version="$(modver github.com/containerd/containerd/v2)"
 cni_version="$(modver github.com/containernetworking/plugins)"
-[[ -n "$k8s_version" && -n "$containerd_version" && -n "$cni_version" ]] ||
-  die "cannot read the k8s.io/kubernetes ($cluster/go.mod), containerd or CNI plugins ($here/go.mod) versions"
+coredns_version="$(modver github.com/coredns/coredns "$here/coredns/go.mod")"
+[[ -n "$k8s_version" && -n "$containerd_version" && -n "$cni_version" && -n "$coredns_version" ]] ||
+  die "cannot read the k8s.io/kubernetes ($cluster/go.mod), containerd or CNI plugins ($here/go.mod) or CoreDNS ($here/coredns/go.mod) versions"
 
 k8s_minor="${k8s_version#v1.}"; k8s_minor="${k8s_minor%%.*}"
 ldflags_k8s="-s -w"
@@ -56,9 +61,11 @@ ldflags_containerd="-s -w -X github.com/containerd/containerd/v2/version.Version
 tags_containerd="urfave_cli_no_docs osusergo netgo static_build"
 tags_shim="$tags_containerd no_grpc"
 ldflags_cni="-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=${cni_version}"
+# CoreDNS' Makefile stamps the commit only (coremain.GitCommit); the version is in its source.
+ldflags_coredns="-s -w"
 
 cni_plugins=(bridge host-local loopback portmap)
-all_binaries=(kubelet containerd containerd-shim-runc-v2 ctr "${cni_plugins[@]}" pause)
+all_binaries=(kubelet containerd containerd-shim-runc-v2 ctr "${cni_plugins[@]}" pause coredns)
 
 if (($# > 0)); then wanted=("$@"); else wanted=("${all_binaries[@]}"); fi
 for b in "${wanted[@]}"; do
@@ -66,7 +73,17 @@ for b in "${wanted[@]}"; do
 done
 
 is_cni() { [[ " ${cni_plugins[*]} " == *" $1 "* ]]; }
-place() { if is_cni "$1"; then echo "cni/$1"; else echo "$1"; fi; }
+# The per-binary cache (build-cache.sh's build_stamped) asks these.
+binary_place() { if is_cni "$1"; then echo "cni/$1"; else echo "$1"; fi; }
+stamp_versions() { echo "k8s=${k8s_version} containerd=${containerd_version} cni=${cni_version} coredns=${coredns_version}"; }
+report_built() { # $1 = binary, $2 = file
+  case "$1" in
+    kubelet | containerd) "$2" --version >&2 ;;
+    coredns) "$2" -version >&2 ;;
+    ctr | containerd-shim-runc-v2) "$2" -v >&2 ;;
+    *) ;;
+  esac
+}
 
 # Everything a binary's build depends on: when it changes, that binary is rebuilt.
 recipe_key() { # $1 = binary
@@ -77,6 +94,7 @@ recipe_key() { # $1 = binary
       containerd-shim-runc-v2) cat "$here/go.mod" "$here/go.sum"; printf '%s\n%s\n' "$ldflags_containerd" "$tags_shim" ;;
       containerd | ctr) cat "$here/go.mod" "$here/go.sum"; printf '%s\n%s\n' "$ldflags_containerd" "$tags_containerd" ;;
       pause) cat "$here/go.mod" "$here/pause/main.go" ;;
+      coredns) cat "$here/coredns/go.mod" "$here/coredns/go.sum" "$here/coredns/main.go"; printf '%s\n' "$ldflags_coredns" ;;
       *) cat "$here/go.mod" "$here/go.sum"; printf '%s\n' "$ldflags_cni" ;;
     esac
   } | sha256sum | cut -d' ' -f1
@@ -84,12 +102,12 @@ recipe_key() { # $1 = binary
 
 build_command() { # $1 = binary, $2 = output file: sets cmd and dir
   local gb=(go build -mod=readonly -p "$parallelism" -trimpath)
-  dir="$here"
   case "$1" in
     kubelet) dir="$here/kubelet"; cmd=("${gb[@]}" -ldflags "$ldflags_k8s" -o "$2" k8s.io/kubernetes/cmd/kubelet) ;;
     containerd | ctr) cmd=("${gb[@]}" -tags "$tags_containerd" -ldflags "$ldflags_containerd" -o "$2" "github.com/containerd/containerd/v2/cmd/$1") ;;
     containerd-shim-runc-v2) cmd=("${gb[@]}" -tags "$tags_shim" -ldflags "$ldflags_containerd" -o "$2" "github.com/containerd/containerd/v2/cmd/$1") ;;
     pause) cmd=("${gb[@]}" -ldflags "-s -w" -o "$2" ./pause) ;;
+    coredns) dir="$here/coredns"; cmd=("${gb[@]}" -ldflags "$ldflags_coredns" -o "$2" .) ;;
     host-local) cmd=("${gb[@]}" -ldflags "$ldflags_cni" -o "$2" "github.com/containernetworking/plugins/plugins/ipam/host-local") ;;
     portmap) cmd=("${gb[@]}" -ldflags "$ldflags_cni" -o "$2" "github.com/containernetworking/plugins/plugins/meta/portmap") ;;
     *) cmd=("${gb[@]}" -ldflags "$ldflags_cni" -o "$2" "github.com/containernetworking/plugins/plugins/main/$1") ;;
@@ -111,69 +129,6 @@ install_runc() {
 
 out="$cache_root/node-k8s-${k8s_version}-containerd-${containerd_version}-cni-${cni_version}"
 
-cache_hit() { # $1 = binary
-  [[ "${DKV_CONTROL_PLANE_REBUILD:-0}" != 1 && -x "$out/$(place "$1")" ]] || return 1
-  grep -qx "key=$(recipe_key "$1")" "$out/.stamps/$1" 2>/dev/null
-}
-
 (($# > 0)) || install_runc
 
-missing=()
-for b in "${wanted[@]}"; do cache_hit "$b" || missing+=("$b"); done
-if ((${#missing[@]} == 0)); then
-  log "cache hit: $out"
-  echo "$out"
-  exit 0
-fi
-
-command -v go >/dev/null || die "go not found in PATH (Go >= 1.26.8 needed)"
-mkdir -p "$out/.stamps" "$out/.locks" "$out/cni"
-build_log="$out/build.log"
-temporaries=()
-trap 'rm -rf "${temporaries[@]}"' EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
-
-build_binary() { # $1 = binary: beside its final place, renamed into place, stamp last
-  local b="$1" t0=$SECONDS tmp dir cmd
-  tmp="$(mktemp "$out/.tmp-$b.XXXXXX")"
-  temporaries+=("$tmp")
-  build_command "$b" "$tmp"
-  log "building $b ..."
-  echo "=== $b: (cd $dir) ${cmd[*]}" >>"$build_log"
-  (cd "$dir" && "${cmd[@]}") || die "building $b failed (see output above)"
-  case "$b" in
-    kubelet | containerd) "$tmp" --version >&2 ;;
-    ctr | containerd-shim-runc-v2) "$tmp" -v >&2 ;;
-    *) ;;
-  esac
-  chmod 755 "$tmp"
-  mv -f "$tmp" "$out/$(place "$b")"
-  log "built $b in $((SECONDS - t0))s"
-  echo "=== $b wall seconds: $((SECONDS - t0))" >>"$build_log"
-  printf 'key=%s\nk8s=%s\ncontainerd=%s\ncni=%s\ngo=%s\nbuilt=%s in %ss\n' "$(recipe_key "$b")" "$k8s_version" "$containerd_version" \
-    "$cni_version" "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$((SECONDS - t0))" >"$out/.stamps/.$b.tmp"
-  mv -f "$out/.stamps/.$b.tmp" "$out/.stamps/$b"
-}
-
-log "building ${missing[*]} (kubelet ${k8s_version}, containerd ${containerd_version}, CNI plugins ${cni_version}) into $out (go build -p $parallelism)"
-start=$SECONDS
-built=()
-for b in "${missing[@]}"; do
-  exec 9>"$out/.locks/$b"
-  if command -v flock >/dev/null && ! flock -n 9; then
-    log "waiting for another build of $b ($out/.locks/$b)"
-    flock 9
-  fi
-  if cache_hit "$b"; then
-    log "cache hit (built concurrently): $b"
-  else
-    rm -rf "$out/.tmp-$b".*
-    build_binary "$b"
-    built+=("$b")
-  fi
-  exec 9>&-
-done
-echo "=== $(date -u +%Y-%m-%dT%H:%M:%SZ): built ${built[*]:-nothing} in $((SECONDS - start))s" >>"$build_log"
-log "done in $((SECONDS - start))s; build log: $build_log"
-echo "$out"
+build_stamped "$out" "${wanted[@]}"

@@ -9,8 +9,10 @@
 #                           written as io.containerd.image.name and org.opencontainers.image.ref.name
 #   --file SRC:DEST[:MODE]  a file in the image (DEST absolute; MODE octal, default 0755)
 #   --dir DEST[:MODE]       an empty directory in the image (default 0755; 1777 for /tmp)
+#   --tree SRC:DEST         a directory and everything in it, modes kept (the project's
+#                           lib/ and node_modules/ packages)
 #   --user UID[:GID]        config.User
-#   --entrypoint PATH       config.Entrypoint (one element)
+#   --entrypoint ARG        config.Entrypoint (repeatable: ["node", "/app/bin/dkv.js"] is two)
 #   --cmd ARG               config.Cmd (repeatable)
 #   --workdir DIR           config.WorkingDir
 #   --env NAME=VALUE        config.Env (repeatable)
@@ -22,7 +24,7 @@
 # history entries. Needs GNU tar, sha256sum, python3 (JSON) — all in Debian's base.
 set -euo pipefail
 die() { printf 'oci-image.sh: ERROR: %s\n' "$*" >&2; exit 1; }
-(($# >= 2)) || die "usage: oci-image.sh OUT.tar NAME [--file SRC:DEST[:MODE]] [--dir DEST[:MODE]] [--user U] [--entrypoint P] [--cmd A] [--workdir D] [--env K=V]"
+(($# >= 2)) || die "usage: oci-image.sh OUT.tar NAME [--file SRC:DEST[:MODE]] [--dir DEST[:MODE]] [--tree SRC:DEST] [--user U] [--entrypoint P] [--cmd A] [--workdir D] [--env K=V]"
 out="$1" name="$2"; shift 2
 
 work="$(mktemp -d)"
@@ -40,6 +42,11 @@ while (($# > 0)); do
     --dir)
       IFS=: read -r dest mode <<<"$2"
       mkdir -p "$root$dest" && chmod "${mode:-0755}" "$root$dest" ;;
+    --tree)
+      IFS=: read -r src dest <<<"$2"
+      [[ -d "$src" ]] || die "--tree $2: no directory $src"
+      [[ "$dest" == /* ]] || die "--tree $2: destination must be absolute"
+      mkdir -p "$(dirname "$root$dest")" && cp -R --preserve=mode "$src" "$root$dest" ;;
     --user | --entrypoint | --cmd | --workdir | --env) config_args+=("$1" "$2") ;;
     *) die "unknown option $1" ;;
   esac
@@ -61,11 +68,20 @@ def blob(data: bytes) -> tuple[str, int]:
     with open(os.path.join(blobs, digest), 'wb') as f:
         f.write(data)
     return 'sha256:' + digest, len(data)
-layer_digest, layer_size = blob(open(os.path.join(work, 'layer.tar'), 'rb').read())
+def layer_blob(path: str) -> tuple[str, int]:
+    # Hashed in chunks and moved, not read whole and copied: the project's layer is ~280 MB.
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 20), b''):
+            h.update(chunk)
+    size = os.path.getsize(path)
+    os.rename(path, os.path.join(blobs, h.hexdigest()))
+    return 'sha256:' + h.hexdigest(), size
+layer_digest, layer_size = layer_blob(os.path.join(work, 'layer.tar'))
 config = {'Env': [], 'Cmd': None}
 for flag, value in zip(args[0::2], args[1::2]):
     if flag == '--user': config['User'] = value
-    elif flag == '--entrypoint': config['Entrypoint'] = [value]
+    elif flag == '--entrypoint': config['Entrypoint'] = config.get('Entrypoint', []) + [value]
     elif flag == '--cmd': config['Cmd'] = (config['Cmd'] or []) + [value]
     elif flag == '--workdir': config['WorkingDir'] = value
     elif flag == '--env': config['Env'].append(value)
