@@ -124,7 +124,7 @@ export class DistributedKVCluster extends Construct {
     new KVServices(this, 'Services', { identity, config });
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity });
     if (hasNetworkPolicy(spec, config) && !props.networkPolicyWithheld) new KVNetworkPolicy(this, 'NetworkPolicy', { identity, networkPolicy: spec.networkPolicy, config });
-    if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended, tls });
+    if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended, tls, authenticated: spec.clients !== undefined && tls.client });
 
     const plainly = rendersPlainly(this);
     for (const child of this.node.findAll()) {
