@@ -68,7 +68,10 @@ export function postJson(url: string, body: string, signal: AbortSignal, agent?:
       reject(new Error('an https:// member needs the client certificate (the cluster runs client TLS)'));
       return;
     }
-    const options = { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...(token ? { Authorization: token } : {}) }, signal };
+    // Accept: etcd tells its gateway's own calls from a client's by it (grpcgateway-accept); without it, once authentication is on,
+    // a call carries the member certificate's common name as its user (server/auth/store.go AuthInfoFromTLS).
+    const headers = { 'Content-Type': 'application/json', Accept: 'application/json', 'Content-Length': Buffer.byteLength(body), ...(token ? { Authorization: token } : {}) };
+    const options = { method: 'POST', headers, signal };
     const req = secure ? httpsRequest(url, { ...options, agent }) : httpRequest(url, options);
     req.on('response', (res) => {
       const chunks: Buffer[] = [];

@@ -137,7 +137,7 @@ export async function streamEtcdSnapshot(endpoint: string, sink: SnapshotSink, s
         },
     };
     const ask = () => {
-      socket.write(`POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\n${token ? `Authorization: ${token}\r\n` : ''}Content-Length: 2\r\nConnection: close\r\n\r\n{}`);
+      socket.write(`POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nAccept: application/json\r\n${token ? `Authorization: ${token}\r\n` : ''}Content-Length: 2\r\nConnection: close\r\n\r\n{}`);
     };
     // Over TLS the request goes once the handshake is done (the member has checked the client certificate).
     const socket: Socket = secure
