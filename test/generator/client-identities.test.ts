@@ -4,7 +4,7 @@
  * with one refused whole, before anything is issued or granted.
  */
 import { validateDistributedKV } from '../../api/validate.js';
-import { DEFAULT_CONFIG, kvDocument, type ClusterOptions } from './support.js';
+import { BACKUP, byRole, DEFAULT_CONFIG, kvDocument, synth, type ClusterOptions } from './support.js';
 
 const ETCD = 'registry.k8s.io/etcd:3.6.8-0';
 const problems = (options: ClusterOptions) => {
@@ -58,5 +58,21 @@ describe('client identities in the spec', () => {
       expect.stringMatching(/^spec\.clients\.2\.name: duplicate/),
       expect.stringMatching(/^spec\.clients\.2\.prefix: "\/x\/y\/" overlaps "\/x\/"/),
     ]);
+  });
+});
+
+describe('the backup runner of a cluster with client identities', () => {
+  const runner = (options: ClusterOptions) => byRole(synth({ backup: BACKUP, ...options })).cronJob!.spec.jobTemplate.spec.template.spec;
+
+  it('mounts the root identity\'s Secret where DKV_TLS_DIR says: etcd serves a snapshot to the root role only once authentication is on', () => {
+    const pod = runner({ clients: [{ name: 'app', prefix: '/app/' }] });
+    expect(pod.volumes).toEqual([{ name: 'client-tls', secret: { secretName: 'orders-etcd-root', defaultMode: 0o440 } }]);
+    expect(pod.containers[0].env).toContainEqual({ name: 'DKV_TLS_DIR', value: '/etc/dkv/tls/client' });
+    // An empty list is root only, authentication on all the same.
+    expect(runner({ clients: [] }).volumes[0].secret.secretName).toBe('orders-etcd-root');
+  });
+
+  it('keeps the client Secret without spec.clients (authentication off)', () => {
+    expect(runner({}).volumes[0].secret.secretName).toBe('orders-tls-client');
   });
 });
