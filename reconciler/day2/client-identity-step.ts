@@ -105,6 +105,11 @@ export async function clientIdentitySecrets(input: ClientIdentityInput): Promise
   const days = config.tls.certificateValidityDays;
   const create: LabelledSecret[] = [];
   let rootForAuth = root;
+  // Clients' Secrets without root's: authentication was turned on with a password now lost. A new one would not open
+  // the store, and would stand in the way of restoring the old Secret: nothing is issued or granted.
+  if (!cachedRoot && input.clientSecrets().length > 0) {
+    return { ...INACTIVE, active: true, clients, problem: `Secret ${rootName} is missing while client identities exist: etcd authentication is on with the root password it held, which the controller cannot replace; restore that Secret` };
+  }
   if (!cachedRoot) {
     const leaf = await createLeafCertificate(ca, ROOT_CERTIFICATE_REQUEST, now, days);
     const data = { ...leafSecretData(leaf, ca), username: ROOT, password: newRootPassword() };
