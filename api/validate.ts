@@ -111,6 +111,9 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
     problems.push(...maintenanceProblems(doc.spec, config.engine, problems));
     problems.push(...networkPolicyProblems(doc.spec, problems));
     problems.push(...clientProblems(doc.spec, problems));
+    if (config.engine !== 'etcd' && doc.spec?.clients !== undefined) {
+      problems.push({ segments: ['spec', 'clients'], message: `the ${config.engine} engine has no client identities: they are etcd users and roles; leave spec.clients out` });
+    }
     // Engine knowledge the schema cannot hold (engines/etcd/versions.ts is pure, so the api layer may ask it).
     if (config.engine === 'etcd' && typeof doc.spec?.image === 'string') {
       for (const message of etcdImageProblems(doc.spec.image)) problems.push({ segments: ['spec', 'image'], message });

@@ -51,7 +51,13 @@ describe('client identities in the spec', () => {
     expect(problems({ tls: { client: { enabled: false } }, clients: [{ name: 'orders', prefix: '/o/' }] })).toEqual([expect.stringMatching(/^spec\.clients: needs client TLS/)]);
   });
 
-  it('reports every problem at once', () => {
+  it('refuses client identities with an engine other than etcd (they are etcd users and roles)', () => {
+    const generic = validateDistributedKV(kvDocument({ tls: { mode: 'disabled' }, clients: [] }), { ...DEFAULT_CONFIG, engine: 'generic' });
+    expect(generic.valid ? [] : generic.problems.map((p) => `${p.segments.join('.')}: ${p.message}`))
+      .toEqual(['spec.clients: the generic engine has no client identities: they are etcd users and roles; leave spec.clients out']);
+  });
+
+    it('reports every problem at once', () => {
     expect(problems({ clients: [{ name: 'root', prefix: '/r/' }, { name: 'x', prefix: '/x/' }, { name: 'x', prefix: '/x/y/', access: 'write' }] })).toEqual([
       'spec.clients.2.access: must be one of "read", "readWrite" (got "write")',
       expect.stringMatching(/^spec\.clients\.0\.name: root is/),
