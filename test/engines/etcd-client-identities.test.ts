@@ -155,6 +155,16 @@ describeWithCluster('client identities on real etcd members', () => {
     await expect(grpcAs(orders).put('/orders/2', 'after removal')).rejects.toThrow(DENIED);
     expect(await grpcAs(reports).range('/reports/', true)).toHaveLength(1);
 
+    // Settled: a reconcile (the annotation below asks for one) changes nothing in etcd's auth store and writes nothing to Kubernetes.
+    const settledRevision = (await asRoot('/v3/auth/status', {})).authRevision;
+    const writesBefore = bed.controllerWrites.length;
+    await client.request('PATCH', clusterPath(namespace, NAME), { body: { metadata: { annotations: { poke: 'steady' } } }, contentType: 'application/merge-patch+json' });
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await asRoot('/v3/auth/status', {})).authRevision).toBe(settledRevision);
+    expect(bed.controllerWrites.slice(writesBefore)).toEqual([]);
+    // The normal course (Secrets issued, read back, authentication on, a client added and removed) is no problem to report.
+    expect(await bed.events('ClientIdentityProblem')).toEqual([]);
+
     await monitor.stop();
     expect(monitor.violations).toEqual([]);
     expect(monitor.readings.length).toBeGreaterThan(10);
