@@ -59,6 +59,7 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     controller: { ...base.controller, ...overrides.controller },
     conversion: { ...base.conversion, ...overrides.conversion },
     tls: { ...base.tls, ...overrides.tls },
+    clients: { ...base.clients, ...overrides.clients },
     fleet: { ...base.fleet, ...overrides.fleet },
     sharding: { ...base.sharding, ...overrides.sharding },
     maintenance: { ...base.maintenance, ...overrides.maintenance },

@@ -7,6 +7,7 @@ import type { GeneratorConfig } from './config.js';
 import { cronProblems } from './cron.js';
 import { maintenanceProblems } from './maintenance-problems.js';
 import { networkPolicyProblems } from './network-policy-problems.js';
+import { clientProblems } from './client-problems.js';
 import { etcdImageProblems } from '../engines/etcd/versions.js';
 import { convertOwnCopy, schemaVersionedFields } from './conversion.js';
 import { SCHEMA } from './schema.js';
@@ -59,7 +60,8 @@ const TOP_LEVEL_FIELDS = Object.keys(SCHEMA.properties).map((name) => ({ name })
  * and the controller do: the schema (with defaults applied to a copy), the
  * name rules of the generated objects, the cron ranges, what etcd would
  * make of the maintenance settings (maintenance-problems.ts), the network
- * policy's label selectors (network-policy-problems.ts), and whether the
+ * policy's label selectors (network-policy-problems.ts), the client
+ * identities' names and prefixes (client-problems.ts), and whether the
  * configured engine can run the image at all and take the backups asked for. A document of any served
  * version is checked against that version's schema (a v1beta1-only field
  * in a v1alpha1 file is an unknown field there) and handed on converted to
@@ -108,6 +110,10 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
     }
     problems.push(...maintenanceProblems(doc.spec, config.engine, problems));
     problems.push(...networkPolicyProblems(doc.spec, problems));
+    problems.push(...clientProblems(doc.spec, problems));
+    if (config.engine !== 'etcd' && doc.spec?.clients !== undefined) {
+      problems.push({ segments: ['spec', 'clients'], message: `the ${config.engine} engine has no client identities: they are etcd users and roles; leave spec.clients out` });
+    }
     // Engine knowledge the schema cannot hold (engines/etcd/versions.ts is pure, so the api layer may ask it).
     if (config.engine === 'etcd' && typeof doc.spec?.image === 'string') {
       for (const message of etcdImageProblems(doc.spec.image)) problems.push({ segments: ['spec', 'image'], message });

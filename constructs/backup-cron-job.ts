@@ -7,6 +7,7 @@ import { ownBackupRunner } from '../model/backup-runner-image.js';
 import { s3RunnerEnvironment } from './backup-runner.js';
 import { resourceRequirements, restrictedContainerSecurityContext } from './pod-defaults.js';
 import { clientTls } from '../engines/etcd/tls-files.js';
+import { rootSecretName } from '../engines/etcd/client-identity-secrets.js';
 import { PLAIN, type TlsInEffect } from '../model/tls.js';
 
 export interface KVBackupCronJobProps {
@@ -27,6 +28,13 @@ export interface KVBackupCronJobProps {
    * @default plain HTTP
    */
   readonly tls?: TlsInEffect;
+  /**
+   * etcd authentication is on (spec.clients, docs/client-identities.md): the
+   * runner mounts the root identity's Secret instead, because etcd serves a
+   * snapshot to the root role only.
+   * @default false
+   */
+  readonly authenticated?: boolean;
 }
 
 /**
@@ -45,7 +53,7 @@ export class KVBackupCronJob extends Construct {
     const ownRunner = ownBackupRunner(backup);
     const runner = s3RunnerEnvironment(config);
     const snapshots = config.backup.volumeSnapshots;
-    const secured = clientTls(props.tls ?? PLAIN, config, identity);
+    const secured = clientTls(props.tls ?? PLAIN, config, identity, props.authenticated ? rootSecretName(config, identity) : undefined);
     const labels = { ...identity.backupLabels };
     this.apiObject = new k8s.KubeCronJob(this, 'Resource', {
       metadata: { name: identity.backupCronJobName, labels, annotations: identity.annotations },

@@ -143,7 +143,7 @@ export class DistributedKVCluster extends Construct {
     if (hasPodMonitor(config) && !props.podMonitorWithheld) new KVPodMonitor(this, 'PodMonitor', { identity, monitoring: config.monitoring });
     // While a migration's members still serve plain HTTP to clients, the backup runner uses it: some may not serve TLS yet.
     const backupTls = tls.transition?.plainClients ? { ...tls, client: false } : tls;
-    if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended, tls: backupTls });
+    if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended, tls: backupTls, authenticated: spec.clients !== undefined && tls.client });
 
     const plainly = rendersPlainly(this);
     for (const child of this.node.findAll()) {

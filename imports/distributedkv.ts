@@ -250,6 +250,25 @@ export interface DistributedKVSpec {
     }[];
   };
   /**
+   * Client identities (TLS mode `operator` with client TLS, docs/client-identities.md): each named client gets a certificate of the cluster's CA whose common name is its etcd user, in a Secret of the cluster's namespace (configuration clients.secret, `{name}-client-{client}` by default), and read or read-write access to its key prefix and nothing else. Setting this field, even to an empty list, turns etcd authentication on: the root user is then the controller's alone. A client removed from the list is revoked: its etcd user and role are deleted, then its Secret. Names are unique DNS labels other than `root`; a prefix may not overlap another client's `readWrite` prefix. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.
+   *
+   * @maxItems 100
+   */
+  clients?: {
+    /**
+     * The client's name: its etcd user and role, its certificate's common name, and part of its Secret's name. A DNS label; `root` is the controller's.
+     */
+    name: string;
+    /**
+     * The keys the client may use: every key that starts with this string (etcd's prefix range, as `etcdctl --prefix`).
+     */
+    prefix: string;
+    /**
+     * `read`: range and watch the prefix; `readWrite`: also put, delete and transactions within it. Unset: `readWrite`.
+     */
+    access?: 'read' | 'readWrite';
+  }[];
+  /**
    * Periodic backups to S3. Omit to run no backups (and remove an existing backup CronJob).
    */
   backup?: {

@@ -871,10 +871,11 @@ return errors === 0;
 }
 
 export const v1beta1 = validate17;
-const schema20 = {"title":"DistributedKVSpec","description":"What the cluster should be: written by humans (or GitOps), never by the controller.","type":"object","additionalProperties":false,"required":["size","image"],"x-kubernetes-validations":[{"rule":"has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore.from == oldSelf.restore.from)","message":"restore is set only when a cluster is created: it cannot be added, changed or removed afterwards (a restore is never in place); create a new cluster to restore"}],"properties":{"size":{"type":"integer","minimum":1,"maximum":9,"x-dkv-synonyms":["replicas"],"description":"Number of members. Odd sizes tolerate the most failures for their cost: a cluster of N members stays writable while a majority (N/2+1) is up."},"image":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\s]+$","description":"Container image of the key-value server: with the etcd engine (the default), an etcd image, e.g. `registry.k8s.io/etcd:3.6.8-0`. Pin a tag or digest: the image is part of the desired state."},"storage":{"type":"object","additionalProperties":false,"default":{},"description":"Persistent volume for each member. The size may grow: the controller grows each member's claim, one at a time, where the StorageClass allows expansion. The StorageClass is fixed when the cluster is created.","x-kubernetes-validations":[{"rule":"has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)","message":"storage.storageClassName cannot change after creation (StatefulSet volumeClaimTemplates are immutable); create a new cluster and migrate"}],"properties":{"size":{"type":"string","default":"10Gi","pattern":"^[0-9]+(?:Ki|Mi|Gi|Ti|Pi)$","description":"Capacity of each member's volume, in binary units (e.g. `10Gi`).","x-kubernetes-validations":[{"rule":"quantity(self).compareTo(quantity(oldSelf)) >= 0","message":"storage.size can only grow: volumes cannot shrink"}]},"storageClassName":{"type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$","description":"StorageClass of the volumes. Omit to use the cluster's default class."}}},"resources":{"type":"object","additionalProperties":false,"description":"Compute resources of each member's server container. Omit to leave them unset.","properties":{"requests":{"type":"object","additionalProperties":false,"description":"Resources the scheduler reserves for each member.","properties":{"cpu":{"description":"CPU, in cores or millicores (e.g. `2`, `500m`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""},"memory":{"description":"Memory, in bytes with an optional suffix (e.g. `512Mi`, `4Gi`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""}}},"limits":{"type":"object","additionalProperties":false,"description":"Upper bounds enforced on each member.","properties":{"cpu":{"description":"CPU, in cores or millicores (e.g. `2`, `500m`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""},"memory":{"description":"Memory, in bytes with an optional suffix (e.g. `512Mi`, `4Gi`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""}}}}},"maintenance":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"How each member keeps its database bounded, with no human step: etcd compacts its history itself (compaction), the database may grow to a quota sized from the volume (quota), and the controller defragments a member whose file is mostly free pages, one member at a time and never while anything else changes (defragmentation). Every field has a default: omit the section to get them. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"compaction":{"type":"object","additionalProperties":false,"description":"etcd's auto-compaction: which revisions of each key are kept. Unset: periodic, keeping 1h of history.","properties":{"mode":{"type":"string","enum":["periodic","revision"],"description":"`periodic`: keep the history of the last `retention` (a duration); `revision`: keep the last `retention` revisions (a number). Unset: `periodic`."},"retention":{"type":"string","maxLength":32,"pattern":"^(?:[0-9]+|(?:[0-9]+(?:\\.[0-9]+)?(?:ms|s|m|h))+)$","description":"With mode `periodic`, a duration such as `1h` or `30m` (a bare number is hours, as etcd reads it); with mode `revision`, a number of revisions such as `10000`. `0` turns auto-compaction off: history then grows until the quota. Unset: `1h` (periodic) or `10000` (revision).","x-dkv-message":"must be a duration such as \"1h\" or \"30m\" (mode periodic) or a number of revisions such as \"10000\" (mode revision)"}}},"quota":{"type":"string","pattern":"^[0-9]+(?:Ki|Mi|Gi|Ti)$","description":"The largest each member's database may grow (etcd's --quota-backend-bytes), in binary units (e.g. `4Gi`). Past it, etcd raises the NOSPACE alarm and refuses writes until space is freed. Unset: half of storage.size (room for the defragmentation's copy, the write-ahead log and snapshots on the same volume), at most 8Gi (etcd's recommended maximum). At most storage.size. Growing storage.size raises the derived quota, member by member.","x-dkv-message":"must be a size in binary units such as \"4Gi\""},"defragmentation":{"type":"object","additionalProperties":false,"description":"When the controller defragments a member (returns its free pages to the file system): one member at a time, followers first and the leader only after leadership moved, never while a member is unhealthy or a membership change, upgrade or storage step is in progress, at most once per window per member.","properties":{"minFreePercent":{"type":"integer","minimum":1,"maximum":99,"description":"Defragment a member once at least this share of its database file is free pages (db size against db size in use). Unset: 50."},"window":{"type":"object","additionalProperties":false,"required":["schedule","durationMinutes"],"description":"When defragmentation may start: windows that open on `schedule` and stay open `durationMinutes`. Unset: any time (at most once an hour per member).","properties":{"schedule":{"type":"string","maxLength":256,"pattern":"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$","description":"When a window opens: a standard 5-field cron expression (e.g. `0 3 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`, in the controller's time zone (usually UTC).","x-dkv-message":"must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\") or one of @hourly, @daily, @weekly, @monthly, @yearly"},"durationMinutes":{"type":"integer","minimum":1,"maximum":10080,"description":"How long each window stays open, in minutes."}}}}}}},"tls":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"TLS with client-certificate authentication between members (peer) and from clients (client), each configurable on its own; the metrics and health endpoints stay on a plain listener of their own (the probes and scraping use it). A cluster created with this field unset runs TLS with certificates the controller issues (mode `operator`); a cluster whose members already run plain HTTP (created before TLS existed) stays on plain HTTP, and status.tls says so, until this field says `mode: operator` itself: then the controller moves it to TLS one member at a time (status.tls.migration; moving back to plain HTTP is not built) (docs/security.md). New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"mode":{"type":"string","enum":["operator","cert-manager","disabled"],"description":"`operator`: the controller issues one CA per cluster and the members' and clients' certificates, in Secrets of the cluster's namespace; `cert-manager`: reserved for certificates issued by cert-manager (not built yet: refused); `disabled`: plain HTTP on both ports, no authentication, explicitly. Unset: `operator` for a new cluster."},"peer":{"type":"object","additionalProperties":false,"description":"TLS on the peer port (members replicating to each other; a member must present a certificate of the cluster's CA to join). Unset: on, unless mode is `disabled`.","properties":{"enabled":{"type":"boolean","description":"`false`: plain HTTP on the peer port, without client-certificate authentication, while the other port keeps TLS. Unset: `true` (with mode `operator` or `cert-manager`)."}}},"client":{"type":"object","additionalProperties":false,"description":"TLS on the client port (the key-value API; a client must present a certificate of the cluster's CA). Unset: on, unless mode is `disabled`.","properties":{"enabled":{"type":"boolean","description":"`false`: plain HTTP on the client port, without client-certificate authentication, while the other port keeps TLS. Unset: `true` (with mode `operator` or `cert-manager`)."}}}}},"networkPolicy":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"Who may reach the members (docs/network-policy.md). Every cluster gets a NetworkPolicy on its member pods: the peer port from its own members only, the client port from the pods `clients` allows (by default every pod of the cluster's namespace) and from its backup Jobs and the controller, the metrics port from the namespaces the configuration names (networkPolicy.metricsNamespaceSelector). Omit the section for these defaults. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"enabled":{"type":"boolean","description":"`false`: no NetworkPolicy for this cluster (its network plugin enforces none, or another policy governs it); the controller removes the one it made. Unset: `true` for a new cluster, unless the configuration turns NetworkPolicies off for every cluster; a cluster that already ran without one keeps running without one until this says `true` (`status.networkPolicy: Withheld`, docs/network-policy.md, \"Upgrading\")."},"clients":{"type":"array","maxItems":16,"description":"The pods allowed to the client port, beside the cluster's backup Jobs and the controller, which always are. Each entry is a NetworkPolicy peer: `podSelector` alone selects pods of the cluster's namespace, `namespaceSelector` alone every pod of the namespaces it selects, both together the selected pods of the selected namespaces. Unset: every pod of the cluster's namespace. `[]`: no other pod.","items":{"type":"object","additionalProperties":false,"minProperties":1,"x-dkv-message":"must name a podSelector, a namespaceSelector or both","properties":{"podSelector":{"type":"object","additionalProperties":false,"description":"The client pods (in the cluster's namespace, or in the namespaces namespaceSelector selects). `{}`: every pod.","properties":{"matchLabels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels that must all be present with these values."},"matchExpressions":{"type":"array","maxItems":16,"description":"Requirements that must all hold.","items":{"type":"object","additionalProperties":false,"required":["key","operator"],"properties":{"key":{"type":"string","maxLength":316,"description":"The label key."},"operator":{"type":"string","enum":["In","NotIn","Exists","DoesNotExist"],"description":"`In` and `NotIn` need values; `Exists` and `DoesNotExist` take none."},"values":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":63},"description":"The label values."}}}}}},"namespaceSelector":{"type":"object","additionalProperties":false,"description":"The client pods' namespaces. `{}`: every namespace.","properties":{"matchLabels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels that must all be present with these values."},"matchExpressions":{"type":"array","maxItems":16,"description":"Requirements that must all hold.","items":{"type":"object","additionalProperties":false,"required":["key","operator"],"properties":{"key":{"type":"string","maxLength":316,"description":"The label key."},"operator":{"type":"string","enum":["In","NotIn","Exists","DoesNotExist"],"description":"`In` and `NotIn` need values; `Exists` and `DoesNotExist` take none."},"values":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":63},"description":"The label values."}}}}}}}}}}},"backup":{"type":"object","additionalProperties":false,"required":["s3Path","schedule"],"description":"Periodic backups to S3. Omit to run no backups (and remove an existing backup CronJob).","properties":{"s3Path":{"type":"string","maxLength":1024,"pattern":"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$","description":"This cluster's own folder in S3, `s3://bucket/prefix`: each backup goes in `<s3Path>/<start time>/`. No other cluster's s3Path may be the same folder, or lie inside it or around it (refused by `dkv validate` and by the controller). Backups written before this layout, under `<s3Path>/<namespace>/<name>/`, are still this cluster's: the retention counts them and deletes them in turn, and a restore can name them.","x-dkv-message":"must be an S3 path of the form s3://bucket/prefix (lower-case bucket name, a non-empty prefix)"},"schedule":{"type":"string","maxLength":256,"pattern":"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$","description":"When to back up: a standard 5-field cron expression (minute hour day-of-month month day-of-week, e.g. `0 2 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`. Times are in the controller manager's time zone (usually UTC).","x-dkv-message":"must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\") or one of @hourly, @daily, @weekly, @monthly, @yearly"},"backupImage":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\s]+$","description":"A backup runner of your own, run with the same environment (DKV_ENDPOINT, DKV_S3_PATH, the cluster's own folder, DKV_BACKUP_LAYOUT=folder, DKV_CLUSTER_*, the S3 settings and credentials). Unset: `dkv backup` from the image the configuration names (backup.runner.image)."},"retain":{"type":"integer","minimum":1,"maximum":1000,"x-dkv-since":"v1beta1","description":"How many complete backups of this cluster to keep in S3; older ones are deleted after each backup. Unset: the configuration's backup.retain. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it."}}},"restore":{"type":"object","additionalProperties":false,"required":["from"],"description":"Start this new cluster from a backup instead of empty. Set only when the cluster is created: it cannot be added, changed or removed later, and a restore never writes over a member that has data. Each member of the new cluster restores the backup before it starts; members added later join empty and copy from the others.","properties":{"from":{"type":"string","maxLength":1024,"pattern":"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$","description":"Where the data comes from: one backup's folder in S3, as `dkv backup` prints it (`<s3Path>/<time>/`, or `<s3Path>/<namespace>/<name>/<time>/` for a backup taken before that layout: the folder holding manifest.json), or the name of a CSI VolumeSnapshot in the cluster's namespace that `dkv backup` cut (each member's volume is created from it; volume snapshots must be on in the configuration). The backup must have been taken by the same engine; the controller checks it before creating anything (S3: with the S3 settings of the configuration's backup section and the controller's credentials).","x-dkv-message":"must be one backup's folder, s3://bucket/prefix/<YYYYMMDDThhmmss.mmmZ>/, as dkv backup prints it, or a VolumeSnapshot's name"}}}}};
+const schema20 = {"title":"DistributedKVSpec","description":"What the cluster should be: written by humans (or GitOps), never by the controller.","type":"object","additionalProperties":false,"required":["size","image"],"x-kubernetes-validations":[{"rule":"has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore.from == oldSelf.restore.from)","message":"restore is set only when a cluster is created: it cannot be added, changed or removed afterwards (a restore is never in place); create a new cluster to restore"}],"properties":{"size":{"type":"integer","minimum":1,"maximum":9,"x-dkv-synonyms":["replicas"],"description":"Number of members. Odd sizes tolerate the most failures for their cost: a cluster of N members stays writable while a majority (N/2+1) is up."},"image":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\s]+$","description":"Container image of the key-value server: with the etcd engine (the default), an etcd image, e.g. `registry.k8s.io/etcd:3.6.8-0`. Pin a tag or digest: the image is part of the desired state."},"storage":{"type":"object","additionalProperties":false,"default":{},"description":"Persistent volume for each member. The size may grow: the controller grows each member's claim, one at a time, where the StorageClass allows expansion. The StorageClass is fixed when the cluster is created.","x-kubernetes-validations":[{"rule":"has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)","message":"storage.storageClassName cannot change after creation (StatefulSet volumeClaimTemplates are immutable); create a new cluster and migrate"}],"properties":{"size":{"type":"string","default":"10Gi","pattern":"^[0-9]+(?:Ki|Mi|Gi|Ti|Pi)$","description":"Capacity of each member's volume, in binary units (e.g. `10Gi`).","x-kubernetes-validations":[{"rule":"quantity(self).compareTo(quantity(oldSelf)) >= 0","message":"storage.size can only grow: volumes cannot shrink"}]},"storageClassName":{"type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$","description":"StorageClass of the volumes. Omit to use the cluster's default class."}}},"resources":{"type":"object","additionalProperties":false,"description":"Compute resources of each member's server container. Omit to leave them unset.","properties":{"requests":{"type":"object","additionalProperties":false,"description":"Resources the scheduler reserves for each member.","properties":{"cpu":{"description":"CPU, in cores or millicores (e.g. `2`, `500m`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""},"memory":{"description":"Memory, in bytes with an optional suffix (e.g. `512Mi`, `4Gi`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""}}},"limits":{"type":"object","additionalProperties":false,"description":"Upper bounds enforced on each member.","properties":{"cpu":{"description":"CPU, in cores or millicores (e.g. `2`, `500m`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""},"memory":{"description":"Memory, in bytes with an optional suffix (e.g. `512Mi`, `4Gi`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""}}}}},"maintenance":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"How each member keeps its database bounded, with no human step: etcd compacts its history itself (compaction), the database may grow to a quota sized from the volume (quota), and the controller defragments a member whose file is mostly free pages, one member at a time and never while anything else changes (defragmentation). Every field has a default: omit the section to get them. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"compaction":{"type":"object","additionalProperties":false,"description":"etcd's auto-compaction: which revisions of each key are kept. Unset: periodic, keeping 1h of history.","properties":{"mode":{"type":"string","enum":["periodic","revision"],"description":"`periodic`: keep the history of the last `retention` (a duration); `revision`: keep the last `retention` revisions (a number). Unset: `periodic`."},"retention":{"type":"string","maxLength":32,"pattern":"^(?:[0-9]+|(?:[0-9]+(?:\\.[0-9]+)?(?:ms|s|m|h))+)$","description":"With mode `periodic`, a duration such as `1h` or `30m` (a bare number is hours, as etcd reads it); with mode `revision`, a number of revisions such as `10000`. `0` turns auto-compaction off: history then grows until the quota. Unset: `1h` (periodic) or `10000` (revision).","x-dkv-message":"must be a duration such as \"1h\" or \"30m\" (mode periodic) or a number of revisions such as \"10000\" (mode revision)"}}},"quota":{"type":"string","pattern":"^[0-9]+(?:Ki|Mi|Gi|Ti)$","description":"The largest each member's database may grow (etcd's --quota-backend-bytes), in binary units (e.g. `4Gi`). Past it, etcd raises the NOSPACE alarm and refuses writes until space is freed. Unset: half of storage.size (room for the defragmentation's copy, the write-ahead log and snapshots on the same volume), at most 8Gi (etcd's recommended maximum). At most storage.size. Growing storage.size raises the derived quota, member by member.","x-dkv-message":"must be a size in binary units such as \"4Gi\""},"defragmentation":{"type":"object","additionalProperties":false,"description":"When the controller defragments a member (returns its free pages to the file system): one member at a time, followers first and the leader only after leadership moved, never while a member is unhealthy or a membership change, upgrade or storage step is in progress, at most once per window per member.","properties":{"minFreePercent":{"type":"integer","minimum":1,"maximum":99,"description":"Defragment a member once at least this share of its database file is free pages (db size against db size in use). Unset: 50."},"window":{"type":"object","additionalProperties":false,"required":["schedule","durationMinutes"],"description":"When defragmentation may start: windows that open on `schedule` and stay open `durationMinutes`. Unset: any time (at most once an hour per member).","properties":{"schedule":{"type":"string","maxLength":256,"pattern":"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$","description":"When a window opens: a standard 5-field cron expression (e.g. `0 3 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`, in the controller's time zone (usually UTC).","x-dkv-message":"must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\") or one of @hourly, @daily, @weekly, @monthly, @yearly"},"durationMinutes":{"type":"integer","minimum":1,"maximum":10080,"description":"How long each window stays open, in minutes."}}}}}}},"tls":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"TLS with client-certificate authentication between members (peer) and from clients (client), each configurable on its own; the metrics and health endpoints stay on a plain listener of their own (the probes and scraping use it). A cluster created with this field unset runs TLS with certificates the controller issues (mode `operator`); a cluster whose members already run plain HTTP (created before TLS existed) stays on plain HTTP, and status.tls says so, until this field says `mode: operator` itself: then the controller moves it to TLS one member at a time (status.tls.migration; moving back to plain HTTP is not built) (docs/security.md). New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"mode":{"type":"string","enum":["operator","cert-manager","disabled"],"description":"`operator`: the controller issues one CA per cluster and the members' and clients' certificates, in Secrets of the cluster's namespace; `cert-manager`: reserved for certificates issued by cert-manager (not built yet: refused); `disabled`: plain HTTP on both ports, no authentication, explicitly. Unset: `operator` for a new cluster."},"peer":{"type":"object","additionalProperties":false,"description":"TLS on the peer port (members replicating to each other; a member must present a certificate of the cluster's CA to join). Unset: on, unless mode is `disabled`.","properties":{"enabled":{"type":"boolean","description":"`false`: plain HTTP on the peer port, without client-certificate authentication, while the other port keeps TLS. Unset: `true` (with mode `operator` or `cert-manager`)."}}},"client":{"type":"object","additionalProperties":false,"description":"TLS on the client port (the key-value API; a client must present a certificate of the cluster's CA). Unset: on, unless mode is `disabled`.","properties":{"enabled":{"type":"boolean","description":"`false`: plain HTTP on the client port, without client-certificate authentication, while the other port keeps TLS. Unset: `true` (with mode `operator` or `cert-manager`)."}}}}},"networkPolicy":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"Who may reach the members (docs/network-policy.md). Every cluster gets a NetworkPolicy on its member pods: the peer port from its own members only, the client port from the pods `clients` allows (by default every pod of the cluster's namespace) and from its backup Jobs and the controller, the metrics port from the namespaces the configuration names (networkPolicy.metricsNamespaceSelector). Omit the section for these defaults. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"enabled":{"type":"boolean","description":"`false`: no NetworkPolicy for this cluster (its network plugin enforces none, or another policy governs it); the controller removes the one it made. Unset: `true` for a new cluster, unless the configuration turns NetworkPolicies off for every cluster; a cluster that already ran without one keeps running without one until this says `true` (`status.networkPolicy: Withheld`, docs/network-policy.md, \"Upgrading\")."},"clients":{"type":"array","maxItems":16,"description":"The pods allowed to the client port, beside the cluster's backup Jobs and the controller, which always are. Each entry is a NetworkPolicy peer: `podSelector` alone selects pods of the cluster's namespace, `namespaceSelector` alone every pod of the namespaces it selects, both together the selected pods of the selected namespaces. Unset: every pod of the cluster's namespace. `[]`: no other pod.","items":{"type":"object","additionalProperties":false,"minProperties":1,"x-dkv-message":"must name a podSelector, a namespaceSelector or both","properties":{"podSelector":{"type":"object","additionalProperties":false,"description":"The client pods (in the cluster's namespace, or in the namespaces namespaceSelector selects). `{}`: every pod.","properties":{"matchLabels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels that must all be present with these values."},"matchExpressions":{"type":"array","maxItems":16,"description":"Requirements that must all hold.","items":{"type":"object","additionalProperties":false,"required":["key","operator"],"properties":{"key":{"type":"string","maxLength":316,"description":"The label key."},"operator":{"type":"string","enum":["In","NotIn","Exists","DoesNotExist"],"description":"`In` and `NotIn` need values; `Exists` and `DoesNotExist` take none."},"values":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":63},"description":"The label values."}}}}}},"namespaceSelector":{"type":"object","additionalProperties":false,"description":"The client pods' namespaces. `{}`: every namespace.","properties":{"matchLabels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels that must all be present with these values."},"matchExpressions":{"type":"array","maxItems":16,"description":"Requirements that must all hold.","items":{"type":"object","additionalProperties":false,"required":["key","operator"],"properties":{"key":{"type":"string","maxLength":316,"description":"The label key."},"operator":{"type":"string","enum":["In","NotIn","Exists","DoesNotExist"],"description":"`In` and `NotIn` need values; `Exists` and `DoesNotExist` take none."},"values":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":63},"description":"The label values."}}}}}}}}}}},"clients":{"type":"array","x-dkv-since":"v1beta1","maxItems":100,"description":"Client identities (TLS mode `operator` with client TLS, docs/client-identities.md): each named client gets a certificate of the cluster's CA whose common name is its etcd user, in a Secret of the cluster's namespace (configuration clients.secret, `{name}-client-{client}` by default), and read or read-write access to its key prefix and nothing else. Setting this field, even to an empty list, turns etcd authentication on: the root user is then the controller's alone. A client removed from the list is revoked: its etcd user and role are deleted, then its Secret. Names are unique DNS labels other than `root`; a prefix may not overlap another client's `readWrite` prefix. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","items":{"type":"object","additionalProperties":false,"required":["name","prefix"],"properties":{"name":{"type":"string","minLength":1,"maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","description":"The client's name: its etcd user and role, its certificate's common name, and part of its Secret's name. A DNS label; `root` is the controller's."},"prefix":{"type":"string","minLength":1,"maxLength":1024,"description":"The keys the client may use: every key that starts with this string (etcd's prefix range, as `etcdctl --prefix`)."},"access":{"type":"string","enum":["read","readWrite"],"description":"`read`: range and watch the prefix; `readWrite`: also put, delete and transactions within it. Unset: `readWrite`."}}}},"backup":{"type":"object","additionalProperties":false,"required":["s3Path","schedule"],"description":"Periodic backups to S3. Omit to run no backups (and remove an existing backup CronJob).","properties":{"s3Path":{"type":"string","maxLength":1024,"pattern":"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$","description":"This cluster's own folder in S3, `s3://bucket/prefix`: each backup goes in `<s3Path>/<start time>/`. No other cluster's s3Path may be the same folder, or lie inside it or around it (refused by `dkv validate` and by the controller). Backups written before this layout, under `<s3Path>/<namespace>/<name>/`, are still this cluster's: the retention counts them and deletes them in turn, and a restore can name them.","x-dkv-message":"must be an S3 path of the form s3://bucket/prefix (lower-case bucket name, a non-empty prefix)"},"schedule":{"type":"string","maxLength":256,"pattern":"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$","description":"When to back up: a standard 5-field cron expression (minute hour day-of-month month day-of-week, e.g. `0 2 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`. Times are in the controller manager's time zone (usually UTC).","x-dkv-message":"must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\") or one of @hourly, @daily, @weekly, @monthly, @yearly"},"backupImage":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\s]+$","description":"A backup runner of your own, run with the same environment (DKV_ENDPOINT, DKV_S3_PATH, the cluster's own folder, DKV_BACKUP_LAYOUT=folder, DKV_CLUSTER_*, the S3 settings and credentials). Unset: `dkv backup` from the image the configuration names (backup.runner.image)."},"retain":{"type":"integer","minimum":1,"maximum":1000,"x-dkv-since":"v1beta1","description":"How many complete backups of this cluster to keep in S3; older ones are deleted after each backup. Unset: the configuration's backup.retain. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it."}}},"restore":{"type":"object","additionalProperties":false,"required":["from"],"description":"Start this new cluster from a backup instead of empty. Set only when the cluster is created: it cannot be added, changed or removed later, and a restore never writes over a member that has data. Each member of the new cluster restores the backup before it starts; members added later join empty and copy from the others.","properties":{"from":{"type":"string","maxLength":1024,"pattern":"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$","description":"Where the data comes from: one backup's folder in S3, as `dkv backup` prints it (`<s3Path>/<time>/`, or `<s3Path>/<namespace>/<name>/<time>/` for a backup taken before that layout: the folder holding manifest.json), or the name of a CSI VolumeSnapshot in the cluster's namespace that `dkv backup` cut (each member's volume is created from it; volume snapshots must be on in the configuration). The backup must have been taken by the same engine; the controller checks it before creating anything (S3: with the S3 settings of the configuration's backup section and the controller's credentials).","x-dkv-message":"must be one backup's folder, s3://bucket/prefix/<YYYYMMDDThhmmss.mmmZ>/, as dkv backup prints it, or a VolumeSnapshot's name"}}}}};
 const func25 = Object.prototype.hasOwnProperty;
 const pattern30 = new RegExp("^(?:[0-9]+|(?:[0-9]+(?:\\.[0-9]+)?(?:ms|s|m|h))+)$", "u");
 const pattern31 = new RegExp("^[0-9]+(?:Ki|Mi|Gi|Ti)$", "u");
+const pattern33 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "u");
 
 function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2487,11 +2488,11 @@ vErrors.push(err123);
 errors++;
 }
 }
-if(data.backup !== undefined){
-let data50 = data.backup;
-if(data50 && typeof data50 == "object" && !Array.isArray(data50)){
-if(data50.s3Path === undefined){
-const err124 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/required",keyword:"required",params:{missingProperty: "s3Path"},message:"must have required property '"+"s3Path"+"'",schema:schema20.properties.backup.required,parentSchema:schema20.properties.backup,data:data50};
+if(data.clients !== undefined){
+let data50 = data.clients;
+if(Array.isArray(data50)){
+if(data50.length > 100){
+const err124 = {instancePath:instancePath+"/clients",schemaPath:"#/properties/clients/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items",schema:100,parentSchema:schema20.properties.clients,data:data50};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -2500,8 +2501,12 @@ vErrors.push(err124);
 }
 errors++;
 }
-if(data50.schedule === undefined){
-const err125 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/required",keyword:"required",params:{missingProperty: "schedule"},message:"must have required property '"+"schedule"+"'",schema:schema20.properties.backup.required,parentSchema:schema20.properties.backup,data:data50};
+const len5 = data50.length;
+for(let i5=0; i5<len5; i5++){
+let data51 = data50[i5];
+if(data51 && typeof data51 == "object" && !Array.isArray(data51)){
+if(data51.name === undefined){
+const err125 = {instancePath:instancePath+"/clients/" + i5,schemaPath:"#/properties/clients/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema20.properties.clients.items.required,parentSchema:schema20.properties.clients.items,data:data51};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -2510,9 +2515,8 @@ vErrors.push(err125);
 }
 errors++;
 }
-for(const key20 in data50){
-if(!((((key20 === "s3Path") || (key20 === "schedule")) || (key20 === "backupImage")) || (key20 === "retain"))){
-const err126 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.backup,data:data50};
+if(data51.prefix === undefined){
+const err126 = {instancePath:instancePath+"/clients/" + i5,schemaPath:"#/properties/clients/items/required",keyword:"required",params:{missingProperty: "prefix"},message:"must have required property '"+"prefix"+"'",schema:schema20.properties.clients.items.required,parentSchema:schema20.properties.clients.items,data:data51};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -2521,12 +2525,9 @@ vErrors.push(err126);
 }
 errors++;
 }
-}
-if(data50.s3Path !== undefined){
-let data51 = data50.s3Path;
-if(typeof data51 === "string"){
-if(func2(data51) > 1024){
-const err127 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.backup.properties.s3Path,data:data51};
+for(const key20 in data51){
+if(!(((key20 === "name") || (key20 === "prefix")) || (key20 === "access"))){
+const err127 = {instancePath:instancePath+"/clients/" + i5,schemaPath:"#/properties/clients/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.clients.items,data:data51};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -2535,8 +2536,12 @@ vErrors.push(err127);
 }
 errors++;
 }
-if(!pattern7.test(data51)){
-const err128 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/pattern",keyword:"pattern",params:{pattern: "^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$"},message:"must match pattern \""+"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$"+"\"",schema:"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$",parentSchema:schema20.properties.backup.properties.s3Path,data:data51};
+}
+if(data51.name !== undefined){
+let data52 = data51.name;
+if(typeof data52 === "string"){
+if(func2(data52) > 63){
+const err128 = {instancePath:instancePath+"/clients/" + i5+"/name",schemaPath:"#/properties/clients/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema20.properties.clients.items.properties.name,data:data52};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -2545,9 +2550,8 @@ vErrors.push(err128);
 }
 errors++;
 }
-}
-else {
-const err129 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.s3Path.type,parentSchema:schema20.properties.backup.properties.s3Path,data:data51};
+if(func2(data52) < 1){
+const err129 = {instancePath:instancePath+"/clients/" + i5+"/name",schemaPath:"#/properties/clients/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema20.properties.clients.items.properties.name,data:data52};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -2556,12 +2560,8 @@ vErrors.push(err129);
 }
 errors++;
 }
-}
-if(data50.schedule !== undefined){
-let data52 = data50.schedule;
-if(typeof data52 === "string"){
-if(func2(data52) > 256){
-const err130 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters",schema:256,parentSchema:schema20.properties.backup.properties.schedule,data:data52};
+if(!pattern33.test(data52)){
+const err130 = {instancePath:instancePath+"/clients/" + i5+"/name",schemaPath:"#/properties/clients/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema20.properties.clients.items.properties.name,data:data52};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -2570,8 +2570,9 @@ vErrors.push(err130);
 }
 errors++;
 }
-if(!pattern8.test(data52)){
-const err131 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/pattern",keyword:"pattern",params:{pattern: "^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$"},message:"must match pattern \""+"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$"+"\"",schema:"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$",parentSchema:schema20.properties.backup.properties.schedule,data:data52};
+}
+else {
+const err131 = {instancePath:instancePath+"/clients/" + i5+"/name",schemaPath:"#/properties/clients/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.clients.items.properties.name.type,parentSchema:schema20.properties.clients.items.properties.name,data:data52};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -2581,8 +2582,11 @@ vErrors.push(err131);
 errors++;
 }
 }
-else {
-const err132 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.schedule.type,parentSchema:schema20.properties.backup.properties.schedule,data:data52};
+if(data51.prefix !== undefined){
+let data53 = data51.prefix;
+if(typeof data53 === "string"){
+if(func2(data53) > 1024){
+const err132 = {instancePath:instancePath+"/clients/" + i5+"/prefix",schemaPath:"#/properties/clients/items/properties/prefix/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.clients.items.properties.prefix,data:data53};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -2591,12 +2595,8 @@ vErrors.push(err132);
 }
 errors++;
 }
-}
-if(data50.backupImage !== undefined){
-let data53 = data50.backupImage;
-if(typeof data53 === "string"){
-if(func2(data53) > 512){
-const err133 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters",schema:512,parentSchema:schema20.properties.backup.properties.backupImage,data:data53};
+if(func2(data53) < 1){
+const err133 = {instancePath:instancePath+"/clients/" + i5+"/prefix",schemaPath:"#/properties/clients/items/properties/prefix/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema20.properties.clients.items.properties.prefix,data:data53};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -2605,8 +2605,9 @@ vErrors.push(err133);
 }
 errors++;
 }
-if(func2(data53) < 1){
-const err134 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema20.properties.backup.properties.backupImage,data:data53};
+}
+else {
+const err134 = {instancePath:instancePath+"/clients/" + i5+"/prefix",schemaPath:"#/properties/clients/items/properties/prefix/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.clients.items.properties.prefix.type,parentSchema:schema20.properties.clients.items.properties.prefix,data:data53};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -2615,8 +2616,11 @@ vErrors.push(err134);
 }
 errors++;
 }
-if(!pattern0.test(data53)){
-const err135 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/pattern",keyword:"pattern",params:{pattern: "^[^\\s]+$"},message:"must match pattern \""+"^[^\\s]+$"+"\"",schema:"^[^\\s]+$",parentSchema:schema20.properties.backup.properties.backupImage,data:data53};
+}
+if(data51.access !== undefined){
+let data54 = data51.access;
+if(typeof data54 !== "string"){
+const err135 = {instancePath:instancePath+"/clients/" + i5+"/access",schemaPath:"#/properties/clients/items/properties/access/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.clients.items.properties.access.type,parentSchema:schema20.properties.clients.items.properties.access,data:data54};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -2625,9 +2629,8 @@ vErrors.push(err135);
 }
 errors++;
 }
-}
-else {
-const err136 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.backupImage.type,parentSchema:schema20.properties.backup.properties.backupImage,data:data53};
+if(!((data54 === "read") || (data54 === "readWrite"))){
+const err136 = {instancePath:instancePath+"/clients/" + i5+"/access",schemaPath:"#/properties/clients/items/properties/access/enum",keyword:"enum",params:{allowedValues: schema20.properties.clients.items.properties.access.enum},message:"must be equal to one of the allowed values",schema:schema20.properties.clients.items.properties.access.enum,parentSchema:schema20.properties.clients.items.properties.access,data:data54};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -2637,10 +2640,9 @@ vErrors.push(err136);
 errors++;
 }
 }
-if(data50.retain !== undefined){
-let data54 = data50.retain;
-if(!(((typeof data54 == "number") && (!(data54 % 1) && !isNaN(data54))) && (isFinite(data54)))){
-const err137 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema20.properties.backup.properties.retain.type,parentSchema:schema20.properties.backup.properties.retain,data:data54};
+}
+else {
+const err137 = {instancePath:instancePath+"/clients/" + i5,schemaPath:"#/properties/clients/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.clients.items.type,parentSchema:schema20.properties.clients.items,data:data51};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -2649,9 +2651,10 @@ vErrors.push(err137);
 }
 errors++;
 }
-if((typeof data54 == "number") && (isFinite(data54))){
-if(data54 > 1000 || isNaN(data54)){
-const err138 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000",schema:1000,parentSchema:schema20.properties.backup.properties.retain,data:data54};
+}
+}
+else {
+const err138 = {instancePath:instancePath+"/clients",schemaPath:"#/properties/clients/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.clients.type,parentSchema:schema20.properties.clients,data:data50};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -2660,8 +2663,12 @@ vErrors.push(err138);
 }
 errors++;
 }
-if(data54 < 1 || isNaN(data54)){
-const err139 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema20.properties.backup.properties.retain,data:data54};
+}
+if(data.backup !== undefined){
+let data55 = data.backup;
+if(data55 && typeof data55 == "object" && !Array.isArray(data55)){
+if(data55.s3Path === undefined){
+const err139 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/required",keyword:"required",params:{missingProperty: "s3Path"},message:"must have required property '"+"s3Path"+"'",schema:schema20.properties.backup.required,parentSchema:schema20.properties.backup,data:data55};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -2670,11 +2677,8 @@ vErrors.push(err139);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err140 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.backup.type,parentSchema:schema20.properties.backup,data:data50};
+if(data55.schedule === undefined){
+const err140 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/required",keyword:"required",params:{missingProperty: "schedule"},message:"must have required property '"+"schedule"+"'",schema:schema20.properties.backup.required,parentSchema:schema20.properties.backup,data:data55};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -2683,12 +2687,9 @@ vErrors.push(err140);
 }
 errors++;
 }
-}
-if(data.restore !== undefined){
-let data55 = data.restore;
-if(data55 && typeof data55 == "object" && !Array.isArray(data55)){
-if(data55.from === undefined){
-const err141 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'",schema:schema20.properties.restore.required,parentSchema:schema20.properties.restore,data:data55};
+for(const key21 in data55){
+if(!((((key21 === "s3Path") || (key21 === "schedule")) || (key21 === "backupImage")) || (key21 === "retain"))){
+const err141 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.backup,data:data55};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -2697,9 +2698,12 @@ vErrors.push(err141);
 }
 errors++;
 }
-for(const key21 in data55){
-if(!(key21 === "from")){
-const err142 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.restore,data:data55};
+}
+if(data55.s3Path !== undefined){
+let data56 = data55.s3Path;
+if(typeof data56 === "string"){
+if(func2(data56) > 1024){
+const err142 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.backup.properties.s3Path,data:data56};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -2708,12 +2712,8 @@ vErrors.push(err142);
 }
 errors++;
 }
-}
-if(data55.from !== undefined){
-let data56 = data55.from;
-if(typeof data56 === "string"){
-if(func2(data56) > 1024){
-const err143 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.restore.properties.from,data:data56};
+if(!pattern7.test(data56)){
+const err143 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/pattern",keyword:"pattern",params:{pattern: "^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$"},message:"must match pattern \""+"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$"+"\"",schema:"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$",parentSchema:schema20.properties.backup.properties.s3Path,data:data56};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -2722,8 +2722,9 @@ vErrors.push(err143);
 }
 errors++;
 }
-if(!pattern10.test(data56)){
-const err144 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/pattern",keyword:"pattern",params:{pattern: "^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$"},message:"must match pattern \""+"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$"+"\"",schema:"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$",parentSchema:schema20.properties.restore.properties.from,data:data56};
+}
+else {
+const err144 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.s3Path.type,parentSchema:schema20.properties.backup.properties.s3Path,data:data56};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -2733,8 +2734,11 @@ vErrors.push(err144);
 errors++;
 }
 }
-else {
-const err145 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.restore.properties.from.type,parentSchema:schema20.properties.restore.properties.from,data:data56};
+if(data55.schedule !== undefined){
+let data57 = data55.schedule;
+if(typeof data57 === "string"){
+if(func2(data57) > 256){
+const err145 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters",schema:256,parentSchema:schema20.properties.backup.properties.schedule,data:data57};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -2743,10 +2747,8 @@ vErrors.push(err145);
 }
 errors++;
 }
-}
-}
-else {
-const err146 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.restore.type,parentSchema:schema20.properties.restore,data:data55};
+if(!pattern8.test(data57)){
+const err146 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/pattern",keyword:"pattern",params:{pattern: "^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$"},message:"must match pattern \""+"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$"+"\"",schema:"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$",parentSchema:schema20.properties.backup.properties.schedule,data:data57};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -2756,14 +2758,189 @@ vErrors.push(err146);
 errors++;
 }
 }
-}
 else {
-const err147 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.type,parentSchema:schema20,data};
+const err147 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.schedule.type,parentSchema:schema20.properties.backup.properties.schedule,data:data57};
 if(vErrors === null){
 vErrors = [err147];
 }
 else {
 vErrors.push(err147);
+}
+errors++;
+}
+}
+if(data55.backupImage !== undefined){
+let data58 = data55.backupImage;
+if(typeof data58 === "string"){
+if(func2(data58) > 512){
+const err148 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters",schema:512,parentSchema:schema20.properties.backup.properties.backupImage,data:data58};
+if(vErrors === null){
+vErrors = [err148];
+}
+else {
+vErrors.push(err148);
+}
+errors++;
+}
+if(func2(data58) < 1){
+const err149 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema20.properties.backup.properties.backupImage,data:data58};
+if(vErrors === null){
+vErrors = [err149];
+}
+else {
+vErrors.push(err149);
+}
+errors++;
+}
+if(!pattern0.test(data58)){
+const err150 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/pattern",keyword:"pattern",params:{pattern: "^[^\\s]+$"},message:"must match pattern \""+"^[^\\s]+$"+"\"",schema:"^[^\\s]+$",parentSchema:schema20.properties.backup.properties.backupImage,data:data58};
+if(vErrors === null){
+vErrors = [err150];
+}
+else {
+vErrors.push(err150);
+}
+errors++;
+}
+}
+else {
+const err151 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.backupImage.type,parentSchema:schema20.properties.backup.properties.backupImage,data:data58};
+if(vErrors === null){
+vErrors = [err151];
+}
+else {
+vErrors.push(err151);
+}
+errors++;
+}
+}
+if(data55.retain !== undefined){
+let data59 = data55.retain;
+if(!(((typeof data59 == "number") && (!(data59 % 1) && !isNaN(data59))) && (isFinite(data59)))){
+const err152 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema20.properties.backup.properties.retain.type,parentSchema:schema20.properties.backup.properties.retain,data:data59};
+if(vErrors === null){
+vErrors = [err152];
+}
+else {
+vErrors.push(err152);
+}
+errors++;
+}
+if((typeof data59 == "number") && (isFinite(data59))){
+if(data59 > 1000 || isNaN(data59)){
+const err153 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000",schema:1000,parentSchema:schema20.properties.backup.properties.retain,data:data59};
+if(vErrors === null){
+vErrors = [err153];
+}
+else {
+vErrors.push(err153);
+}
+errors++;
+}
+if(data59 < 1 || isNaN(data59)){
+const err154 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema20.properties.backup.properties.retain,data:data59};
+if(vErrors === null){
+vErrors = [err154];
+}
+else {
+vErrors.push(err154);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err155 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.backup.type,parentSchema:schema20.properties.backup,data:data55};
+if(vErrors === null){
+vErrors = [err155];
+}
+else {
+vErrors.push(err155);
+}
+errors++;
+}
+}
+if(data.restore !== undefined){
+let data60 = data.restore;
+if(data60 && typeof data60 == "object" && !Array.isArray(data60)){
+if(data60.from === undefined){
+const err156 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'",schema:schema20.properties.restore.required,parentSchema:schema20.properties.restore,data:data60};
+if(vErrors === null){
+vErrors = [err156];
+}
+else {
+vErrors.push(err156);
+}
+errors++;
+}
+for(const key22 in data60){
+if(!(key22 === "from")){
+const err157 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key22},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.restore,data:data60};
+if(vErrors === null){
+vErrors = [err157];
+}
+else {
+vErrors.push(err157);
+}
+errors++;
+}
+}
+if(data60.from !== undefined){
+let data61 = data60.from;
+if(typeof data61 === "string"){
+if(func2(data61) > 1024){
+const err158 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.restore.properties.from,data:data61};
+if(vErrors === null){
+vErrors = [err158];
+}
+else {
+vErrors.push(err158);
+}
+errors++;
+}
+if(!pattern10.test(data61)){
+const err159 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/pattern",keyword:"pattern",params:{pattern: "^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$"},message:"must match pattern \""+"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$"+"\"",schema:"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$",parentSchema:schema20.properties.restore.properties.from,data:data61};
+if(vErrors === null){
+vErrors = [err159];
+}
+else {
+vErrors.push(err159);
+}
+errors++;
+}
+}
+else {
+const err160 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.restore.properties.from.type,parentSchema:schema20.properties.restore.properties.from,data:data61};
+if(vErrors === null){
+vErrors = [err160];
+}
+else {
+vErrors.push(err160);
+}
+errors++;
+}
+}
+}
+else {
+const err161 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.restore.type,parentSchema:schema20.properties.restore,data:data60};
+if(vErrors === null){
+vErrors = [err161];
+}
+else {
+vErrors.push(err161);
+}
+errors++;
+}
+}
+}
+else {
+const err162 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.type,parentSchema:schema20,data};
+if(vErrors === null){
+vErrors = [err162];
+}
+else {
+vErrors.push(err162);
 }
 errors++;
 }

@@ -73,7 +73,10 @@ export function createServingCertificate(
 
 /** What a leaf certificate is for: the names it serves and whether it authenticates a server, a client or both. */
 export interface LeafRequest {
+  /** Empty: none (etcd's gateway refuses a client certificate with a common name once its authentication is on). */
   readonly commonName: string;
+  /** The subject's organization, for a certificate that has no common name to say whose it is. */
+  readonly organization?: string;
   readonly dnsNames: readonly string[];
   readonly ipAddresses: readonly string[];
   /** TLS server authentication (extKeyUsage serverAuth): it may serve for its names. */
@@ -92,7 +95,10 @@ export async function createLeafCertificate(ca: KeyedCertificate, request: LeafR
   cert.publicKey = key.publicKey;
   cert.serialNumber = serial(forge);
   validity(cert, now, days);
-  cert.setSubject([{ name: 'commonName', value: request.commonName }]);
+  cert.setSubject([
+    ...(request.organization ? [{ name: 'organizationName', value: request.organization }] : []),
+    ...(request.commonName ? [{ name: 'commonName', value: request.commonName }] : []),
+  ]);
   cert.setIssuer(caCert.subject.attributes);
   const altNames = [...request.dnsNames.map((value) => ({ type: 2, value })), ...request.ipAddresses.map((ip) => ({ type: 7, ip }))];
   cert.setExtensions([

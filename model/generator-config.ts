@@ -116,6 +116,18 @@ export interface GeneratorConfig {
      */
     readonly plainClientGraceSeconds: number;
   };
+  /**
+   * Client identities (spec.clients, docs/client-identities.md): the Secret
+   * each named client's certificate is issued into, and the Secret of the
+   * etcd root user the controller (and the backup runner) authenticate as
+   * once etcd authentication is on.
+   */
+  readonly clients: {
+    /** A client's certificate (tls.crt, tls.key, ca.crt): `{name}` is the cluster's, `{client}` the client's. */
+    readonly secret: string;
+    /** The root user's password and a certificate without a common name (etcd's gateway refuses one with a common name once authentication is on). */
+    readonly rootSecret: string;
+  };
   /** Fleet mode: the Lease on the coordination API server whose holder writes what is global (reconciler/fleet/fleet-lock.ts). */
   readonly fleet: {
     readonly leaseName: string;

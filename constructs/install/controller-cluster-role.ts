@@ -77,15 +77,19 @@ const DEFINITION: k8s.PolicyRule = { apiGroups: ['apiextensions.k8s.io'], resour
 const DEFINITION_STATUS: k8s.PolicyRule = { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions/status'], resourceNames: [CRD_NAME], verbs: ['patch'] };
 
 /**
- * Each cluster's TLS Secrets (spec.tls mode operator, reconciler/day2/tls-step.ts):
+ * Each cluster's TLS Secrets (spec.tls mode operator, reconciler/day2/tls-step.ts)
+ * and client identities' Secrets (spec.clients, client-identity-step.ts):
  * `list` and `watch` for the cache, which selects only the Secrets with the
  * clusters' labels (RBAC cannot narrow a list by label: the selection keeps
  * every other Secret out of the controller's memory, not out of its reach);
- * `create` to issue them. No `get` (the cache answers), no `update` or
- * `patch` (an issued Secret is never rewritten until rotation exists), no
- * `delete` (they go with their cluster, by owner reference).
+ * `create` to issue them; `delete` to revoke a client removed from
+ * spec.clients (its Secret goes once its etcd user has; always with the uid
+ * of the labelled Secret the cache showed as a precondition). No `get` (the
+ * cache answers), no `update` or `patch` (an issued Secret is never
+ * rewritten until rotation exists). A cluster's own Secrets still go with
+ * it, by owner reference.
  */
-const SECRETS: k8s.PolicyRule = { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create'] };
+const SECRETS: k8s.PolicyRule = { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create', 'delete'] };
 
 /** What the controller did and refused, on each cluster (kubectl describe). */
 const EVENTS: k8s.PolicyRule = { apiGroups: [''], resources: ['events'], verbs: ['create'] };

@@ -7,7 +7,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** A client certificate, its key and the CA that signed the members' certificate, PEM. */
@@ -15,11 +15,19 @@ export interface EtcdClientTls {
   readonly ca: string;
   readonly cert: string;
   readonly key: string;
+  /**
+   * A user to authenticate as where etcd authentication is on (client identities: the root user,
+   * engines/etcd/etcd-auth.ts); the certificate then has no common name, which the gateway refuses.
+   */
+  readonly login?: { readonly user: string; readonly password: string };
 }
 
 /** The files of a mounted client Secret (tls.crt, tls.key, ca.crt), as cert-manager and the controller write them. */
 export function clientTlsFromDirectory(dir: string): EtcdClientTls {
-  return { ca: readFileSync(join(dir, 'ca.crt'), 'utf8'), cert: readFileSync(join(dir, 'tls.crt'), 'utf8'), key: readFileSync(join(dir, 'tls.key'), 'utf8') };
+  const tls = { ca: readFileSync(join(dir, 'ca.crt'), 'utf8'), cert: readFileSync(join(dir, 'tls.crt'), 'utf8'), key: readFileSync(join(dir, 'tls.key'), 'utf8') };
+  // The root identity's Secret (client identities: etcd authentication on) adds the user and its password.
+  if (!existsSync(join(dir, 'password'))) return tls;
+  return { ...tls, login: { user: readFileSync(join(dir, 'username'), 'utf8').trim(), password: readFileSync(join(dir, 'password'), 'utf8').trim() } };
 }
 
 /** Agents by certificate: every reconcile makes a membership client, and each would otherwise keep connections of its own open. */
@@ -52,15 +60,18 @@ export interface EtcdAnswer {
   readonly text: string;
 }
 
-/** POSTs `body` (JSON) to `url`; `agent` for https:// URLs. Rejects on a network or TLS failure and on `signal`. */
-export function postJson(url: string, body: string, signal: AbortSignal, agent?: Agent): Promise<EtcdAnswer> {
+/** POSTs `body` (JSON) to `url`; `agent` for https:// URLs; `token` an etcd auth token. Rejects on a network or TLS failure and on `signal`. */
+export function postJson(url: string, body: string, signal: AbortSignal, agent?: Agent, token?: string): Promise<EtcdAnswer> {
   return new Promise((resolve, reject) => {
     const secure = url.startsWith('https:');
     if (secure && !agent) {
       reject(new Error('an https:// member needs the client certificate (the cluster runs client TLS)'));
       return;
     }
-    const options = { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }, signal };
+    // Accept: etcd tells its gateway's own calls from a client's by it (grpcgateway-accept); without it, once authentication is on,
+    // a call carries the member certificate's common name as its user (server/auth/store.go AuthInfoFromTLS).
+    const headers = { 'Content-Type': 'application/json', Accept: 'application/json', 'Content-Length': Buffer.byteLength(body), ...(token ? { Authorization: token } : {}) };
+    const options = { method: 'POST', headers, signal };
     const req = secure ? httpsRequest(url, { ...options, agent }) : httpRequest(url, options);
     req.on('response', (res) => {
       const chunks: Buffer[] = [];

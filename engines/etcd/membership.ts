@@ -7,7 +7,8 @@
  */
 import type { Agent } from 'node:https';
 import type { MemberAlarm, Membership, MemberStatus, MembershipStatus } from '../membership.js';
-import { postJson, tlsAgent, type EtcdAnswer, type EtcdClientTls } from './etcd-http.js';
+import { tlsAgent, type EtcdAnswer, type EtcdClientTls } from './etcd-http.js';
+import { postAs } from './etcd-auth.js';
 
 /** How to reach a member's client URL by its pod name: per-pod DNS in a cluster, a map in tests. */
 export type MemberEndpoints = (pod: string) => string;
@@ -50,9 +51,13 @@ export class EtcdMembership implements Membership {
     private readonly tls?: EtcdClientTls | (() => EtcdClientTls | undefined),
   ) {}
 
+  private clientTls(): EtcdClientTls | undefined {
+    return typeof this.tls === 'function' ? this.tls() : this.tls;
+  }
+
   /** The agent for https:// members: one per certificate, shared (tlsAgent). */
   private agent(): Agent | undefined {
-    const tls = typeof this.tls === 'function' ? this.tls() : this.tls;
+    const tls = this.clientTls();
     return tls && tlsAgent(tls);
   }
 
@@ -171,7 +176,10 @@ export class EtcdMembership implements Membership {
     const timeout = AbortSignal.timeout(timeoutMs);
     let response: EtcdAnswer;
     try {
-      response = await postJson(endpoint + path, JSON.stringify(body), this.fence ? AbortSignal.any([timeout, this.fence]) : timeout, endpoint.startsWith('https:') ? this.agent() : undefined);
+      const secure = endpoint.startsWith('https:');
+      // As the root user where etcd authentication is on (client identities: etcd-auth.ts).
+      const signal = this.fence ? AbortSignal.any([timeout, this.fence]) : timeout;
+      response = await postAs(endpoint + path, JSON.stringify(body), signal, secure ? this.agent() : undefined, secure ? this.clientTls() : undefined);
     } catch (e) {
       throw new EtcdError(endpoint, path, (e as Error).cause ? String((e as Error).cause) : (e as Error).message);
     }

@@ -29,7 +29,8 @@
  */
 import { connect, isIP, type Socket } from 'node:net';
 import { connect as connectTls, type ConnectionOptions } from 'node:tls';
-import type { EtcdClientTls } from './etcd-http.js';
+import { tlsAgent, type EtcdClientTls } from './etcd-http.js';
+import { tokenFor } from './etcd-auth.js';
 
 /** Takes one chunk, borrowed: valid until it returns, or until its promise settles (nothing more is read meanwhile). */
 export type SnapshotSink = (chunk: Buffer) => void | Promise<void>;
@@ -91,11 +92,13 @@ class Bytes {
  * member's first message gives it (the upload holds the stream to it:
  * backup/object-store.ts).
  */
-export function streamEtcdSnapshot(endpoint: string, sink: SnapshotSink, signal?: AbortSignal, tls?: EtcdClientTls, onLength?: (bytes: number) => void): Promise<void> {
+export async function streamEtcdSnapshot(endpoint: string, sink: SnapshotSink, signal?: AbortSignal, tls?: EtcdClientTls, onLength?: (bytes: number) => void): Promise<void> {
   const url = new URL('/v3/maintenance/snapshot', endpoint);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.reject(new SnapshotError(`${endpoint}: the snapshot is read over http:// or https:// only (got ${url.protocol})`));
   if (url.protocol === 'https:' && !tls) return Promise.reject(new SnapshotError(`${endpoint}: an https:// member needs the client certificate (DKV_TLS_DIR)`));
   signal?.throwIfAborted();
+  // With etcd authentication on, the snapshot is the root user's (client identities: etcd-auth.ts).
+  const token = tls?.login ? await tokenFor(url.origin, tls, signal ?? AbortSignal.timeout(30_000), tlsAgent(tls)) : undefined;
   return new Promise<void>((resolve, reject) => {
     const reader = new SnapshotReader(endpoint, sink, onLength);
     let settled = false;
@@ -134,7 +137,7 @@ export function streamEtcdSnapshot(endpoint: string, sink: SnapshotSink, signal?
         },
     };
     const ask = () => {
-      socket.write(`POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`);
+      socket.write(`POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nAccept: application/json\r\n${token ? `Authorization: ${token}\r\n` : ''}Content-Length: 2\r\nConnection: close\r\n\r\n{}`);
     };
     // Over TLS the request goes once the handshake is done (the member has checked the client certificate).
     const socket: Socket = secure

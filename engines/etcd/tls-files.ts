@@ -57,12 +57,14 @@ export function memberTls(tls: TlsInEffect, config: Pick<GeneratorConfig, 'tls'>
   };
 }
 
-/** What a client container (the backup runner) needs to call members over TLS: the client Secret mounted, and where its files are. */
-export function clientTls(tls: TlsInEffect, config: Pick<GeneratorConfig, 'tls'>, identity: Pick<ClusterIdentity, 'name'>): { env: k8s.EnvVar[]; volumes: k8s.Volume[]; volumeMounts: k8s.VolumeMount[] } {
+/** What a client container (the backup runner) needs to call members over TLS: the client Secret (or `secretName`) mounted, and where its files are. */
+export function clientTls(
+  tls: TlsInEffect, config: Pick<GeneratorConfig, 'tls'>, identity: Pick<ClusterIdentity, 'name'>, secretName = tlsSecretNames(config, identity).client,
+): { env: k8s.EnvVar[]; volumes: k8s.Volume[]; volumeMounts: k8s.VolumeMount[] } {
   if (!tls.client) return { env: [], volumes: [], volumeMounts: [] };
   return {
     env: [{ name: 'DKV_TLS_DIR', value: CLIENT_TLS_DIR }],
-    volumes: [secretVolume(CLIENT_VOLUME, tlsSecretNames(config, identity).client)],
+    volumes: [secretVolume(CLIENT_VOLUME, secretName)],
     volumeMounts: [{ name: CLIENT_VOLUME, mountPath: CLIENT_TLS_DIR, readOnly: true }],
   };
 }

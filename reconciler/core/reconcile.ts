@@ -47,6 +47,9 @@ import { PLAIN } from '../../model/tls.js';
 import { migrationStatus, tlsMigration, tlsPlan } from '../day2/tls-migration-step.js';
 import { tlsStep } from '../day2/tls-step.js';
 import { ISSUED_KINDS } from './issued-kinds.js';
+import { clientIdentitySecrets } from '../day2/client-identity-step.js';
+import { actOnClientIdentities, issueClientIdentitySecrets } from './client-identity-writes.js';
+import { CLIENT_LABEL } from '../../engines/etcd/client-identity-secrets.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
 
@@ -146,9 +149,16 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const takenSecrets = tlsDecision.create.length > 0 ? await createTlsSecrets(ctx, cr, tlsDecision.create, identity.serverLabels) : [];
   if (tlsDecision.create.length > takenSecrets.length) ctx.log.info('tls: issued', { key, secrets: tlsDecision.create.map((s) => s.name).filter((n) => !takenSecrets.includes(n)) });
   const tlsProblem = [tlsDecision.problem, ...takenSecrets.map((n) => `Secret ${n} exists and is not this cluster's (or not yet in the cache): it is not written over`)].filter(Boolean).join('; ') || undefined;
+  // Day-2: client identities (spec.clients): their Secrets, and the root identity the members are called as (etcd authentication).
+  const identities = config.engine === 'etcd' ? await clientIdentitySecrets({
+    spec: resource.spec, tls, identity, config, now: new Date(ctx.now()), detectOnly,
+    secret: (name) => ours(cr, ctx.owned.get('v1/Secret')?.get(`${namespace}/${name}`)),
+    clientSecrets: () => (ctx.owned.get('v1/Secret')?.byIndex(cr.metadata.uid!) ?? []).filter((s) => s.metadata.namespace === namespace && s.metadata.labels?.[CLIENT_LABEL]),
+  }) : undefined;
+  const identitiesTaken = identities ? await issueClientIdentitySecrets(ctx, cr, identities, identity.serverLabels) : [];
   const membershipDecision = await membershipStep(
     membershipReader(ctx.client, config, own, {
-      addresses: ctx.memberAddresses, timeoutMs: ctx.memberTimeoutMs, term: ctx.term, now: ctx.now, tls, clientTls: tlsDecision.clientTls,
+      addresses: ctx.memberAddresses, timeoutMs: ctx.memberTimeoutMs, term: ctx.term, now: ctx.now, tls, clientTls: identities?.root ?? tlsDecision.clientTls,
     }), cr, resource, detectOnly,
   );
   const membership = membershipDecision && await actOnMembership(ctx, key, membershipDecision);
@@ -247,6 +257,9 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   }
 
   const outcome = await executeWrites(ctx, cr, key, plan, detectOnly);
+  const identitiesAgainMs = identities?.active
+    ? await actOnClientIdentities(ctx, cr, key, identities, { identity, size: resource.spec.size, taken: identitiesTaken, membersRun: Boolean(own.statefulSet) })
+    : undefined;
   // Day-2: one maintenance step (defragmentation, NOSPACE recovery), once this reconcile's own changes are made.
   const storageUnderWay = storage.step.kind === 'resizeClaim' || storage.step.kind === 'waiting' ? storage.step.message : undefined;
   const maintenanceDecision = membership && maintenanceStep({
@@ -272,6 +285,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     tlsPlanned.migration?.requeueAfterMs,
     maintenance?.requeueAfterMs,
     storage.requeueAfterMs,
+    identitiesAgainMs,
     // A create found its name taken: the next reconcile reads that object and decides whose it is, at once.
     outcome.taken.length > 0 ? 0 : undefined,
     // BackupStale turns True with nothing else changing: the cluster is looked at again then.

@@ -29,11 +29,12 @@ function v1beta1(extra: Record<string, unknown> = {}): Record<string, any> {
 }
 
 describe('versions derived from the one schema', () => {
-  it('finds spec.maintenance, spec.tls, spec.networkPolicy and spec.backup.retain as the fields v1beta1 added, and nothing else', () => {
+  it('finds spec.maintenance, spec.tls, spec.networkPolicy, spec.clients and spec.backup.retain as the fields v1beta1 added, and nothing else', () => {
     expect(versionedFields(SCHEMA)).toEqual([
       { path: ['spec', 'maintenance'], since: 'v1beta1' },
       { path: ['spec', 'tls'], since: 'v1beta1' },
       { path: ['spec', 'networkPolicy'], since: 'v1beta1' },
+      { path: ['spec', 'clients'], since: 'v1beta1' },
       { path: ['spec', 'backup', 'retain'], since: 'v1beta1' },
     ]);
   });
@@ -90,6 +91,15 @@ describe('convertDistributedKV', () => {
     expect(alpha.metadata.labels).toEqual({ team: 'a' });
     expect(JSON.stringify(convertDistributedKV(alpha, 'v1beta1'))).toBe(JSON.stringify(beta));
     expect(beta.spec.backup.retain).toBe(12); // the input is left alone
+  });
+
+  it('keeps spec.clients, a list, in the annotation on the way down: a v1alpha1 client does not revoke every client identity', () => {
+    const beta = v1beta1();
+    beta.spec.clients = [{ name: 'app', prefix: '/app/', access: 'read' }];
+    const alpha = convertDistributedKV(beta, 'v1alpha1');
+    expect(alpha.spec).not.toHaveProperty('clients');
+    expect(JSON.parse(alpha.metadata.annotations[PRESERVED_FIELDS_ANNOTATION])).toEqual({ 'spec.clients': [{ name: 'app', prefix: '/app/', access: 'read' }] });
+    expect(JSON.stringify(convertDistributedKV(alpha, 'v1beta1'))).toBe(JSON.stringify(beta));
   });
 
   it('keeps the field through a v1alpha1 client\'s edit of another field, and keeps its own annotations', () => {

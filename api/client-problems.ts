@@ -1,0 +1,48 @@
+/**
+ * What the schema cannot say about spec.clients (docs/client-identities.md),
+ * checked by validateDistributedKV so that `dkv validate`, `dkv synth` and
+ * the controller refuse the same specs, naming the field, before anything is
+ * issued or granted: names unique and not etcd's `root` (the controller's
+ * user), no prefix sharing a key with another client's `readWrite` prefix
+ * (two clients would write each other's keys), and client identities only
+ * where the members authenticate clients by certificate.
+ */
+import { prefixesOverlap, ROOT } from '../engines/etcd/client-identities.js';
+import type { FieldProblem } from './schema-errors.js';
+
+interface ClientEntry { name?: unknown; prefix?: unknown; access?: unknown }
+
+/** Every problem of `spec.clients` beyond the schema's; `reported` are the schema's, so that no field is reported twice. */
+export function clientProblems(spec: Record<string, any> | undefined, reported: readonly FieldProblem[]): FieldProblem[] {
+  const clients = spec?.clients;
+  if (!Array.isArray(clients)) return [];
+  const reportedPaths = reported.map((p) => p.segments.join('.'));
+  if (reportedPaths.includes('spec.clients')) return [];
+  const problems: FieldProblem[] = [];
+  const at = (i: number, field: string) => ['spec', 'clients', i, field];
+  const fine = (i: number, field: string) => !reportedPaths.includes(at(i, field).join('.'));
+  const entries = clients.map((c: unknown) => (typeof c === 'object' && c !== null ? c as ClientEntry : {}));
+
+  const tls = spec?.tls;
+  if (clients.length > 0 && (tls?.mode === 'disabled' || tls?.mode === 'cert-manager' || tls?.client?.enabled === false)) {
+    problems.push({ segments: ['spec', 'clients'], message: 'needs client TLS with operator-issued certificates (spec.tls mode operator, client enabled): a client identity is the common name of a certificate the members verify' });
+  }
+  entries.forEach((client, i) => {
+    if (typeof client.name !== 'string' || !fine(i, 'name')) return;
+    if (client.name === ROOT) problems.push({ segments: at(i, 'name'), message: 'root is etcd\'s administrator, the controller\'s own user: choose another name' });
+    const first = entries.findIndex((c) => c.name === client.name);
+    if (first < i) problems.push({ segments: at(i, 'name'), message: `duplicate client name ${JSON.stringify(client.name)} (also spec.clients[${first}].name)` });
+  });
+  entries.forEach((client, i) => {
+    if (typeof client.prefix !== 'string' || !fine(i, 'prefix')) return;
+    entries.forEach((other, j) => {
+      if (j === i || typeof other.prefix !== 'string' || (other.access ?? 'readWrite') !== 'readWrite') return;
+      // A pair of readWrite clients is reported once, at the later one.
+      if ((client.access ?? 'readWrite') === 'readWrite' && j > i) return;
+      if (prefixesOverlap(client.prefix as string, other.prefix)) {
+        problems.push({ segments: at(i, 'prefix'), message: `${JSON.stringify(client.prefix)} overlaps ${JSON.stringify(other.prefix)}, the readWrite prefix of client ${JSON.stringify(other.name)} (spec.clients[${j}]): a read-write prefix is one client's alone` });
+      }
+    });
+  });
+  return problems;
+}

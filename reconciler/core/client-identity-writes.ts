@@ -1,0 +1,101 @@
+/**
+ * Acts on the client-identity step (reconciler/day2/client-identity-step.ts,
+ * docs/client-identities.md): issues its Secrets, makes its etcd calls as
+ * root, and only then deletes the Secrets of removed clients, whose etcd
+ * user (what their certificate stood for) is gone by then.
+ */
+import { API_VERSION, KIND } from '../../api/validate.js';
+import type { CachedObject } from '../../kube/informer.js';
+import { KubeApiError } from '../../kube/client.js';
+import type { ClusterIdentity } from '../../model/cluster-identity.js';
+import { EtcdAuth } from '../../engines/etcd/etcd-auth.js';
+import type { AuthStoreState } from '../../engines/etcd/client-identities.js';
+import { tlsAgent } from '../../engines/etcd/etcd-http.js';
+import { clientUrl, memberName } from '../../engines/etcd/peer-urls.js';
+import { clientIdentityAuth, type ClientIdentitySecretsDecision } from '../day2/client-identity-step.js';
+import { createTlsSecrets } from './execute-writes.js';
+import type { ReconcileContext } from './reconcile-context.js';
+
+/** How soon to look again while authentication waits for root's Secret, or a call failed. */
+const AGAIN_MS = 2000;
+/** Adding a user with a password, or authenticating, is a bcrypt hash on the member: more than a status call. */
+const AUTH_TIMEOUT_MS = 5000;
+
+/** Issues the step's Secrets (create-only); a name taken by another object is a problem, never written over. */
+export async function issueClientIdentitySecrets(ctx: ReconcileContext, cr: CachedObject, decision: ClientIdentitySecretsDecision, labels: Readonly<Record<string, string>>): Promise<string[]> {
+  const taken: string[] = [];
+  for (const { secret, labels: own } of decision.create) taken.push(...await createTlsSecrets(ctx, cr, [secret], { ...labels, ...own }));
+  return taken;
+}
+
+/**
+ * The etcd half: reads the authentication store from the first member that
+ * answers, makes the decided calls in order, then deletes removed clients'
+ * Secrets. Returns when to look again (undefined: all done), having
+ * reported what failed.
+ */
+export async function actOnClientIdentities(
+  ctx: ReconcileContext, cr: CachedObject, key: string, decision: ClientIdentitySecretsDecision,
+  input: { readonly identity: ClusterIdentity; readonly size: number; readonly taken: readonly string[]; readonly membersRun: boolean },
+): Promise<number | undefined> {
+  const namespace = cr.metadata.namespace!;
+  const problems = [
+    decision.problem,
+    ...input.taken.map((n) => `Secret ${n} exists and is not this cluster's (or not yet in the cache): it is not written over, and authentication waits`),
+  ].filter((p): p is string => Boolean(p));
+  const root = decision.rootForAuth;
+  let again: number | undefined;
+  if (decision.active && root && input.membersRun && input.taken.length === 0) {
+    const pods = Array.from({ length: input.size }, (_, i) => memberName(input.identity, i));
+    const endpoint = (pod: string) => ctx.memberAddresses?.client(namespace, pod, input.identity) ?? clientUrl(input.identity, pod, namespace, ctx.config, true);
+    // Members not answering yet (starting, restarting) are waited for, not reported: the membership step reports them.
+    const answer = await firstAnswering(pods.map((pod) => new EtcdAuth(endpoint(pod), root, tlsAgent(root), Math.max(ctx.memberTimeoutMs ?? 0, AUTH_TIMEOUT_MS)))).catch((e: Error) => {
+      ctx.log.info('client identities: waiting for the members', { key, error: e.message });
+      return undefined;
+    });
+    if (!answer) again = AGAIN_MS;
+    else try {
+      const { auth, state } = answer;
+      const step = await clientIdentityAuth(decision, { state: () => Promise.resolve(state) }, decision.create.length === 0);
+      for (const action of step.actions) await auth.apply(action);
+      if (step.actions.length > 0) ctx.log.info('client identities', { key, calls: step.actions.map((a) => a.type) });
+      for (const secret of decision.remove) await deleteSecret(ctx, secret);
+      if (decision.remove.length > 0) ctx.log.info('client identities: revoked', { key, secrets: decision.remove.map((s) => s.metadata.name) });
+      if (step.again) again = AGAIN_MS;
+    } catch (e) {
+      problems.push(`client identities: ${(e as Error).message}`);
+      again = AGAIN_MS;
+    }
+  } else if (decision.active && (!input.membersRun || decision.create.length > 0)) {
+    again = AGAIN_MS;
+  }
+  const problem = problems.join('; ');
+  if (problem) {
+    ctx.log.warn('client identities not in effect', { key, problem });
+    if (ctx.memory.isNews(key, 'ClientIdentityProblem', problem)) await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata }, 'Warning', 'ClientIdentityProblem', problem);
+  }
+  return again;
+}
+
+/** The first member whose store answers, and what it listed. */
+async function firstAnswering(members: readonly EtcdAuth[]): Promise<{ auth: EtcdAuth; state: AuthStoreState }> {
+  const failures: string[] = [];
+  for (const auth of members) {
+    try {
+      return { auth, state: await auth.state() };
+    } catch (e) {
+      failures.push((e as Error).message);
+    }
+  }
+  throw new Error(`no member answered: ${failures.join('; ')}`);
+}
+
+/** Deletes a removed client's Secret, as the cache saw it (uid precondition); one already gone is fine. */
+async function deleteSecret(ctx: ReconcileContext, secret: CachedObject): Promise<void> {
+  const path = `/api/v1/namespaces/${encodeURIComponent(secret.metadata.namespace!)}/secrets/${encodeURIComponent(secret.metadata.name)}`;
+  try {
+    await ctx.client.request('DELETE', path, { body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: secret.metadata.uid } } });
+  } catch (e) {
+    if (!(e instanceof KubeApiError && (e.status === 404 || e.status === 409))) throw e;
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * The Day-2 client-identity step of a reconcile (spec.clients,
+ * docs/client-identities.md), in two halves the core acts on:
+ *
+ * - `clientIdentitySecrets`, before the members' calls: which Secrets to
+ *   issue (the root identity's, each client's certificate from the
+ *   cluster's CA), which removed clients' Secrets go once their etcd user
+ *   is gone, and the root identity the controller calls the members as
+ *   once the Secret is read back from the cache;
+ * - `clientIdentityAuth`, once the members run: the etcd calls that bring
+ *   the authentication store to the spec (engines/etcd/client-identities.ts
+ *   decides them from what the store lists).
+ *
+ * Nothing is done half-way: an invalid spec is refused before this step
+ * (api/client-problems.ts); Secrets are issued create-only and before any
+ * grant; a Secret is deleted only after its user and role are; and
+ * authentication is turned on only once root's password is in a Secret the
+ * controller has read back, so that no failed write can lock it out.
+ */
+import type { CachedObject } from '../../kube/informer.js';
+import type { ClusterIdentity } from '../../model/cluster-identity.js';
+import type { GeneratorConfig } from '../../model/generator-config.js';
+import type { TlsInEffect } from '../../model/tls.js';
+import type { DistributedKVSpec } from '../../imports/distributedkv.js';
+import { createLeafCertificate, signedBy, type KeyedCertificate } from '../../model/certificates.js';
+import type { EtcdClientTls } from '../../engines/etcd/etcd-http.js';
+import { authActions, ROOT, type AuthAction, type AuthStoreState, type ClientIdentity } from '../../engines/etcd/client-identities.js';
+import { CLIENT_LABEL, clientSecretName, rootSecretName } from '../../engines/etcd/client-identity-secrets.js';
+import { clientCertificateRequest, newRootPassword, ROOT_CERTIFICATE_REQUEST } from '../../engines/etcd/client-certificates.js';
+import { leafSecretData } from '../../engines/etcd/certificates.js';
+import { tlsSecretNames } from '../../engines/etcd/tls-files.js';
+import type { IssuedSecret } from './tls-step.js';
+
+/** A Secret to create, with the labels beyond the cluster's that it carries. */
+export interface LabelledSecret {
+  readonly secret: IssuedSecret;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+export interface ClientIdentitySecretsDecision {
+  /** Whether the spec asks for client identities at all (spec.clients set): nothing below applies otherwise. */
+  readonly active: boolean;
+  readonly clients: readonly ClientIdentity[];
+  /** Secrets to create now (the root identity's, missing clients'). */
+  readonly create: readonly LabelledSecret[];
+  /** Removed clients' Secrets (cached objects), deleted once their etcd user and role are gone. */
+  readonly remove: readonly CachedObject[];
+  /** The root identity read back from the cache: the controller's calls go as root (authentication may be on). */
+  readonly root?: EtcdClientTls;
+  /** The root identity for this reconcile's etcd auth calls: the cached one, or the one just issued (then authentication waits). */
+  readonly rootForAuth?: EtcdClientTls;
+  /** Something the controller cannot do, in words (a Warning Event). */
+  readonly problem?: string;
+}
+
+export interface ClientIdentityInput {
+  readonly spec: Pick<DistributedKVSpec, 'clients'>;
+  readonly tls: TlsInEffect;
+  readonly identity: ClusterIdentity;
+  readonly config: GeneratorConfig;
+  /** A cached Secret of the cluster (its controlling owner) by name. */
+  readonly secret: (name: string) => CachedObject | undefined;
+  /** The cached Secrets of the cluster that carry CLIENT_LABEL. */
+  readonly clientSecrets: () => readonly CachedObject[];
+  readonly now: Date;
+  readonly detectOnly: boolean;
+}
+
+const INACTIVE: ClientIdentitySecretsDecision = { active: false, clients: [], create: [], remove: [] };
+
+const decoded = (secret: CachedObject | undefined): Record<string, string> | undefined =>
+  secret && Object.fromEntries(Object.entries((secret.data ?? {}) as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+
+const rootIdentity = (data: Record<string, string>): EtcdClientTls | undefined =>
+  data['tls.crt'] && data['tls.key'] && data['ca.crt'] && data.password
+    ? { ca: data['ca.crt'], cert: data['tls.crt'], key: data['tls.key'], login: { user: data.username || ROOT, password: data.password } }
+    : undefined;
+
+/** The first half: the Secrets, and whom the controller calls the members as. */
+export async function clientIdentitySecrets(input: ClientIdentityInput): Promise<ClientIdentitySecretsDecision> {
+  const { spec, tls, identity, config, now } = input;
+  const rootName = rootSecretName(config, identity);
+  const cachedRoot = decoded(input.secret(rootName));
+  const root = cachedRoot && rootIdentity(cachedRoot);
+  // Authentication, once on, stays on (turning it off is not built): a spec without the list revokes every client.
+  if (spec.clients === undefined && !cachedRoot) return INACTIVE;
+  const dropped = spec.clients === undefined
+    ? `spec.clients was removed while etcd authentication is on (Secret ${rootName}): every client is revoked and authentication stays on; set spec.clients: [] to say so (the backup runner needs it to authenticate)`
+    : undefined;
+  const clients = (spec.clients ?? []).map((c) => ({ name: c.name, prefix: c.prefix, access: c.access ?? 'readWrite' }));
+  const wanted = new Set(clients.map((c) => c.name));
+  const remove = input.clientSecrets().filter((s) => !wanted.has(s.metadata.labels?.[CLIENT_LABEL] ?? ''));
+  if (!(tls.client && tls.mode === 'operator')) {
+    return { ...INACTIVE, active: true, clients, problem: 'spec.clients: the members do not run client TLS with operator-issued certificates (status.tls), so they cannot tell clients apart: no identity is issued or granted' };
+  }
+  if (cachedRoot && !root) return { ...INACTIVE, active: true, clients, problem: `Secret ${rootName}: must hold tls.crt, tls.key, ca.crt, username and password; it is left alone, and authentication is not touched` };
+
+  const authority = decoded(input.secret(tlsSecretNames(config, identity).authority));
+  const ca: KeyedCertificate | undefined = authority?.['ca.crt'] && authority['ca.key'] ? { certificate: authority['ca.crt'], privateKey: authority['ca.key'] } : undefined;
+  // The CA is the TLS step's to issue: until the cache shows it, nothing is signed.
+  if (!ca) return { active: true, clients, create: [], remove, root };
+  if (root && !signedBy(root.cert, ca.certificate)) return { ...INACTIVE, active: true, clients, problem: `Secret ${rootName}: tls.crt is not signed by the cluster's CA; it is left alone` };
+  if (input.detectOnly) return { active: true, clients, create: [], remove: [], root };
+
+  const days = config.tls.certificateValidityDays;
+  const create: LabelledSecret[] = [];
+  let rootForAuth = root;
+  // Clients' Secrets without root's: authentication was turned on with a password now lost. A new one would not open
+  // the store, and would stand in the way of restoring the old Secret: nothing is issued or granted.
+  if (!cachedRoot && input.clientSecrets().length > 0) {
+    return { ...INACTIVE, active: true, clients, problem: `Secret ${rootName} is missing while client identities exist: etcd authentication is on with the root password it held, which the controller cannot replace; restore that Secret` };
+  }
+  if (!cachedRoot) {
+    const leaf = await createLeafCertificate(ca, ROOT_CERTIFICATE_REQUEST, now, days);
+    const data = { ...leafSecretData(leaf, ca), username: ROOT, password: newRootPassword() };
+    create.push({ secret: { name: rootName, type: 'kubernetes.io/tls', data }, labels: {} });
+    rootForAuth = rootIdentity(data);
+  }
+  const missing = clients.filter((c) => !input.secret(clientSecretName(config, identity, c.name)));
+  const leaves = await Promise.all(missing.map((c) => createLeafCertificate(ca, clientCertificateRequest(c.name), now, days)));
+  missing.forEach((c, i) => create.push({
+    secret: { name: clientSecretName(config, identity, c.name), type: 'kubernetes.io/tls', data: leafSecretData(leaves[i], ca) },
+    labels: { [CLIENT_LABEL]: c.name },
+  }));
+  return { active: true, clients, create, remove, root, rootForAuth, problem: dropped };
+}
+
+/** What the second half needs of the members: their authentication store, as root. */
+export interface AuthStoreReader {
+  state(): Promise<AuthStoreState>;
+}
+
+export interface ClientIdentityAuthDecision {
+  /** The calls to make, in order. */
+  readonly actions: readonly AuthAction[];
+  /** Whether a later reconcile has more to do (authentication held back until root's Secret is read back). */
+  readonly again: boolean;
+}
+
+/**
+ * The second half: the etcd calls from what the store lists. Authentication
+ * is enabled only with a root identity read back from the cache, and only
+ * when every client's Secret exists, so a client never finds its access
+ * enforced before its certificate is there.
+ */
+export async function clientIdentityAuth(decision: ClientIdentitySecretsDecision, reader: AuthStoreReader, secretsReady: boolean): Promise<ClientIdentityAuthDecision> {
+  const state = await reader.state();
+  const enable = decision.root !== undefined && secretsReady;
+  const actions = authActions(decision.clients, state, enable);
+  return { actions, again: !state.enabled && !enable };
+}

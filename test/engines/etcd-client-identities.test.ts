@@ -1,0 +1,172 @@
+/**
+ * Client identities on real etcd members (docs/client-identities.md): the
+ * controller in-process on a test control plane, the members started from
+ * the generated arguments with the Secrets it issued (EtcdTestBed), under
+ * the invariant monitor. Applications reach the members as they would in a
+ * cluster, over gRPC with their own certificate (test/support/etcd-grpc.ts):
+ * each reads and writes its prefix and nothing else, a read-only one only
+ * reads, and a removed one is refused. The controller's own calls (the
+ * membership behind status, the auth calls of the next change) and the
+ * backup runner's snapshot keep working with authentication on, as root.
+ */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadDefaultConfig } from '../../api/config.js';
+import { EtcdMembership } from '../../engines/etcd/membership.js';
+import { clientTlsFromDirectory, tlsAgent, type EtcdClientTls } from '../../engines/etcd/etcd-http.js';
+import { postAs } from '../../engines/etcd/etcd-auth.js';
+import { streamEtcdSnapshot } from '../../engines/etcd/snapshot.js';
+import type { KubeClient } from '../../kube/client.js';
+import { describeWithCluster, eventually } from '../cluster/kube.js';
+import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
+import { clusterPath, createCluster } from '../integration/controller-harness.js';
+import { apiServerSecrets, issuedClientTls, memberClientTls } from '../support/etcd-members.js';
+import { EtcdGrpcClient, GrpcError } from '../support/etcd-grpc.js';
+import { EtcdTestBed } from '../support/etcd-test-bed.js';
+import { InvariantMonitor } from '../support/invariant-monitor.js';
+
+const config = loadDefaultConfig();
+const NAME = 'kv';
+const IMAGE = 'registry.k8s.io/etcd:3.6.8-0';
+const ORDERS = { name: 'orders', prefix: '/orders/', access: 'readWrite' };
+const REPORTS = { name: 'reports', prefix: '/reports/', access: 'read' };
+const BILLING = { name: 'billing', prefix: '/billing/' };
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+const DENIED = /permission denied|user name not found/;
+
+describeWithCluster('client identities on real etcd members', () => {
+  let bed: EtcdTestBed;
+  let client: KubeClient;
+  let namespace: string;
+  let monitor: InvariantMonitor;
+  let root: EtcdClientTls | undefined;
+  const grpc: EtcdGrpcClient[] = [];
+  const dir = mkdtempSync(join(tmpdir(), 'dkv-client-identities-'));
+
+  const secret = (name: string) => apiServerSecrets(client, namespace)(name);
+  const identityOf = async (name: string): Promise<EtcdClientTls | undefined> => {
+    const data = await secret(name);
+    return data && { ca: data['ca.crt'], cert: data['tls.crt'], key: data['tls.key'] };
+  };
+  /** The root identity as the backup runner loads it: the mounted Secret's files (clientTlsFromDirectory). */
+  const rootFromMount = async (): Promise<EtcdClientTls | undefined> => {
+    const data = await secret(`${NAME}-etcd-root`);
+    if (!data) return undefined;
+    for (const [file, value] of Object.entries(data)) writeFileSync(join(dir, file), value);
+    return clientTlsFromDirectory(dir);
+  };
+  const url = (pod = `${NAME}-0`) => bed.cluster.addressOf(pod).clientUrl;
+  const asRoot = async (path: string, body: unknown) => {
+    const answer = await postAs(url() + path, JSON.stringify(body), AbortSignal.timeout(5000), tlsAgent(root!), root);
+    if (answer.status !== 200) throw new Error(`${path}: ${answer.status} ${answer.text}`);
+    return JSON.parse(answer.text);
+  };
+  const grpcAs = (identity: EtcdClientTls) => {
+    const c = new EtcdGrpcClient(url(`${NAME}-1`), identity);
+    grpc.push(c);
+    return c;
+  };
+  const users = async (): Promise<string[]> => ((await asRoot('/v3/auth/user/list', {})).users ?? []).sort();
+  const patchClients = (clients: unknown[]) => client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { clients } }, contentType: 'application/merge-patch+json' });
+
+  beforeAll(async () => {
+    bed = await EtcdTestBed.start({ config, name: NAME, label: 'identities', maxMembers: 3 });
+    ({ client, namespace } = bed);
+  }, 180_000 + LATER_BINARIES_BUILD_MS);
+
+  afterAll(async () => {
+    for (const c of grpc) c.close();
+    await monitor?.stop();
+    await bed?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('gives each client its prefix and nothing else, revokes a removed one, and keeps the controller\'s and the backup runner\'s calls working as root', async () => {
+    await createCluster(client, namespace, NAME, { size: 3, image: IMAGE, clients: [ORDERS, REPORTS] });
+    // The monitor reads the membership as the controller does: with the members' certificate until the
+    // root identity exists (authentication is off until then), as root after.
+    const asMembers = new EtcdMembership(() => bed.pods, (pod) => bed.cluster.addressOf(pod).clientUrl, 1000, undefined, memberClientTls(bed.cluster));
+    const asRootMembership = new EtcdMembership(() => bed.pods, (pod) => bed.cluster.addressOf(pod).clientUrl, 1000, undefined, () => root);
+    monitor = new InvariantMonitor({
+      status: async () => {
+        root ??= await rootFromMount();
+        return (root ? asRootMembership : asMembers).status();
+      },
+    });
+    await eventually('3 members', async () => ((await asMembers.status().catch(() => undefined))?.healthyVoters === 3 ? true : undefined), 90_000, 200);
+    monitor.start();
+
+    await eventually('authentication on', async () => {
+      root ??= await rootFromMount();
+      return root && (await asRoot('/v3/auth/status', {})).enabled ? true : undefined;
+    }, 60_000, 200);
+    expect(await users()).toEqual(['orders', 'reports', 'root']);
+    // The root identity names no one (etcd's gateway refuses a certificate with a common name once authentication is on).
+    expect(root!.login?.user).toBe('root');
+    const orders = (await identityOf(`${NAME}-client-orders`))!;
+    const reports = (await identityOf(`${NAME}-client-reports`))!;
+    const secrets = (await client.request('GET', `/api/v1/namespaces/${namespace}/secrets`)).items;
+    const ordersSecret = secrets.find((s: any) => s.metadata.name === `${NAME}-client-orders`);
+    expect(ordersSecret.type).toBe('kubernetes.io/tls');
+    expect(ordersSecret.metadata.labels).toMatchObject({ 'app.kubernetes.io/instance': NAME, 'dkv.example.com/client': 'orders' });
+
+    // orders: reads and writes /orders/, nothing else.
+    const ordersApp = grpcAs(orders);
+    await ordersApp.put('/orders/1', 'paid');
+    expect(await ordersApp.range('/orders/', true)).toEqual([{ key: '/orders/1', value: 'paid' }]);
+    await expect(ordersApp.put('/reports/1', 'forged')).rejects.toThrow(DENIED);
+    await expect(ordersApp.range('/reports/', true)).rejects.toThrow(DENIED);
+    await expect(ordersApp.put('/ordersX', 'next to the prefix')).rejects.toThrow(DENIED);
+    // reports: reads /reports/ (written here as root), cannot write it.
+    await asRoot('/v3/kv/put', { key: b64('/reports/q3'), value: b64('fine') });
+    const reportsApp = grpcAs(reports);
+    expect(await reportsApp.range('/reports/', true)).toEqual([{ key: '/reports/q3', value: 'fine' }]);
+    await expect(reportsApp.put('/reports/q4', 'made up')).rejects.toThrow(DENIED);
+    await expect(reportsApp.range('/orders/', true)).rejects.toThrow(GrpcError);
+    // The former client certificate (common name dkv-operator) opens nothing any more.
+    await expect(grpcAs(await issuedClientTls(client, namespace, NAME)).range('/orders/', true)).rejects.toThrow(DENIED);
+
+    // The controller's own calls as root: the next change's auth calls, and the membership behind status.
+    const changed = await patchClients([ORDERS, REPORTS, BILLING]);
+    await eventually('billing added', async () => ((await users()).includes('billing') ? true : undefined), 30_000, 200);
+    await eventually('status of the new generation, every member healthy', async () => {
+      const cr = await client.request('GET', clusterPath(namespace, NAME));
+      const members = cr.status?.members ?? [];
+      return cr.status?.observedGeneration === changed.metadata.generation && members.length === 3 && members.every((m: any) => m.healthy) ? cr : undefined;
+    }, 30_000, 200);
+
+    // The backup runner's snapshot, as root from the mounted Secret; the former client certificate is refused it.
+    const chunks: Buffer[] = [];
+    await streamEtcdSnapshot(url(), (c) => { chunks.push(Buffer.from(c)); }, AbortSignal.timeout(30_000), await rootFromMount());
+    const snapshot = Buffer.concat(chunks);
+    expect(snapshot.length).toBeGreaterThan(32);
+    expect(createHash('sha256').update(snapshot.subarray(0, -32)).digest().equals(snapshot.subarray(-32))).toBe(true);
+    await expect(streamEtcdSnapshot(url(), () => undefined, AbortSignal.timeout(10_000), await issuedClientTls(client, namespace, NAME))).rejects.toThrow();
+
+    // Removing orders revokes it: its user and role go, then its Secret; its certificate opens nothing.
+    await patchClients([REPORTS, BILLING]);
+    await eventually('orders\' Secret deleted', async () => ((await secret(`${NAME}-client-orders`)) === undefined ? true : undefined), 30_000, 200);
+    expect(await users()).toEqual(['billing', 'reports', 'root']);
+    // (root's role is etcd's own: granted, never added as a role of the store.)
+    expect(((await asRoot('/v3/auth/role/list', {})).roles ?? []).sort()).toEqual(['billing', 'reports']);
+    await expect(grpcAs(orders).range('/orders/', true)).rejects.toThrow(DENIED);
+    await expect(grpcAs(orders).put('/orders/2', 'after removal')).rejects.toThrow(DENIED);
+    expect(await grpcAs(reports).range('/reports/', true)).toHaveLength(1);
+
+    // Settled: a reconcile (the annotation below asks for one) changes nothing in etcd's auth store and writes nothing to Kubernetes.
+    const settledRevision = (await asRoot('/v3/auth/status', {})).authRevision;
+    const writesBefore = bed.controllerWrites.length;
+    await client.request('PATCH', clusterPath(namespace, NAME), { body: { metadata: { annotations: { poke: 'steady' } } }, contentType: 'application/merge-patch+json' });
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await asRoot('/v3/auth/status', {})).authRevision).toBe(settledRevision);
+    expect(bed.controllerWrites.slice(writesBefore)).toEqual([]);
+    // The normal course (Secrets issued, read back, authentication on, a client added and removed) is no problem to report.
+    expect(await bed.events('ClientIdentityProblem')).toEqual([]);
+
+    await monitor.stop();
+    expect(monitor.violations).toEqual([]);
+    expect(monitor.readings.length).toBeGreaterThan(10);
+  }, 150_000);
+});

@@ -1,0 +1,144 @@
+/**
+ * The client-identity step (reconciler/day2/client-identity-step.ts): which
+ * Secrets the controller issues for spec.clients, which removed clients'
+ * Secrets go, whom it calls the members as, and when it turns etcd
+ * authentication on. Real certificates, no API server: the step decides,
+ * the core acts.
+ */
+import { X509Certificate } from 'node:crypto';
+import { loadDefaultConfig } from '../../api/config.js';
+import { clientIdentityAuth, clientIdentitySecrets, type ClientIdentityInput, type ClientIdentitySecretsDecision } from '../../reconciler/day2/client-identity-step.js';
+import { tlsStep, type IssuedSecret } from '../../reconciler/day2/tls-step.js';
+import { clusterIdentity } from '../../model/cluster-identity.js';
+import { PLAIN, tlsAsked } from '../../model/tls.js';
+import { CLIENT_LABEL } from '../../engines/etcd/client-identity-secrets.js';
+import type { AuthStoreState } from '../../engines/etcd/client-identities.js';
+import type { CachedObject } from '../../kube/informer.js';
+
+const config = loadDefaultConfig();
+const identity = clusterIdentity('orders', config);
+const now = new Date('2026-11-26T12:00:00Z');
+const ORDERS = { name: 'app', prefix: '/app/', access: 'readWrite' as const };
+const AUDIT = { name: 'audit', prefix: '/audit/', access: 'read' as const };
+
+/** A Secret as the cache holds it (base64 data). */
+const cachedSecret = (s: IssuedSecret, labels: Record<string, string> = {}): CachedObject => ({
+  apiVersion: 'v1', kind: 'Secret', metadata: { name: s.name, namespace: 'shop', uid: `uid-${s.name}`, labels },
+  data: Object.fromEntries(Object.entries(s.data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+});
+
+describe('the client-identity step', () => {
+  let tlsSecrets: Map<string, CachedObject>;
+  /** What a cluster asking for ORDERS and AUDIT is issued first (keys are slow to make: made once, for every case). */
+  let first: ClientIdentitySecretsDecision;
+  beforeAll(async () => {
+    const issued = (await tlsStep({ tls: tlsAsked({}), identity, namespace: 'shop', config, now, detectOnly: false, secret: () => undefined })).create;
+    tlsSecrets = new Map(issued.map((s) => [s.name, cachedSecret(s)]));
+    first = await clientIdentitySecrets(input([ORDERS, AUDIT]));
+  }, 120_000);
+
+  function input(clients: ClientIdentityInput['spec']['clients'], more: Map<string, CachedObject> = new Map(), overrides: Partial<ClientIdentityInput> = {}): ClientIdentityInput {
+    return {
+      spec: { clients }, tls: tlsAsked({}), identity, config, now, detectOnly: false,
+      secret: (name) => more.get(name) ?? tlsSecrets.get(name),
+      clientSecrets: () => [...more.values()].filter((s) => s.metadata.labels?.[CLIENT_LABEL]),
+      ...overrides,
+    };
+  }
+  /** The cache once the decision's Secrets are created. */
+  const after = (decision: ClientIdentitySecretsDecision, more = new Map<string, CachedObject>()) =>
+    new Map([...more, ...decision.create.map((c) => [c.secret.name, cachedSecret(c.secret, c.labels)] as const)]);
+
+  it('does nothing for a cluster without spec.clients', async () => {
+    expect(await clientIdentitySecrets(input(undefined))).toEqual({ active: false, clients: [], create: [], remove: [] });
+  });
+
+  it('issues the root identity (no common name, root\'s password) and each client\'s certificate (common name = its etcd user), from the cluster\'s CA', async () => {
+    const decision = first;
+    expect(decision.create.map((c) => [c.secret.name, c.secret.type, Object.keys(c.secret.data).sort(), c.labels])).toEqual([
+      ['orders-etcd-root', 'kubernetes.io/tls', ['ca.crt', 'password', 'tls.crt', 'tls.key', 'username'], {}],
+      ['orders-client-app', 'kubernetes.io/tls', ['ca.crt', 'tls.crt', 'tls.key'], { [CLIENT_LABEL]: 'app' }],
+      ['orders-client-audit', 'kubernetes.io/tls', ['ca.crt', 'tls.crt', 'tls.key'], { [CLIENT_LABEL]: 'audit' }],
+    ]);
+    const ca = new X509Certificate(Buffer.from(tlsSecrets.get('orders-tls-ca')!.data!['ca.crt'] as string, 'base64'));
+    const subjects = decision.create.map((c) => {
+      const cert = new X509Certificate(c.secret.data['tls.crt']);
+      expect(cert.checkIssued(ca) && cert.verify(ca.publicKey)).toBe(true);
+      return cert.subject;
+    });
+    expect(subjects).toEqual(['O=dkv-operator', 'CN=app', 'CN=audit']);
+    expect(decision.create[0].secret.data.username).toBe('root');
+    expect(decision.create[0].secret.data.password).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    // Just issued, not yet read back: the auth calls may use it, the members' calls do not yet.
+    expect(decision.rootForAuth?.login?.user).toBe('root');
+    expect(decision.root).toBeUndefined();
+  }, 30_000);
+
+  it('issues nothing more once the Secrets are in the cache, and calls the members as root from then on', async () => {
+    const decision = await clientIdentitySecrets(input([ORDERS, AUDIT], after(first)));
+    expect(decision.create).toEqual([]);
+    expect(decision.root).toEqual(decision.rootForAuth);
+    expect(decision.root).toMatchObject({ login: { user: 'root', password: first.create[0].secret.data.password } });
+  }, 30_000);
+
+  it('lists a removed client\'s Secret for deletion, and no other', async () => {
+    const decision = await clientIdentitySecrets(input([ORDERS], after(first)));
+    expect(decision.remove.map((s) => s.metadata.name)).toEqual(['orders-client-audit']);
+    expect(decision.clients).toEqual([ORDERS]);
+  }, 30_000);
+
+  it('keeps authentication and revokes every client when spec.clients is removed, and says so', async () => {
+    const decision = await clientIdentitySecrets(input(undefined, after(first)));
+    expect(decision).toMatchObject({ active: true, clients: [], create: [] });
+    expect(decision.remove.map((s) => s.metadata.name)).toEqual(['orders-client-app', 'orders-client-audit']);
+    expect(decision.root).toBeDefined();
+    expect(decision.problem).toMatch(/spec\.clients was removed while etcd authentication is on/);
+  }, 30_000);
+
+  it('does not replace a lost root Secret while client identities exist (authentication is on with its password), and says so', async () => {
+    const lost = after(first);
+    lost.delete('orders-etcd-root');
+    const decision = await clientIdentitySecrets(input([ORDERS, AUDIT], lost));
+    expect(decision).toMatchObject({ active: true, create: [], remove: [] });
+    expect(decision.rootForAuth).toBeUndefined();
+    expect(decision.problem).toMatch(/Secret orders-etcd-root is missing while client identities exist/);
+  }, 30_000);
+
+  it('issues and grants nothing where the members do not run client TLS, and says why', async () => {
+    const decision = await clientIdentitySecrets(input([ORDERS], new Map(), { tls: PLAIN }));
+    expect(decision).toMatchObject({ active: true, create: [], remove: [] });
+    expect(decision.rootForAuth).toBeUndefined();
+    expect(decision.problem).toMatch(/do not run client TLS/);
+  });
+
+  it('issues nothing in detect-only mode', async () => {
+    expect((await clientIdentitySecrets(input([ORDERS], new Map(), { detectOnly: true }))).create).toEqual([]);
+  });
+
+  it('waits for the CA the TLS step issues', async () => {
+    expect((await clientIdentitySecrets(input([ORDERS], new Map(), { secret: () => undefined }))).create).toEqual([]);
+  });
+
+  it('leaves a root Secret of the wrong shape alone, and authentication with it', async () => {
+    const broken = cachedSecret({ name: 'orders-etcd-root', type: 'kubernetes.io/tls', data: { 'tls.crt': 'x' } });
+    const decision = await clientIdentitySecrets(input([ORDERS], new Map([['orders-etcd-root', broken]])));
+    expect(decision).toMatchObject({ create: [], remove: [] });
+    expect(decision.rootForAuth).toBeUndefined();
+    expect(decision.problem).toMatch(/Secret orders-etcd-root: must hold/);
+  });
+
+  describe('turning authentication on', () => {
+    const off: AuthStoreState = { enabled: false, users: [], roles: [] };
+    const reader = (state: AuthStoreState) => ({ state: () => Promise.resolve(state) });
+
+    it('waits until root\'s Secret is read back from the cache, so that a failed write cannot lock the controller out', async () => {
+      const now1 = await clientIdentityAuth(first, reader(off), false);
+      expect(now1.actions.map((a) => a.type)).not.toContain('enable');
+      expect(now1.again).toBe(true);
+      const second = await clientIdentitySecrets(input([ORDERS, AUDIT], after(first)));
+      const now2 = await clientIdentityAuth(second, reader(off), true);
+      expect(now2.actions.at(-1)).toEqual({ type: 'enable' });
+      expect(now2.again).toBe(false);
+    }, 30_000);
+  });
+});
