@@ -64,6 +64,33 @@ export async function createCertificateAuthority(commonName: string, now: Date, 
   return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
 }
 
+/**
+ * A new intermediate CA signed by `root`, valid for `days`, that may sign
+ * leaves only (path length 0). An etcd cluster's leaves are issued by one
+ * (engines/etcd/certificate-rotation.ts): the members trust only the root,
+ * so the intermediate can be replaced, and the old one revoked by its serial,
+ * without the members loading a new trust file (which etcd reads only when
+ * it starts).
+ */
+export async function createIntermediateAuthority(root: KeyedCertificate, commonName: string, now: Date, days: number): Promise<KeyedCertificate> {
+  const forge = await loadForge();
+  const key = await newKey(forge);
+  const rootCert = forge.pki.certificateFromPem(root.certificate);
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = key.publicKey;
+  cert.serialNumber = serial(forge);
+  validity(cert, now, days);
+  cert.setSubject([{ name: 'commonName', value: commonName }]);
+  cert.setIssuer(rootCert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ]);
+  cert.sign(forge.pki.privateKeyFromPem(root.privateKey), forge.md.sha256.create());
+  return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
+}
+
 /** A serving certificate for `dnsNames` and `ipAddresses`, signed by `ca`. */
 export function createServingCertificate(
   ca: KeyedCertificate, names: { readonly dnsNames: readonly string[]; readonly ipAddresses: readonly string[] }, now: Date, days: number,
@@ -130,6 +157,30 @@ export function signedBy(leafPem: string, caPem: string): boolean {
   const leaf = parse(leafPem);
   const ca = parse(caPem);
   return leaf !== undefined && ca !== undefined && leaf.checkIssued(ca) && leaf.verify(ca.publicKey);
+}
+
+/**
+ * Whether the first certificate of `chainPem` (a leaf, then the
+ * intermediates it was sent with, as in a tls.crt) chains to `rootPem`:
+ * signed by it directly, or by an intermediate of the chain that it signed.
+ */
+export function chainsTo(chainPem: string, rootPem: string): boolean {
+  const [leaf, ...intermediates] = splitBundle(chainPem);
+  if (!leaf) return false;
+  if (signedBy(leaf, rootPem)) return true;
+  return intermediates.some((intermediate) => signedBy(leaf, intermediate) && signedBy(intermediate, rootPem));
+}
+
+/** When a certificate's validity begins and ends. */
+export interface Validity {
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+}
+
+/** The first certificate's validity, serial (hex, upper case, as Node prints it) and SHA-256 fingerprint; undefined when it does not parse. */
+export function describeCertificate(pem: string): (Validity & { readonly serial: string; readonly fingerprint256: string }) | undefined {
+  const cert = parse(pem);
+  return cert && { notBefore: new Date(cert.validFrom), notAfter: new Date(cert.validTo), serial: cert.serialNumber.toUpperCase(), fingerprint256: cert.fingerprint256 };
 }
 
 /** Whether `pem` is still valid at `now`. */
