@@ -114,7 +114,7 @@ export async function certificateRotationStep(input: RotationStepInput): Promise
   }
 
   // 2. The issuing-CA rotation.
-  const observations = await observe(input, phase, next, retiredProbe);
+  const observations = await observe(input, phase, keyed(authority.data, 'next-probe.crt', 'next-probe.key'), retiredProbe);
   const action = caRotationAction(state, observations, now, fraction);
   const leaf = async (signer: KeyedCertificate, which: 'member' | 'client') => createLeafCertificate(
     signer, which === 'member' ? memberCertificateRequest(input.identity, input.namespace, config) : CLIENT_CERTIFICATE_REQUEST, now, config.tls.certificateValidityDays,
@@ -122,8 +122,11 @@ export async function certificateRotationStep(input: RotationStepInput): Promise
   switch (action.kind) {
     case 'start': {
       const fresh = await createIssuer(root, input.identity, input.namespace, config, now);
+      // The certificate the members are dialled with while Trusting, made once (a key and a signature cost the controller's CPU).
+      const probe = leafSecretData(await leaf(fresh, 'client'), root, fresh);
       const data = {
         ...authority.data, 'next-issuer.crt': fresh.certificate, 'next-issuer.key': fresh.privateKey, 'rotate-reason': action.why,
+        'next-probe.crt': probe['tls.crt'], 'next-probe.key': probe['tls.key'],
         ...(input.requested !== undefined ? { 'rotate-ca': input.requested } : {}),
       };
       const started = status(undefined, 'Trusting');
@@ -136,7 +139,7 @@ export async function certificateRotationStep(input: RotationStepInput): Promise
       const [memberLeaf, clientLeaf] = await Promise.all([leaf(next!, 'member'), leaf(next!, 'client')]);
       return {
         update: [
-          ...(retire ? [{ ...authority, data: { ...authority.data, retire } }] : []),
+          { ...authority, data: { ...without(authority.data, 'next-probe.crt', 'next-probe.key'), ...(retire ? { retire } : {}) } },
           { ...member, data: { ...member.data, ...leafSecretData(memberLeaf, root, next) } },
           { ...client, data: { ...client.data, ...leafSecretData(clientLeaf, root, next) } },
         ],
@@ -196,14 +199,12 @@ export async function certificateRotationStep(input: RotationStepInput): Promise
 }
 
 /** What each member does, as far as the phase needs to know (nothing while Idle). */
-async function observe(input: RotationStepInput, phase: ReturnType<typeof caRotationPhase>, next?: KeyedCertificate, retiredProbe?: KeyedCertificate): Promise<Map<string, MemberObservation>> {
-  const { members, probe, client, member, now } = input;
+async function observe(input: RotationStepInput, phase: ReturnType<typeof caRotationPhase>, nextProbe?: KeyedCertificate, retiredProbe?: KeyedCertificate): Promise<Map<string, MemberObservation>> {
+  const { members, probe, client, member } = input;
   const seen = new Map<string, MemberObservation>();
   if (phase === 'Idle') return seen;
   const current = tlsOf(client.data);
-  const nextTls = phase === 'Trusting' && next
-    ? tlsOf(leafSecretData(await createLeafCertificate(next, CLIENT_CERTIFICATE_REQUEST, now, 1), { certificate: client.data['ca.crt'], privateKey: '' }, next))
-    : undefined;
+  const nextTls = nextProbe && { ca: current.ca, cert: nextProbe.certificate, key: nextProbe.privateKey };
   const memberFingerprint = describeCertificate(leafOf(member.data))?.fingerprint256;
   await Promise.all(members.map(async ({ pod, clientUrl }) => {
     if (phase === 'Trusting' && nextTls) seen.set(pod, { acceptsNext: (await probe(clientUrl, nextTls)).answered });
