@@ -75,11 +75,14 @@ const DEFINITION_STATUS: k8s.PolicyRule = { apiGroups: ['apiextensions.k8s.io'],
  * `list` and `watch` for the cache, which selects only the Secrets with the
  * clusters' labels (RBAC cannot narrow a list by label: the selection keeps
  * every other Secret out of the controller's memory, not out of its reach);
- * `create` to issue them. No `get` (the cache answers), no `update` or
- * `patch` (an issued Secret is never rewritten until rotation exists), no
- * `delete` (they go with their cluster, by owner reference).
+ * `create` to issue them; `update` to rotate them (a renewed leaf, a new
+ * issuing CA, the members' CRL: reconciler/core/certificate-rotation-writes.ts),
+ * a whole-object PUT with the resourceVersion read as its precondition, so a
+ * Secret changed since is never written over (`patch` would allow writes
+ * without one, and is not granted). No `get` (the cache answers), no `delete`
+ * (they go with their cluster, by owner reference).
  */
-const SECRETS: k8s.PolicyRule = { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create'] };
+const SECRETS: k8s.PolicyRule = { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create', 'update'] };
 
 /** What the controller did and refused, on each cluster (kubectl describe). */
 const EVENTS: k8s.PolicyRule = { apiGroups: [''], resources: ['events'], verbs: ['create'] };

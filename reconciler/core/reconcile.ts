@@ -42,6 +42,8 @@ import { liveBackupFolder, s3PathClash } from './s3-path-claims.js';
 import { liveTlsOf } from '../../engines/etcd/tls-files.js';
 import { PLAIN, tlsInEffect } from '../../model/tls.js';
 import { tlsStep } from '../day2/tls-step.js';
+import { rotateCertificates, withRotation } from './certificate-rotation-writes.js';
+import { clientUrl } from '../../engines/etcd/peer-urls.js';
 import { ISSUED_KINDS } from './issued-kinds.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
@@ -135,6 +137,14 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const takenSecrets = tlsDecision.create.length > 0 ? await createTlsSecrets(ctx, cr, tlsDecision.create, identity.serverLabels) : [];
   if (tlsDecision.create.length > takenSecrets.length) ctx.log.info('tls: issued', { key, secrets: tlsDecision.create.map((s) => s.name).filter((n) => !takenSecrets.includes(n)) });
   const tlsProblem = [tlsDecision.problem, ...takenSecrets.map((n) => `Secret ${n} exists and is not this cluster's (or not yet in the cache): it is not written over`)].filter(Boolean).join('; ') || undefined;
+  // Day-2: certificate rotation (renewal, the issuing CA's rotation), at most one change per reconcile.
+  const rotation = await rotateCertificates(ctx, {
+    tls, identity, namespace, config, detectOnly, problem: tlsProblem, creating: tlsDecision.create.length > 0,
+    secret: (name) => ours(cr, ctx.owned.get('v1/Secret')?.get(`${namespace}/${name}`)),
+    replicas: (own.statefulSet?.spec as { replicas?: number } | undefined)?.replicas ?? 0,
+    requested: cr.metadata.annotations?.[config.tls.rotateCaAnnotation],
+    clientUrl: (pod) => ctx.memberAddresses?.client(namespace, pod, identity) ?? clientUrl(identity, pod, namespace, config, tls.client),
+  });
   const membershipDecision = await membershipStep(
     membershipReader(ctx.client, config, own, {
       addresses: ctx.memberAddresses, timeoutMs: ctx.memberTimeoutMs, term: ctx.term, now: ctx.now, tls, clientTls: tlsDecision.clientTls,
@@ -239,7 +249,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const maintenance = maintenanceDecision && await actOnMaintenance(ctx, key, maintenanceDecision);
   const reported = await reportOutcome(ctx, {
     cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step, maintenance, networkPolicy,
-    tls: { ...tlsDecision.status, ...(tlsProblem ? { reason: [tlsDecision.status.reason, tlsProblem].filter(Boolean).join('; ') } : {}) }, tlsProblem,
+    tls: withRotation({ ...tlsDecision.status, ...(tlsProblem ? { reason: [tlsDecision.status.reason, tlsProblem].filter(Boolean).join('; ') } : {}) }, rotation), tlsProblem,
+    certificateExpiring: rotation.certificateExpiring, rotated: rotation.rotated,
   });
 
   if (outcome.failures.length > 0) throw new Error(`${outcome.failures.length} write(s) failed: ${outcome.failures.join('; ')}`);
@@ -250,6 +261,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     membership?.requeueAfterMs,
     maintenance?.requeueAfterMs,
     storage.requeueAfterMs,
+    rotation.requeueAfterMs,
     // A create found its name taken: the next reconcile reads that object and decides whose it is, at once.
     outcome.taken.length > 0 ? 0 : undefined,
     // BackupStale turns True with nothing else changing: the cluster is looked at again then.

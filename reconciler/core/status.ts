@@ -36,6 +36,8 @@ export interface ObservedState {
    * refusal: the recorded decision is kept as it was.
    */
   readonly networkPolicy?: { readonly state: 'Applied' | 'Withheld' | 'Off'; readonly condition: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string } };
+  /** The CertificateExpiring condition (operator-issued TLS only): True while a certificate is due for renewal and cannot be renewed. */
+  readonly certificateExpiring?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
   /** A volume growth under way, or blocked. */
   readonly storage?: { readonly kind: string; readonly message: string };
   /** For engines with a membership: where the membership step stands, and the members as they answered. */
@@ -146,6 +148,8 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
   if (observed.fleet) conditions.push(standbyCondition(observed.fleet));
 
   if (observed.networkPolicy) conditions.push({ type: 'NetworkPolicy', ...observed.networkPolicy.condition });
+
+  if (observed.certificateExpiring) conditions.push({ type: 'CertificateExpiring', ...observed.certificateExpiring });
 
   conditions.push(observed.degraded
     ? { type: 'Degraded', status: 'True', reason: observed.degraded.reason, message: observed.degraded.message }

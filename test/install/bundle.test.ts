@@ -148,7 +148,7 @@ describe('the controller\'s permissions', () => {
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name, namespace: account.metadata.namespace }]);
   });
 
-  it('never grant a wildcard, RBAC, impersonation or escalation, and on Secrets only the webhook certificate\'s, in the controller\'s namespace, and the clusters\' TLS Secrets: listed and watched by label, created, never read by name, rewritten or deleted', () => {
+  it('never grant a wildcard, RBAC, impersonation or escalation, and on Secrets only the webhook certificate\'s, in the controller\'s namespace, and the clusters\' TLS Secrets: listed and watched by label, created, replaced with a version precondition (rotation), never read by name, patched or deleted', () => {
     const certificateRole = one(objects, 'Role', 'dkv-controller-webhook-certificate');
     expect(certificateRole.metadata.namespace).toBe('dkv-system');
     // create cannot be limited to a name (it is in the body); reading and replacing can.
@@ -159,7 +159,10 @@ describe('the controller\'s permissions', () => {
     const rotation = source('conversion/certificate-rotation.ts');
     for (const call of ["request('GET', this.secretPath)", "request('PUT', this.secretPath", "request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`"]) expect(rotation).toContain(call);
     const tlsSecrets = rules.filter((r) => r.resources.includes('secrets'));
-    expect(tlsSecrets).toEqual([{ apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create'] }]);
+    expect(tlsSecrets).toEqual([{ apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create', 'update'] }]);
+    // update: the rotation's PUT, always with the resourceVersion it read (never a patch, which needs none).
+    expect(source('reconciler/core/certificate-rotation-writes.ts')).toContain("request('PUT', resourcePath('v1', 'Secret', namespace, update.name)");
+    expect(source('reconciler/core/certificate-rotation-writes.ts')).toContain('resourceVersion: update.resourceVersion');
     // create: the TLS step's Secrets, POSTed (never applied: an issued Secret is not rewritten); list and watch: the label-selected cache.
     expect(source('reconciler/core/execute-writes.ts')).toContain("request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, { body })");
     expect(ISSUED_KINDS).toEqual([{ apiVersion: 'v1', kind: 'Secret' }]);
