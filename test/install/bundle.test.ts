@@ -198,6 +198,7 @@ describe('the controller\'s permissions', () => {
     { resource: 'batch/jobs', verbs: ['create'], file: 'reconciler/core/execute-writes.ts', call: "request('POST', resourcePath('batch/v1', 'Job', namespace)" },
     { resource: 'batch/jobs', verbs: ['delete'], file: 'reconciler/core/controller.ts', call: "request('DELETE', resourcePath('batch/v1', 'Job', j.metadata.namespace, j.metadata.name)" },
     { resource: '/secrets', verbs: ['create'], file: 'reconciler/core/execute-writes.ts', call: "request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, { body })" },
+    { resource: '/secrets', verbs: ['update'], file: 'reconciler/core/certificate-rotation-writes.ts', call: "request('PUT', resourcePath('v1', 'Secret', namespace, update.name)" },
     { resource: '/pods', verbs: ['list'], file: 'reconciler/day2/member-pods.ts', call: "('GET', resourcePath('v1', 'Pod', namespace)" },
     { resource: '/pods', verbs: ['delete'], file: 'reconciler/core/execute-writes.ts', call: "request('DELETE', resourcePath('v1', 'Pod', namespace, pod.name)" },
     { resource: '/persistentvolumeclaims', verbs: ['get'], file: 'reconciler/day2/storage-step.ts', call: "getOrUndefined<ClaimObject>(client, resourcePath('v1', 'PersistentVolumeClaim', namespace, name))" },
