@@ -6,10 +6,10 @@
  * core/execute-writes.ts), and hand back the client certificate the
  * controller calls the members with and what status.tls reports.
  *
- * Create-only: a Secret that exists is never rewritten. A missing CA with
+ * Create-only: a Secret that exists is never rewritten here (renewing what
+ * is due is rotation: certificate-rotation-step.ts). A missing CA with
  * leaves still present is not re-issued (the members trust the old CA:
- * a new one would lock them out; replacing a CA is rotation, not built
- * yet); a Secret of the wrong shape, or a leaf the CA did not sign, is
+ * a new one would lock them out); a Secret of the wrong shape, or a leaf the CA did not sign, is
  * reported and left alone. Then the members run on what they have, and the
  * controller calls them with the client certificate if it still fits.
  */
@@ -75,7 +75,7 @@ export async function tlsStep(input: TlsStepInput): Promise<TlsDecision> {
     if (missing.length > 0) problems.push(`Secret ${name}: must hold tls.crt, tls.key and ca.crt (PEM); missing ${missing.join(', ')}`);
     else if (authority?.['ca.crt'] && !chainsTo(data['tls.crt'], authority['ca.crt'])) problems.push(`Secret ${name}: tls.crt is not signed by the cluster's CA (Secret ${names.authority})`);
   }
-  if (!authority && (member || client)) problems.push(`Secret ${names.authority} is missing while the members' certificates exist: a new CA would lock the members out; restore the CA Secret (replacing a CA is rotation, not built yet)`);
+  if (!authority && (member || client)) problems.push(`Secret ${names.authority} is missing while the members' certificates exist: a new CA would lock the members out; restore the CA Secret (the root CA is not replaced while members trust it: docs/security.md, "Rotation")`);
 
   const create: IssuedSecret[] = [];
   let ca: KeyedCertificate | undefined = authority?.['ca.crt'] && authority['ca.key'] ? { certificate: authority['ca.crt'], privateKey: authority['ca.key'] } : undefined;
