@@ -9,7 +9,7 @@
  * a controller whose Secret already holds a valid one, or that serves no
  * webhook, never needs it.
  */
-import { generateKeyPair, X509Certificate } from 'node:crypto';
+import { constants, generateKeyPair, privateEncrypt, X509Certificate } from 'node:crypto';
 import { promisify } from 'node:util';
 import type forgeModule from 'node-forge';
 
@@ -27,10 +27,26 @@ export interface KeyedCertificate {
 
 const DAY_MS = 86_400_000;
 
-async function newKey(forge: Forge): Promise<{ forgeKey: forgeModule.pki.rsa.PrivateKey; publicKey: forgeModule.pki.rsa.PublicKey; pem: string }> {
-  const { privateKey } = await generateRsa('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
-  const forgeKey = forge.pki.privateKeyFromPem(privateKey) as forgeModule.pki.rsa.PrivateKey;
-  return { forgeKey, publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e), pem: privateKey };
+async function newKey(forge: Forge): Promise<{ publicKey: forgeModule.pki.rsa.PublicKey; pem: string }> {
+  const { privateKey, publicKey } = await generateRsa('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
+  return { publicKey: forge.pki.publicKeyFromPem(publicKey) as forgeModule.pki.rsa.PublicKey, pem: privateKey };
+}
+
+/** DER of a SHA-256 DigestInfo before the digest (RFC 8017 §9.2, note 1). */
+const SHA256_DIGEST_INFO = Buffer.from('3031300d060960864801650304020105000420', 'hex');
+
+/**
+ * A signer node-forge's `certificate.sign` accepts that signs natively
+ * (RSASSA-PKCS1-v1_5 over the digest forge computed): forge's own RSA in
+ * JavaScript holds the event loop for a long while on a busy machine, and
+ * the controller's calls to the members wait on that loop.
+ */
+function nativeSigner(privateKeyPem: string): forgeModule.pki.rsa.PrivateKey {
+  return {
+    sign: (md: forgeModule.md.MessageDigest) => privateEncrypt(
+      { key: privateKeyPem, padding: constants.RSA_PKCS1_PADDING }, Buffer.concat([SHA256_DIGEST_INFO, Buffer.from(md.digest().getBytes(), 'binary')]),
+    ).toString('binary'),
+  } as unknown as forgeModule.pki.rsa.PrivateKey;
 }
 
 function serial(forge: Forge): string {
@@ -60,7 +76,7 @@ export async function createCertificateAuthority(commonName: string, now: Date, 
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
     { name: 'subjectKeyIdentifier' },
   ]);
-  cert.sign(key.forgeKey, forge.md.sha256.create());
+  cert.sign(nativeSigner(key.pem), forge.md.sha256.create());
   return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
 }
 
@@ -87,7 +103,7 @@ export async function createIntermediateAuthority(root: KeyedCertificate, common
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
     { name: 'subjectKeyIdentifier' },
   ]);
-  cert.sign(forge.pki.privateKeyFromPem(root.privateKey), forge.md.sha256.create());
+  cert.sign(nativeSigner(root.privateKey), forge.md.sha256.create());
   return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
 }
 
@@ -114,7 +130,6 @@ export async function createLeafCertificate(ca: KeyedCertificate, request: LeafR
   const forge = await loadForge();
   const key = await newKey(forge);
   const caCert = forge.pki.certificateFromPem(ca.certificate);
-  const caKey = forge.pki.privateKeyFromPem(ca.privateKey);
   const cert = forge.pki.createCertificate();
   cert.publicKey = key.publicKey;
   cert.serialNumber = serial(forge);
@@ -128,7 +143,7 @@ export async function createLeafCertificate(ca: KeyedCertificate, request: LeafR
     { name: 'extKeyUsage', serverAuth: request.server, clientAuth: request.client },
     ...(altNames.length > 0 ? [{ name: 'subjectAltName', altNames }] : []),
   ]);
-  cert.sign(caKey, forge.md.sha256.create());
+  cert.sign(nativeSigner(ca.privateKey), forge.md.sha256.create());
   return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
 }
 
