@@ -425,6 +425,31 @@ export interface DistributedKVStatus {
      */
     clientCertificateNotAfter?: string;
     /**
+     * When the issuing CA (the intermediate of the cluster's CA that signs the members' and client certificates) expires; absent for a cluster whose CA signs its leaves itself (issued before rotation existed, until its first CA rotation).
+     */
+    issuerNotAfter?: string;
+    /**
+     * The rotation of the issuing CA (docs/security.md, "Rotation"): trust the new issuer, re-issue the leaves from it, then refuse the old one, each only after every member was seen to take the step before.
+     */
+    rotation?: {
+      /**
+       * Idle: none under way. Trusting: a new issuer exists; waiting until every member accepts its certificates. Reissuing: the leaves come from the new issuer; waiting until every member serves the new one. Dropping: the old issuer is listed in the members' CRL; waiting until every member refuses it.
+       */
+      phase?: 'Idle' | 'Trusting' | 'Reissuing' | 'Dropping';
+      /**
+       * Why the rotation under way started.
+       */
+      reason?: string;
+      /**
+       * The member pods not yet seen to take the current phase.
+       */
+      waitingFor?: string[];
+      /**
+       * The last value of the rotate-ca annotation a rotation started for.
+       */
+      lastRequest?: string;
+    };
+    /**
      * A running plain-HTTP cluster moving to TLS, member by member (spec.tls.mode: operator set on it; docs/security.md): where it stands. Absent when no migration is under way.
      */
     migration?: {

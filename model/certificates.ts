@@ -9,7 +9,7 @@
  * a controller whose Secret already holds a valid one, or that serves no
  * webhook, never needs it.
  */
-import { generateKeyPair, X509Certificate } from 'node:crypto';
+import { constants, generateKeyPair, privateEncrypt, X509Certificate } from 'node:crypto';
 import { promisify } from 'node:util';
 import type forgeModule from 'node-forge';
 
@@ -27,10 +27,26 @@ export interface KeyedCertificate {
 
 const DAY_MS = 86_400_000;
 
-async function newKey(forge: Forge): Promise<{ forgeKey: forgeModule.pki.rsa.PrivateKey; publicKey: forgeModule.pki.rsa.PublicKey; pem: string }> {
-  const { privateKey } = await generateRsa('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
-  const forgeKey = forge.pki.privateKeyFromPem(privateKey) as forgeModule.pki.rsa.PrivateKey;
-  return { forgeKey, publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e), pem: privateKey };
+async function newKey(forge: Forge): Promise<{ publicKey: forgeModule.pki.rsa.PublicKey; pem: string }> {
+  const { privateKey, publicKey } = await generateRsa('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
+  return { publicKey: forge.pki.publicKeyFromPem(publicKey) as forgeModule.pki.rsa.PublicKey, pem: privateKey };
+}
+
+/** DER of a SHA-256 DigestInfo before the digest (RFC 8017 §9.2, note 1). */
+const SHA256_DIGEST_INFO = Buffer.from('3031300d060960864801650304020105000420', 'hex');
+
+/**
+ * A signer node-forge's `certificate.sign` accepts that signs natively
+ * (RSASSA-PKCS1-v1_5 over the digest forge computed): forge's own RSA in
+ * JavaScript holds the event loop for a long while on a busy machine, and
+ * the controller's calls to the members wait on that loop.
+ */
+function nativeSigner(privateKeyPem: string): forgeModule.pki.rsa.PrivateKey {
+  return {
+    sign: (md: forgeModule.md.MessageDigest) => privateEncrypt(
+      { key: privateKeyPem, padding: constants.RSA_PKCS1_PADDING }, Buffer.concat([SHA256_DIGEST_INFO, Buffer.from(md.digest().getBytes(), 'binary')]),
+    ).toString('binary'),
+  } as unknown as forgeModule.pki.rsa.PrivateKey;
 }
 
 function serial(forge: Forge): string {
@@ -60,7 +76,34 @@ export async function createCertificateAuthority(commonName: string, now: Date, 
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
     { name: 'subjectKeyIdentifier' },
   ]);
-  cert.sign(key.forgeKey, forge.md.sha256.create());
+  cert.sign(nativeSigner(key.pem), forge.md.sha256.create());
+  return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
+}
+
+/**
+ * A new intermediate CA signed by `root`, valid for `days`, that may sign
+ * leaves only (path length 0). An etcd cluster's leaves are issued by one
+ * (engines/etcd/certificate-rotation.ts): the members trust only the root,
+ * so the intermediate can be replaced, and the old one revoked by its serial,
+ * without the members loading a new trust file (which etcd reads only when
+ * it starts).
+ */
+export async function createIntermediateAuthority(root: KeyedCertificate, commonName: string, now: Date, days: number): Promise<KeyedCertificate> {
+  const forge = await loadForge();
+  const key = await newKey(forge);
+  const rootCert = forge.pki.certificateFromPem(root.certificate);
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = key.publicKey;
+  cert.serialNumber = serial(forge);
+  validity(cert, now, days);
+  cert.setSubject([{ name: 'commonName', value: commonName }]);
+  cert.setIssuer(rootCert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ]);
+  cert.sign(nativeSigner(root.privateKey), forge.md.sha256.create());
   return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
 }
 
@@ -90,7 +133,6 @@ export async function createLeafCertificate(ca: KeyedCertificate, request: LeafR
   const forge = await loadForge();
   const key = await newKey(forge);
   const caCert = forge.pki.certificateFromPem(ca.certificate);
-  const caKey = forge.pki.privateKeyFromPem(ca.privateKey);
   const cert = forge.pki.createCertificate();
   cert.publicKey = key.publicKey;
   cert.serialNumber = serial(forge);
@@ -107,7 +149,7 @@ export async function createLeafCertificate(ca: KeyedCertificate, request: LeafR
     { name: 'extKeyUsage', serverAuth: request.server, clientAuth: request.client },
     ...(altNames.length > 0 ? [{ name: 'subjectAltName', altNames }] : []),
   ]);
-  cert.sign(caKey, forge.md.sha256.create());
+  cert.sign(nativeSigner(ca.privateKey), forge.md.sha256.create());
   return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
 }
 
@@ -136,6 +178,30 @@ export function signedBy(leafPem: string, caPem: string): boolean {
   const leaf = parse(leafPem);
   const ca = parse(caPem);
   return leaf !== undefined && ca !== undefined && leaf.checkIssued(ca) && leaf.verify(ca.publicKey);
+}
+
+/**
+ * Whether the first certificate of `chainPem` (a leaf, then the
+ * intermediates it was sent with, as in a tls.crt) chains to `rootPem`:
+ * signed by it directly, or by an intermediate of the chain that it signed.
+ */
+export function chainsTo(chainPem: string, rootPem: string): boolean {
+  const [leaf, ...intermediates] = splitBundle(chainPem);
+  if (!leaf) return false;
+  if (signedBy(leaf, rootPem)) return true;
+  return intermediates.some((intermediate) => signedBy(leaf, intermediate) && signedBy(intermediate, rootPem));
+}
+
+/** When a certificate's validity begins and ends. */
+export interface Validity {
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+}
+
+/** The first certificate's validity, serial (hex, upper case, as Node prints it) and SHA-256 fingerprint; undefined when it does not parse. */
+export function describeCertificate(pem: string): (Validity & { readonly serial: string; readonly fingerprint256: string }) | undefined {
+  const cert = parse(pem);
+  return cert && { notBefore: new Date(cert.validFrom), notAfter: new Date(cert.validTo), serial: cert.serialNumber.toUpperCase(), fingerprint256: cert.fingerprint256 };
 }
 
 /** Whether `pem` is still valid at `now`. */

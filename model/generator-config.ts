@@ -110,6 +110,15 @@ export interface GeneratorConfig {
     readonly caValidityDays: number;
     readonly certificateValidityDays: number;
     /**
+     * How long the issuing CA (an intermediate of the cluster's CA that signs
+     * the leaves, engines/etcd/certificate-rotation.ts) is valid; capped by the CA's own validity.
+     */
+    readonly issuerValidityDays: number;
+    /** A leaf, and the issuing CA, are renewed once this share of their validity has passed (cert-manager's default: 2/3). */
+    readonly renewalFraction: number;
+    /** An annotation on a DistributedKV whose every new value starts a rotation of the issuing CA. */
+    readonly rotateCaAnnotation: string;
+    /**
      * How long a plain-HTTP cluster moving to TLS serves plain HTTP beside
      * TLS on its client port, for its clients to move to https with a
      * certificate, before plain HTTP is dropped (engines/etcd/tls-migration.ts).

@@ -82,14 +82,16 @@ const DEFINITION_STATUS: k8s.PolicyRule = { apiGroups: ['apiextensions.k8s.io'],
  * `list` and `watch` for the cache, which selects only the Secrets with the
  * clusters' labels (RBAC cannot narrow a list by label: the selection keeps
  * every other Secret out of the controller's memory, not out of its reach);
- * `create` to issue them; `delete` to revoke a client removed from
+ * `create` to issue them; `update` to rotate them (a renewed leaf, a new
+ * issuing CA, the members' CRL: reconciler/core/certificate-rotation-writes.ts),
+ * a whole-object PUT with the resourceVersion read as its precondition, so a
+ * Secret changed since is never written over (`patch` would allow writes
+ * without one, and is not granted); `delete` to revoke a client removed from
  * spec.clients (its Secret goes once its etcd user has; always with the uid
  * of the labelled Secret the cache showed as a precondition). No `get` (the
- * cache answers), no `update` or `patch` (an issued Secret is never
- * rewritten until rotation exists). A cluster's own Secrets still go with
- * it, by owner reference.
+ * cache answers). A cluster's own Secrets still go with it, by owner reference.
  */
-const SECRETS: k8s.PolicyRule = { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create', 'delete'] };
+const SECRETS: k8s.PolicyRule = { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create', 'update', 'delete'] };
 
 /** What the controller did and refused, on each cluster (kubectl describe). */
 const EVENTS: k8s.PolicyRule = { apiGroups: [''], resources: ['events'], verbs: ['create'] };

@@ -16,8 +16,11 @@
  */
 import type { GeneratorConfig } from '../../model/generator-config.js';
 import type { ClusterIdentity } from '../../model/cluster-identity.js';
-import { createCertificateAuthority, createLeafCertificate, type KeyedCertificate, type LeafRequest } from '../../model/certificates.js';
+import { X509Certificate } from 'node:crypto';
+import { createCertificateAuthority, createIntermediateAuthority, createLeafCertificate, type KeyedCertificate, type LeafRequest } from '../../model/certificates.js';
+import { createRevocationList, type RevokedCertificate } from '../../model/revocation-list.js';
 import { memberName } from './peer-urls.js';
+export { REVOCATION_LIST_KEY } from './tls-files.js';
 
 /** spec.size's maximum (api/distributedkv.schema.json). */
 export const MAX_MEMBERS = 9;
@@ -56,9 +59,13 @@ export interface TlsSecretData {
 }
 
 /**
- * The certificates a cluster lacks, issued from its CA (`authority`, or a new
- * one when it has none): a CA valid `config.tls.caValidityDays`, leaves valid
- * `config.tls.certificateValidityDays`. Loads node-forge (model/certificates.ts).
+ * The certificates a cluster lacks, issued from its issuing CA (`issuer`, or,
+ * for a cluster issued before rotation existed, `authority` itself): a new
+ * cluster gets a CA valid `config.tls.caValidityDays` and an issuing CA, an
+ * intermediate of it valid `config.tls.issuerValidityDays` (capped by the
+ * CA's), which signs the leaves (valid `config.tls.certificateValidityDays`)
+ * and can be rotated without a member restart (certificate-rotation.ts).
+ * Loads node-forge (model/certificates.ts).
  */
 export async function issueClusterCertificates(
   input: {
@@ -67,19 +74,40 @@ export async function issueClusterCertificates(
     readonly config: Pick<GeneratorConfig, 'clusterDomain' | 'tls'>;
     readonly now: Date;
     readonly authority?: KeyedCertificate;
+    readonly issuer?: KeyedCertificate;
   },
   want: { readonly member: boolean; readonly client: boolean },
-): Promise<{ authority: KeyedCertificate; member?: KeyedCertificate; client?: KeyedCertificate }> {
+): Promise<{ authority: KeyedCertificate; issuer?: KeyedCertificate; member?: KeyedCertificate; client?: KeyedCertificate }> {
   const { identity, namespace, config, now } = input;
   const authority = input.authority ?? await createCertificateAuthority(`${identity.statefulSetName}.${namespace} etcd CA`, now, config.tls.caValidityDays);
+  const issuer = input.issuer ?? (input.authority ? undefined : await createIssuer(authority, identity, namespace, config, now));
+  const signer = issuer ?? authority;
   const days = config.tls.certificateValidityDays;
   const [member, client] = await Promise.all([
-    want.member ? createLeafCertificate(authority, memberCertificateRequest(identity, namespace, config), now, days) : undefined,
-    want.client ? createLeafCertificate(authority, CLIENT_CERTIFICATE_REQUEST, now, days) : undefined,
+    want.member ? createLeafCertificate(signer, memberCertificateRequest(identity, namespace, config), now, days) : undefined,
+    want.client ? createLeafCertificate(signer, CLIENT_CERTIFICATE_REQUEST, now, days) : undefined,
   ]);
-  return { authority, member, client };
+  return { authority, issuer, member, client };
 }
 
-/** A leaf's Secret data: the leaf, its key and the CA that signed it. */
-export const leafSecretData = (leaf: KeyedCertificate, authority: KeyedCertificate): TlsSecretData['member'] => ({ 'tls.crt': leaf.certificate, 'tls.key': leaf.privateKey, 'ca.crt': authority.certificate });
-export const authoritySecretData = (authority: KeyedCertificate): TlsSecretData['authority'] => ({ 'ca.crt': authority.certificate, 'ca.key': authority.privateKey });
+/** A new issuing CA under `authority`, valid `config.tls.issuerValidityDays` but never past the CA itself. */
+export function createIssuer(
+  authority: KeyedCertificate, identity: Pick<ClusterIdentity, 'statefulSetName'>, namespace: string, config: Pick<GeneratorConfig, 'tls'>, now: Date,
+): Promise<KeyedCertificate> {
+  const left = (Date.parse(new X509Certificate(authority.certificate).validTo) - now.getTime()) / 86_400_000;
+  return createIntermediateAuthority(authority, `${identity.statefulSetName}.${namespace} etcd issuing CA ${now.toISOString()}`, now, Math.max(1, Math.min(config.tls.issuerValidityDays, Math.floor(left))));
+}
+
+/** A leaf's Secret data: the leaf and the issuing CA that signed it (when it is not the CA itself), its key, and the CA the members trust. */
+export const leafSecretData = (leaf: KeyedCertificate, authority: KeyedCertificate, issuer?: KeyedCertificate): TlsSecretData['member'] => ({
+  'tls.crt': issuer ? `${leaf.certificate}${issuer.certificate}` : leaf.certificate, 'tls.key': leaf.privateKey, 'ca.crt': authority.certificate,
+});
+/** The CA Secret's data: the CA, and the issuing CA when there is one. */
+export const authoritySecretData = (authority: KeyedCertificate, issuer?: KeyedCertificate): Readonly<Record<string, string>> => ({
+  'ca.crt': authority.certificate, 'ca.key': authority.privateKey, ...(issuer ? { 'issuer.crt': issuer.certificate, 'issuer.key': issuer.privateKey } : {}),
+});
+
+/** The CRL of the certificates `revoked`, signed by the CA, as the member Secret carries it (latin1: one character per byte, secret-data.ts). */
+export async function revocationListData(authority: KeyedCertificate, revoked: readonly RevokedCertificate[], now: Date, config: Pick<GeneratorConfig, 'tls'>): Promise<string> {
+  return (await createRevocationList(authority, revoked, now, config.tls.certificateValidityDays)).toString('latin1');
+}

@@ -15,6 +15,9 @@ export const MEMBER_TLS_DIR = '/etc/dkv/tls/member';
 /** The client certificate, mounted in the backup runner. */
 export const CLIENT_TLS_DIR = '/etc/dkv/tls/client';
 
+/** The member Secret's key with the CRL the members read on every connection (DER: etcd reads no PEM there). */
+export const REVOCATION_LIST_KEY = 'crl.der';
+
 const MEMBER_VOLUME = 'member-tls';
 const CLIENT_VOLUME = 'client-tls';
 
@@ -41,15 +44,20 @@ export function memberTls(tls: TlsInEffect, config: Pick<GeneratorConfig, 'tls'>
   const peer = tls.peer || Boolean(tls.transition?.peerCertificates);
   if (!peer && !tls.client) return { args: [], volumes: [], volumeMounts: [] };
   const file = (name: string) => `${MEMBER_TLS_DIR}/${name}`;
+  // The controller keeps a CRL in the member Secret it issues, read by etcd on every connection: how a
+  // retired issuing CA is refused without a restart (certificate-rotation.ts). Other providers write none.
+  const revocable = tls.mode === 'operator';
   return {
     args: [
       ...(tls.client ? [
         `--cert-file=${file('tls.crt')}`, `--key-file=${file('tls.key')}`,
         '--client-cert-auth', `--trusted-ca-file=${file('ca.crt')}`,
+        ...(revocable ? [`--client-crl-file=${file(REVOCATION_LIST_KEY)}`] : []),
       ] : []),
       ...(peer ? [
         `--peer-cert-file=${file('tls.crt')}`, `--peer-key-file=${file('tls.key')}`,
         '--peer-client-cert-auth', `--peer-trusted-ca-file=${file('ca.crt')}`,
+        ...(revocable ? [`--peer-crl-file=${file(REVOCATION_LIST_KEY)}`] : []),
       ] : []),
     ],
     volumes: [secretVolume(MEMBER_VOLUME, tlsSecretNames(config, identity).member)],

@@ -5,6 +5,7 @@
  * reconcile costs one round trip, not one per object. A failed write is
  * recorded, never thrown, so the others still happen and are reported.
  */
+import { encodeSecretValue } from '../../engines/etcd/secret-data.js';
 import { API_VERSION, KIND } from '../../api/validate.js';
 import { findDrift, type DriftedField } from './drift.js';
 import type { CachedObject } from '../../kube/informer.js';
@@ -322,7 +323,7 @@ export async function createTlsSecrets(ctx: ReconcileContext, cr: CachedObject, 
     const body = withBucketLabel({
       apiVersion: 'v1', kind: 'Secret', type: secret.type,
       metadata: { name: secret.name, namespace, labels: { ...labels }, ownerReferences: [ownerReference] },
-      data: Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+      data: Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, encodeSecretValue(k, v)])),
     } as unknown as KubeObject, cr.metadata.uid!, ctx.config);
     try {
       await ctx.client.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, { body });

@@ -46,6 +46,8 @@ import { tlsSecretNames } from '../../engines/etcd/tls-files.js';
 import { PLAIN } from '../../model/tls.js';
 import { migrationStatus, tlsMigration, tlsPlan } from '../day2/tls-migration-step.js';
 import { tlsStep } from '../day2/tls-step.js';
+import { rotateCertificates, withRotation } from './certificate-rotation-writes.js';
+import { clientUrl } from '../../engines/etcd/peer-urls.js';
 import { ISSUED_KINDS } from './issued-kinds.js';
 import { clientIdentitySecrets } from '../day2/client-identity-step.js';
 import { actOnClientIdentities, issueClientIdentitySecrets } from './client-identity-writes.js';
@@ -156,6 +158,14 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     clientSecrets: () => (ctx.owned.get('v1/Secret')?.byIndex(cr.metadata.uid!) ?? []).filter((s) => s.metadata.namespace === namespace && s.metadata.labels?.[CLIENT_LABEL]),
   }) : undefined;
   const identitiesTaken = identities ? await issueClientIdentitySecrets(ctx, cr, identities, identity.serverLabels) : [];
+  // Day-2: certificate rotation (renewal, the issuing CA's rotation), at most one change per reconcile.
+  const rotation = await rotateCertificates(ctx, {
+    tls, identity, namespace, config, detectOnly, problem: tlsProblem, creating: tlsDecision.create.length > 0,
+    secret: (name) => ours(cr, ctx.owned.get('v1/Secret')?.get(`${namespace}/${name}`)),
+    replicas: (own.statefulSet?.spec as { replicas?: number } | undefined)?.replicas ?? 0,
+    requested: cr.metadata.annotations?.[config.tls.rotateCaAnnotation],
+    clientUrl: (pod) => ctx.memberAddresses?.client(namespace, pod, identity) ?? clientUrl(identity, pod, namespace, config, tls.client),
+  });
   const membershipDecision = await membershipStep(
     membershipReader(ctx.client, config, own, {
       addresses: ctx.memberAddresses, timeoutMs: ctx.memberTimeoutMs, term: ctx.term, now: ctx.now, tls, clientTls: identities?.root ?? tlsDecision.clientTls,
@@ -270,10 +280,11 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const reported = await reportOutcome(ctx, {
     cr, key, size: resource.spec.size, desired, live, plan, outcome, membership, storage: storage.step, maintenance, networkPolicy, monitoring: podMonitor.condition,
     tls: migrationStatus(
-      { ...tlsDecision.status, ...(tlsProblem ? { reason: [tlsDecision.status.reason, tlsProblem].filter(Boolean).join('; ') } : {}) },
+      withRotation({ ...tlsDecision.status, ...(tlsProblem ? { reason: [tlsDecision.status.reason, tlsProblem].filter(Boolean).join('; ') } : {}) }, rotation),
       // Read again with the members: a Switching phase shows only in their peer URLs (the template is the final one already).
       config.engine === 'etcd' ? tlsMigration(migrationRead, membership?.members) : undefined,
     ), tlsProblem,
+    certificateExpiring: rotation.certificateExpiring, rotated: rotation.rotated,
   });
 
   if (outcome.failures.length > 0) throw new Error(`${outcome.failures.length} write(s) failed: ${outcome.failures.join('; ')}`);
@@ -286,6 +297,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     maintenance?.requeueAfterMs,
     storage.requeueAfterMs,
     identitiesAgainMs,
+    rotation.requeueAfterMs,
     // A create found its name taken: the next reconcile reads that object and decides whose it is, at once.
     outcome.taken.length > 0 ? 0 : undefined,
     // BackupStale turns True with nothing else changing: the cluster is looked at again then.

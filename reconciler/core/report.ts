@@ -44,6 +44,10 @@ export interface ReconcileReport {
   readonly tls?: ObservedState['tls'];
   /** A TLS Secret the controller cannot use or create, in words (a Warning Event, once). */
   readonly tlsProblem?: string;
+  /** The CertificateExpiring condition (a Warning Event, once, when True). */
+  readonly certificateExpiring?: ObservedState['certificateExpiring'];
+  /** What the certificate rotation step did this reconcile (a Normal Event). */
+  readonly rotated?: string;
 }
 
 export function describeHeld(field: HeldField): string {
@@ -82,6 +86,9 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
 
   const events: Promise<void>[] = [];
   if (report.tlsProblem && ctx.memory.isNews(key, 'TLSCertificateProblem', report.tlsProblem)) events.push(record('Warning', 'TLSCertificateProblem', report.tlsProblem));
+  const expiring = report.certificateExpiring?.status === 'True' ? report.certificateExpiring.message : '';
+  if (expiring && ctx.memory.isNews(key, 'CertificateExpiring', expiring)) events.push(record('Warning', 'CertificateExpiring', expiring));
+  if (report.rotated) events.push(record('Normal', 'CertificateRotation', report.rotated));
   if (outcome.created.length > 0) events.push(record('Normal', 'Created', `created ${outcome.created.join(', ')}`));
   if (outcome.updated.length > 0) events.push(record('Normal', 'Updated', `updated to match the spec: ${outcome.updated.join(', ')}`));
   for (const message of outcome.corrected) events.push(record('Warning', 'DriftCorrected', message));
@@ -111,7 +118,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   if (withheld && ctx.memory.isNews(key, 'NetworkPolicyWithheld', withheld) && !withheldShown) events.push(record('Warning', 'NetworkPolicyWithheld', withheld));
   ctx.memory.resolvedExcept(key, [
     conflictMessage ? 'ObjectConflict' : '', detected ? 'DriftDetected' : '', membership?.phase === 'QuorumLost' ? 'QuorumLost' : '', membership?.warning ? 'SizeWarning' : '', recovery?.reason === 'RecoveryRefused' ? recovery.reason : '',
-    maintenance?.reason === 'QuotaTooSmall' ? 'QuotaTooSmall' : '', withheld ? 'NetworkPolicyWithheld' : '', ...raised.active,
+    maintenance?.reason === 'QuotaTooSmall' ? 'QuotaTooSmall' : '', withheld ? 'NetworkPolicyWithheld' : '', expiring ? 'CertificateExpiring' : '', ...raised.active,
   ].filter(Boolean));
   await Promise.all(events);
   // A create found its name taken by an object no cache shows (execute-writes.ts): the next reconcile,
@@ -149,6 +156,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     tls: report.tls,
     networkPolicy: report.networkPolicy,
     monitoring: report.monitoring,
+    certificateExpiring: report.certificateExpiring,
   });
   return { degraded: degraded?.reason, backupStaleAtMs: backup?.staleAtMs };
 }

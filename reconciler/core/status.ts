@@ -38,6 +38,8 @@ export interface ObservedState {
   readonly networkPolicy?: { readonly state: 'Applied' | 'Withheld' | 'Off'; readonly condition: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string } };
   /** Monitoring on: whether the cluster's PodMonitor is applied or withheld for want of its CRD (day2/pod-monitor-step.ts). */
   readonly monitoring?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
+  /** The CertificateExpiring condition (operator-issued TLS only): True while a certificate is due for renewal and cannot be renewed. */
+  readonly certificateExpiring?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
   /** A volume growth under way, or blocked. */
   readonly storage?: { readonly kind: string; readonly message: string };
   /** For engines with a membership: where the membership step stands, and the members as they answered. */
@@ -149,6 +151,8 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
 
   if (observed.networkPolicy) conditions.push({ type: 'NetworkPolicy', ...observed.networkPolicy.condition });
   if (observed.monitoring) conditions.push({ type: 'Monitoring', ...observed.monitoring });
+
+  if (observed.certificateExpiring) conditions.push({ type: 'CertificateExpiring', ...observed.certificateExpiring });
 
   conditions.push(observed.degraded
     ? { type: 'Degraded', status: 'True', reason: observed.degraded.reason, message: observed.degraded.message }

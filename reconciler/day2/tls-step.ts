@@ -6,10 +6,10 @@
  * core/execute-writes.ts), and hand back the client certificate the
  * controller calls the members with and what status.tls reports.
  *
- * Create-only: a Secret that exists is never rewritten. A missing CA with
+ * Create-only: a Secret that exists is never rewritten here (renewing what
+ * is due is rotation: certificate-rotation-step.ts). A missing CA with
  * leaves still present is not re-issued (the members trust the old CA:
- * a new one would lock them out; replacing a CA is rotation, not built
- * yet); a Secret of the wrong shape, or a leaf the CA did not sign, is
+ * a new one would lock them out); a Secret of the wrong shape, or a leaf the CA did not sign, is
  * reported and left alone. Then the members run on what they have, and the
  * controller calls them with the client certificate if it still fits.
  */
@@ -18,9 +18,10 @@ import type { CachedObject } from '../../kube/informer.js';
 import type { ClusterIdentity } from '../../model/cluster-identity.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
 import { needsCertificates, type TlsInEffect } from '../../model/tls.js';
-import { notAfter, signedBy, type KeyedCertificate } from '../../model/certificates.js';
+import { chainsTo, notAfter, type KeyedCertificate } from '../../model/certificates.js';
 import type { EtcdClientTls } from '../../engines/etcd/etcd-http.js';
-import { authoritySecretData, issueClusterCertificates, leafSecretData } from '../../engines/etcd/certificates.js';
+import { authoritySecretData, issueClusterCertificates, leafSecretData, REVOCATION_LIST_KEY, revocationListData } from '../../engines/etcd/certificates.js';
+import { decodeSecretData } from '../../engines/etcd/secret-data.js';
 import { tlsSecretNames } from '../../engines/etcd/tls-files.js';
 
 /** A Secret to create: its name, type and decoded data (the core encodes, labels and owns it). */
@@ -53,8 +54,7 @@ export interface TlsStepInput {
   readonly detectOnly: boolean;
 }
 
-const decoded = (secret: CachedObject | undefined): Record<string, string> | undefined =>
-  secret && Object.fromEntries(Object.entries((secret.data ?? {}) as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+const decoded = (secret: CachedObject | undefined): Record<string, string> | undefined => secret && decodeSecretData(secret.data as Record<string, string> | undefined);
 
 const missingKeys = (data: Record<string, string>, keys: readonly string[]): string[] => keys.filter((k) => !data[k]?.includes('-----BEGIN'));
 
@@ -73,19 +73,24 @@ export async function tlsStep(input: TlsStepInput): Promise<TlsDecision> {
     if (!data) continue;
     const missing = missingKeys(data, ['tls.crt', 'tls.key', 'ca.crt']);
     if (missing.length > 0) problems.push(`Secret ${name}: must hold tls.crt, tls.key and ca.crt (PEM); missing ${missing.join(', ')}`);
-    else if (authority?.['ca.crt'] && !signedBy(data['tls.crt'], authority['ca.crt'])) problems.push(`Secret ${name}: tls.crt is not signed by the cluster's CA (Secret ${names.authority})`);
+    else if (authority?.['ca.crt'] && !chainsTo(data['tls.crt'], authority['ca.crt'])) problems.push(`Secret ${name}: tls.crt is not signed by the cluster's CA (Secret ${names.authority})`);
   }
-  if (!authority && (member || client)) problems.push(`Secret ${names.authority} is missing while the members' certificates exist: a new CA would lock the members out; restore the CA Secret (replacing a CA is rotation, not built yet)`);
+  if (!authority && (member || client)) problems.push(`Secret ${names.authority} is missing while the members' certificates exist: a new CA would lock the members out; restore the CA Secret (the root CA is not replaced while members trust it: docs/security.md, "Rotation")`);
 
   const create: IssuedSecret[] = [];
   let ca: KeyedCertificate | undefined = authority?.['ca.crt'] && authority['ca.key'] ? { certificate: authority['ca.crt'], privateKey: authority['ca.key'] } : undefined;
   let clientData = client;
   if (problems.length === 0 && !input.detectOnly && (!authority || !member || !client)) {
-    const issued = await issueClusterCertificates({ identity, namespace, config, now, authority: ca }, { member: !member, client: !client });
-    if (!authority) create.push({ name: names.authority, type: 'Opaque', data: authoritySecretData(issued.authority) });
-    if (issued.member) create.push({ name: names.member, type: 'kubernetes.io/tls', data: leafSecretData(issued.member, issued.authority) });
+    const issuer = authority?.['issuer.crt'] && authority['issuer.key'] ? { certificate: authority['issuer.crt'], privateKey: authority['issuer.key'] } : undefined;
+    const issued = await issueClusterCertificates({ identity, namespace, config, now, authority: ca, issuer }, { member: !member, client: !client });
+    if (!authority) create.push({ name: names.authority, type: 'Opaque', data: authoritySecretData(issued.authority, issued.issuer) });
+    if (issued.member) {
+      // The members read their CRL on every connection and refuse every connection while it is missing: they start with an empty one.
+      const crl = await revocationListData(issued.authority, [], now, config);
+      create.push({ name: names.member, type: 'kubernetes.io/tls', data: { ...leafSecretData(issued.member, issued.authority, issued.issuer), [REVOCATION_LIST_KEY]: crl } });
+    }
     if (issued.client) {
-      clientData = { ...leafSecretData(issued.client, issued.authority) };
+      clientData = { ...leafSecretData(issued.client, issued.authority, issued.issuer) };
       create.push({ name: names.client, type: 'kubernetes.io/tls', data: clientData });
     }
     ca = issued.authority;

@@ -80,8 +80,8 @@ describeWithCluster('the controller with only the permissions of the generated i
     expect(deploymentFlags(clients.bundle).namespace).toBeUndefined(); // every namespace
   });
 
-  it('is refused what the roles do not grant: a Secret read by name or rewritten, and Leases outside its own namespace; a Secret deleted only as the cache saw it', async () => {
-    // Secrets: list and watch (the label-selected TLS cache), create, and delete (a revoked client identity's).
+  it('is refused what the roles do not grant: a Secret read by name or patched, and Leases outside its own namespace; a Secret deleted only as the cache saw it', async () => {
+    // Secrets: list and watch (the label-selected TLS cache), create, update (rotation, a PUT with the version it read) and delete (a revoked client identity's): no get, no patch.
     await clients.admin.request('POST', '/api/v1/namespaces/default/secrets', { body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'rbac-someone-elses' }, stringData: { password: 'x' } } })
       .catch((e) => { if (e.status !== 409) throw e; });
     const secret = '/api/v1/namespaces/default/secrets/rbac-someone-elses';
@@ -133,6 +133,12 @@ describeWithCluster('the controller with only the permissions of the generated i
       const issued = (await clients.admin.request('GET', `/api/v1/namespaces/${namespace}/secrets`)).items.filter((s: any) => s.metadata.name.startsWith('kv-tls-'));
       expect(issued.map((s: any) => s.metadata.name).sort()).toEqual(['kv-tls-ca', 'kv-tls-client', 'kv-tls-member']);
       for (const s of issued) expect(s.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'DistributedKV', name: 'kv', controller: true })]);
+      // Rotation's verb (secrets: update): a member Secret without its CRL (as one issued before rotation existed) gets it back, replaced whole.
+      const memberSecret = resourcePath('v1', 'Secret', namespace, 'kv-tls-member');
+      const withoutCrl = await clients.admin.request('GET', memberSecret);
+      delete withoutCrl.data['crl.der'];
+      await clients.admin.request('PUT', memberSecret, { body: withoutCrl });
+      await eventually('the members\' CRL put back by the controller', async () => ((await clients.admin.request('GET', memberSecret)).data['crl.der'] ? true : undefined));
       const sts = resourcePath('apps/v1', 'StatefulSet', namespace, 'kv');
       await clients.admin.request('PATCH', `${sts}/scale`, { query: { fieldManager: 'kubectl' }, body: { spec: { replicas: 7 } }, contentType: 'application/merge-patch+json' });
       await eventually('the scale to be reverted', async () => ((await clients.admin.request('GET', sts)).spec.replicas === 3 ? true : undefined));

@@ -10,6 +10,8 @@ import { tlsStep, type IssuedSecret, type TlsStepInput } from '../../reconciler/
 import { clusterIdentity } from '../../model/cluster-identity.js';
 import { PLAIN, tlsAsked } from '../../model/tls.js';
 import { MAX_MEMBERS } from '../../engines/etcd/certificates.js';
+import { encodeSecretValue } from '../../engines/etcd/secret-data.js';
+import { splitBundle } from '../../model/certificates.js';
 import { SCHEMA } from '../../api/validate.js';
 import type { CachedObject } from '../../kube/informer.js';
 
@@ -21,7 +23,7 @@ const now = new Date('2026-11-26T12:00:00Z');
 function cached(secrets: readonly IssuedSecret[]): Map<string, CachedObject> {
   return new Map(secrets.map((s) => [s.name, {
     apiVersion: 'v1', kind: 'Secret', metadata: { name: s.name, namespace: 'shop' },
-    data: Object.fromEntries(Object.entries(s.data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+    data: Object.fromEntries(Object.entries(s.data).map(([k, v]) => [k, encodeSecretValue(k, v)])),
   }]));
 }
 
@@ -35,16 +37,19 @@ describe('the TLS step', () => {
     issued = (await tlsStep(input(new Map()))).create;
   }, 60_000);
 
-  it('issues a new cluster its CA, members\' and client Secrets, in the shape cert-manager writes, the leaves signed by the CA', () => {
+  it('issues a new cluster its CA and issuing CA, members\' and client Secrets, in the shape cert-manager writes, the leaves signed by the issuing CA and sent with it, and the members\' (empty) CRL', () => {
     expect(issued.map((s) => [s.name, s.type, Object.keys(s.data).sort()])).toEqual([
-      ['orders-tls-ca', 'Opaque', ['ca.crt', 'ca.key']],
-      ['orders-tls-member', 'kubernetes.io/tls', ['ca.crt', 'tls.crt', 'tls.key']],
+      ['orders-tls-ca', 'Opaque', ['ca.crt', 'ca.key', 'issuer.crt', 'issuer.key']],
+      ['orders-tls-member', 'kubernetes.io/tls', ['ca.crt', 'crl.der', 'tls.crt', 'tls.key']],
       ['orders-tls-client', 'kubernetes.io/tls', ['ca.crt', 'tls.crt', 'tls.key']],
     ]);
     const ca = new X509Certificate(issued[0].data['ca.crt']);
+    const issuer = new X509Certificate(issued[0].data['issuer.crt']);
+    expect(issuer.ca && issuer.checkIssued(ca) && issuer.verify(ca.publicKey)).toBe(true);
     for (const leaf of issued.slice(1)) {
-      const cert = new X509Certificate(leaf.data['tls.crt']);
-      expect(cert.checkIssued(ca) && cert.verify(ca.publicKey)).toBe(true);
+      const [cert, sentWith] = splitBundle(leaf.data['tls.crt']);
+      expect(new X509Certificate(cert).checkIssued(issuer) && new X509Certificate(cert).verify(issuer.publicKey)).toBe(true);
+      expect(new X509Certificate(sentWith).fingerprint256).toBe(issuer.fingerprint256);
       expect(leaf.data['ca.crt']).toBe(issued[0].data['ca.crt']);
     }
   });
@@ -81,7 +86,7 @@ describe('the TLS step', () => {
     secrets.delete('orders-tls-client');
     const decision = await tlsStep(input(secrets));
     expect(decision.create.map((s) => s.name)).toEqual(['orders-tls-client']);
-    expect(new X509Certificate(decision.create[0].data['tls.crt']).checkIssued(new X509Certificate(issued[0].data['ca.crt']))).toBe(true);
+    expect(new X509Certificate(decision.create[0].data['tls.crt']).checkIssued(new X509Certificate(issued[0].data['issuer.crt']))).toBe(true);
   });
 
   it('refuses to issue a new CA while the members\' certificates of the old one exist: they would be locked out', async () => {

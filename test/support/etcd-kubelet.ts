@@ -15,6 +15,10 @@
  * test control plane builds, except images `unrunnable` names, which never
  * start (as an image that cannot be pulled).
  *
+ * With `secretSyncMs`, the Secret volumes of running pods are swapped for
+ * the Secrets' current data that often, as a kubelet's sync does (the
+ * atomic writer's swap, etcd-members.ts), with no restart.
+ *
  * Readiness: kwok's pod-ready stage reports a pod Ready as soon as it is
  * scheduled, whatever its member does. A test whose outcome rests on
  * readiness (a PodDisruptionBudget counts Ready pods) leaves that stage out
@@ -55,13 +59,21 @@ export class EtcdKubelet {
     private readonly statefulSet: string,
     private readonly cluster: LocalEtcdCluster,
     private readonly unrunnable: (image: string) => boolean = () => false,
-    private readonly options: { readonly readiness?: 'kwok' | 'probe' } = {},
+    private readonly options: { readonly readiness?: 'kwok' | 'probe'; readonly secretSyncMs?: number } = {},
   ) {}
+
+  /** When the mounted Secrets were last swapped for their current data (secretSyncMs). */
+  private secretsSyncedAt = 0;
 
   start(): void {
     this.loop = (async () => {
       while (!this.stopped) {
         await this.sync().catch((e: Error) => this.errors.push(e.message));
+        // As a kubelet's periodic sync does (about a minute in a real one): running pods' Secret volumes swapped for the current data.
+        if (this.options.secretSyncMs !== undefined && Date.now() - this.secretsSyncedAt >= this.options.secretSyncMs) {
+          this.secretsSyncedAt = Date.now();
+          await this.cluster.refreshSecrets().catch((e: Error) => this.errors.push(e.message));
+        }
         await new Promise((r) => setTimeout(r, 100));
       }
     })();

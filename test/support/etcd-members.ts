@@ -23,9 +23,9 @@
  * is on every container's PATH.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpsRequest } from 'node:https';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { exitDescription, freePort, launch, terminate } from '../cluster/control-plane.js';
 import { packageRoot } from '../../api/package-root.js';
 import { EtcdMembership } from '../../engines/etcd/membership.js';
@@ -34,7 +34,8 @@ import { eventually } from './eventually.js';
 import { httpProbe } from './http-probe.js';
 import { liveTlsOf, tlsSecretNames } from '../../engines/etcd/tls-files.js';
 import { tlsAgent, type EtcdClientTls } from '../../engines/etcd/etcd-http.js';
-import { authoritySecretData, issueClusterCertificates, leafSecretData } from '../../engines/etcd/certificates.js';
+import { authoritySecretData, issueClusterCertificates, leafSecretData, REVOCATION_LIST_KEY, revocationListData } from '../../engines/etcd/certificates.js';
+import { decodeSecretData, secretValueBytes } from '../../engines/etcd/secret-data.js';
 import { clusterIdentity } from '../../model/cluster-identity.js';
 import { loadDefaultConfig } from '../../api/config.js';
 import { KubeApiError, resourcePath, type KubeClient } from '../../kube/client.js';
@@ -98,6 +99,8 @@ export class LocalEtcdCluster {
   private readonly tls: { peer: boolean; client: boolean };
   /** The member certificate last mounted (tls.crt, tls.key, ca.crt). */
   private memberCertificate?: EtcdClientTls;
+  /** Each Secret volume written out: its directory → the Secret's name. */
+  private readonly mountedSecrets = new Map<string, string>();
 
   constructor(
     private readonly statefulSet: StatefulSetLike,
@@ -282,12 +285,29 @@ export class LocalEtcdCluster {
       const data = await this.secrets(secretName);
       if (!data) throw new Error(`${pod}: Secret ${secretName} not found (volume ${mount.name}): the kubelet would not start the container`);
       const dir = join(this.dir, `${pod}-${mount.name}`);
-      mkdirSync(dir, { recursive: true });
-      for (const [key, value] of Object.entries(data)) writeFileSync(join(dir, key), value, { mode: 0o600 });
+      writeAtomically(dir, data);
       if (data['tls.crt'] && data['tls.key'] && data['ca.crt']) this.memberCertificate = { cert: data['tls.crt'], key: data['tls.key'], ca: data['ca.crt'] };
       mounted.push({ mountPath: mount.mountPath, dir });
+      this.mountedSecrets.set(dir, secretName);
     }
     return mounted;
+  }
+
+  /**
+   * What the kubelet does for a running pod every sync period: each mounted
+   * Secret's files replaced by its current data, all at once (the atomic
+   * writer's swap of the `..data` link), with no restart. Returns how many
+   * mounts changed.
+   */
+  async refreshSecrets(): Promise<number> {
+    let changed = 0;
+    for (const [dir, secretName] of this.mountedSecrets) {
+      const data = await this.secrets(secretName);
+      if (!data) continue;
+      if (writeAtomically(dir, data)) changed++;
+      if (data['tls.crt'] && data['tls.key'] && data['ca.crt']) this.memberCertificate = { cert: data['tls.crt'], key: data['tls.key'], ca: data['ca.crt'] };
+    }
+    return changed;
   }
 
   /** Why a member's process is gone, if it is. */
@@ -304,6 +324,29 @@ export class LocalEtcdCluster {
   async stopAll(): Promise<void> {
     await Promise.all([...this.members.keys()].map((pod) => this.stop(pod)));
   }
+}
+
+/**
+ * A Secret volume's directory as the kubelet's atomic writer keeps it: the
+ * keys' files are links through `..data` to a directory of this version,
+ * and a new version replaces `..data` in one rename, so a reader sees the
+ * old files or the new ones, never a new certificate with an old key.
+ * Returns whether anything changed.
+ */
+function writeAtomically(dir: string, data: Readonly<Record<string, string>>): boolean {
+  mkdirSync(dir, { recursive: true });
+  const current = join(dir, '..data');
+  const same = existsSync(current) && Object.entries(data).every(([key, value]) => existsSync(join(current, key)) && readFileSync(join(current, key)).equals(secretValueBytes(key, value)))
+    && readdirSync(current).length === Object.keys(data).length;
+  if (same) return false;
+  const version = mkdtempSync(join(dir, '..version-'));
+  for (const [key, value] of Object.entries(data)) writeFileSync(join(version, key), secretValueBytes(key, value), { mode: 0o600 });
+  const previous = existsSync(current) ? readlinkSync(current) : undefined;
+  symlinkSync(basename(version), join(dir, '..data_tmp'));
+  renameSync(join(dir, '..data_tmp'), current);
+  for (const key of Object.keys(data)) if (!existsSync(join(dir, key))) symlinkSync(join('..data', key), join(dir, key));
+  if (previous) rmSync(join(dir, previous), { recursive: true, force: true });
+  return true;
 }
 
 export const b64 = (s: string): string => Buffer.from(s).toString('base64');
@@ -359,11 +402,11 @@ export async function issueTestSecrets(name: string, namespace: string, now = ne
   const identity = clusterIdentity(name, config);
   const issued = await issueClusterCertificates({ identity, namespace, config, now }, { member: true, client: true });
   const names = tlsSecretNames(config, identity);
-  const client = leafSecretData(issued.client!, issued.authority);
+  const client = leafSecretData(issued.client!, issued.authority, issued.issuer);
   return {
     secrets: new Map<string, Record<string, string>>([
-      [names.authority, { ...authoritySecretData(issued.authority) }],
-      [names.member, { ...leafSecretData(issued.member!, issued.authority) }],
+      [names.authority, { ...authoritySecretData(issued.authority, issued.issuer) }],
+      [names.member, { ...leafSecretData(issued.member!, issued.authority, issued.issuer), [REVOCATION_LIST_KEY]: await revocationListData(issued.authority, [], now, config) }],
       [names.client, { ...client }],
     ]),
     client: { ca: client['ca.crt'], cert: client['tls.crt'], key: client['tls.key'] },
@@ -415,7 +458,7 @@ export function apiServerSecrets(client: KubeClient, namespace: string): SecretR
   return async (name) => {
     try {
       const secret = await client.request<{ data?: Record<string, string> }>('GET', resourcePath('v1', 'Secret', namespace, name));
-      return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+      return decodeSecretData(secret.data);
     } catch (e) {
       if (e instanceof KubeApiError && e.status === 404) return undefined;
       throw e;

@@ -5,6 +5,7 @@
  * and members. Shared by the tests that need a controller, real members and
  * S3 together (restore, scheduled backups).
  */
+import { decodeSecretData } from '../../engines/etcd/secret-data.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
@@ -62,7 +63,8 @@ export class EtcdNamespaces {
         if (e instanceof KubeApiError && e.status === 404) return undefined;
         throw e;
       });
-      return secret && Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+      // The CRL (crl.der) is bytes, not text: decoded as the controller decodes it (secret-data.ts).
+      return secret && decodeSecretData(secret.data as Record<string, string>);
     };
     const cluster = new LocalEtcdCluster(statefulSet, namespace, locateBinaries(['etcd']), this.volumes(namespace), configMaps, secrets, [backupTools()]);
     for (const pod of PODS) await cluster.address(pod);

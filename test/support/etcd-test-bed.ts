@@ -43,6 +43,8 @@ export interface EtcdTestBedOptions {
   readonly extraPath?: readonly string[];
   /** Keep the members' data directory (their etcd logs) after stop(), and say where. */
   readonly keepDirectory?: boolean;
+  /** Swap the running members' mounted Secrets for their current data this often (a kubelet's sync); off by default. */
+  readonly secretSyncMs?: number;
 }
 
 export class EtcdTestBed {
@@ -82,7 +84,7 @@ export class EtcdTestBed {
       statefulSet, namespace, locateBinaries(['etcd']), dir, async (configMap) => (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, configMap))).data,
       apiServerSecrets(client, namespace), options.extraPath,
     );
-    const kubelet = new EtcdKubelet(client, namespace, name, cluster, options.unrunnable);
+    const kubelet = new EtcdKubelet(client, namespace, name, cluster, options.unrunnable, { secretSyncMs: options.secretSyncMs });
     const bed = new EtcdTestBed(plane, client, controllerClient, namespace, dir, cluster, kubelet, options);
     const send = controllerClient.request.bind(controllerClient);
     controllerClient.request = (method, path, requestOptions) => {
