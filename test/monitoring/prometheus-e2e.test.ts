@@ -39,7 +39,7 @@ import { EtcdTestBed } from '../support/etcd-test-bed.js';
 import { podMonitorScrapeJob, serviceMonitorScrapeJob } from '../support/monitor-scrape-jobs.js';
 import { describeWithPrometheusTools, prometheusTools } from '../support/prometheus-tools.js';
 import { PrometheusServer, type ActiveAlert } from '../support/prometheus-server.js';
-import { alertRuleGroups, durationMs, shortenFor, writeAlertRuleFile } from './alert-rule-file.js';
+import { alertRuleGroups, durationMs, writeAlertRuleFile } from './alert-rule-file.js';
 
 const NAME = 'kv';
 const SIZE = 3;
@@ -61,28 +61,6 @@ function prometheusOperatorCrds(): Record<string, any>[] {
   const dir = join(root, readdirSync(root).find((v) => v.startsWith('v'))!);
   return readdirSync(dir).filter((f) => f.endsWith('.yaml')).flatMap((f) => parseAllDocuments(readFileSync(join(dir, f), 'utf8')).map((d) => d.toJS()).filter(Boolean));
 }
-
-describe('the rule file a test\'s Prometheus loads, with shortened for windows', () => {
-  const groups = alertRuleGroups() as { name: string; rules: Rule[] }[];
-  const shortened = shortenFor(groups, FOR_DIVISOR);
-
-  it('divides every for by the divisor and changes nothing else', () => {
-    const strip = (r: Rule) => ({ ...r, for: undefined });
-    expect(shortened.map((g) => g.name)).toEqual(groups.map((g) => g.name));
-    expect(shortened.flatMap((g) => g.rules.map(strip))).toEqual(groups.flatMap((g) => g.rules.map(strip)));
-    const pairs = groups.flatMap((g, i) => g.rules.map((r, j) => [r.for, shortened[i].rules[j].for]));
-    expect(pairs.filter(([generated]) => generated === undefined).every(([, short]) => short === undefined)).toBe(true);
-    for (const [generated, short] of pairs.filter(([g]) => g !== undefined)) expect(durationMs(short!) * FOR_DIVISOR).toBe(durationMs(generated!));
-    expect(shortened.flatMap((g) => g.rules).find((r) => r.alert === 'DKVMemberDown')!.for).toBe('10s');
-  });
-
-  it('reads and writes Prometheus durations, and refuses what it cannot divide exactly', () => {
-    expect(durationMs('1h30m')).toBe(5_400_000);
-    expect(durationMs('250ms')).toBe(250);
-    expect(() => durationMs('2 minutes')).toThrow('not a Prometheus duration');
-    expect(() => shortenFor([{ rules: [{ for: '1s' }] }], 3)).toThrow('whole number of milliseconds');
-  });
-});
 
 const describeWithPrometheus = clusterAvailable ? describeWithPrometheusTools('the end-to-end test with a real Prometheus') : describe.skip;
 
@@ -183,6 +161,15 @@ describeWithPrometheus('a real Prometheus scraping real members and the controll
   }
   const isAlert = (a: ActiveAlert, name: string, state: ActiveAlert['state']) => a.labels.alertname === name && a.state === state;
 
+  it('loads every generated rule and evaluates each without an error against the real series', async () => {
+    const rules = await eventually('every rule evaluated', async () => {
+      const loaded = await prometheus.rules();
+      return loaded.every((r) => r.health !== 'unknown') ? loaded : undefined;
+    }, 10_000, 200);
+    expect(rules.map((r) => r.name).sort()).toEqual(generatedRules.map((r) => r.alert).sort());
+    expect(rules.filter((r) => r.health !== 'ok')).toEqual([]);
+  });
+
   it('gives the series the labels the rules and the dashboard select by', async () => {
     const members = await prometheus.query(`up{${CLUSTER_LABEL}="${NAME}"}`);
     expect(members.map((s) => s.metric.pod).sort()).toEqual([...bed.pods]);
@@ -200,7 +187,10 @@ describeWithPrometheus('a real Prometheus scraping real members and the controll
     const monitor = bed.monitor();
     monitor.start();
     // A follower: stopping the leader would add an election (and DKVNoLeader's own window) to what is measured.
-    const followers = await prometheus.query(`etcd_server_is_leader{${CLUSTER_LABEL}="${NAME}"} == 0`);
+    const followers = await eventually('two followers', async () => {
+      const samples = await prometheus.query(`etcd_server_is_leader{${CLUSTER_LABEL}="${NAME}"} == 0`);
+      return samples.length === SIZE - 1 ? samples : undefined;
+    }, 30_000, 200);
     const victim = followers[0].metric.pod;
     expect((await alerts()).filter((a) => a.labels.alertname.startsWith('DKVMember') || a.labels.alertname.startsWith('DKVQuorum'))).toEqual([]);
 

@@ -63,6 +63,11 @@ export class PrometheusServer {
     return (await this.api('/api/v1/alerts')).data.alerts;
   }
 
+  /** The rules it loaded, each with its health (`ok`, `err`, `unknown` before the first evaluation) and last error. */
+  async rules(): Promise<{ name: string; health: string; lastError?: string }[]> {
+    return (await this.api('/api/v1/rules')).data.groups.flatMap((g: any) => g.rules.map((r: any) => ({ name: r.name, health: r.health, lastError: r.lastError })));
+  }
+
   /** Why the server is gone, if it is. */
   exited(): string | undefined {
     return exitDescription(this.process, this.logFile);
