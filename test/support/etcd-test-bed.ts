@@ -45,6 +45,8 @@ export interface EtcdTestBedOptions {
   readonly keepDirectory?: boolean;
   /** Swap the running members' mounted Secrets for their current data this often (a kubelet's sync); off by default. */
   readonly secretSyncMs?: number;
+  /** More CRDs, established with the DistributedKV's before the controller starts (the Prometheus Operator's, say). */
+  readonly crds?: readonly Record<string, any>[];
 }
 
 export class EtcdTestBed {
@@ -72,7 +74,7 @@ export class EtcdTestBed {
   /** The plane, the CRD, the namespace, the members' kubelet and the controller, started. */
   static async start(options: EtcdTestBedOptions): Promise<EtcdTestBed> {
     const { config, name } = options;
-    const plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>] } });
+    const plane = await startControlPlane(undefined, { withNodes: { crds: [customResourceDefinition(config) as Record<string, any>, ...(options.crds ?? [])] } });
     const client = KubeClient.fromKubeconfig(plane.kubeconfigPath);
     const controllerClient = KubeClient.fromKubeconfig(plane.kubeconfigPath);
     await installCrd(client);
