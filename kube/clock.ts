@@ -21,14 +21,29 @@ export interface Clock {
   random(): number;
 }
 
+/**
+ * The longest delay setTimeout keeps (2^31 - 1 ms, about 24.8 days). Node
+ * fires a longer one after 1 ms, with a TimeoutOverflowWarning: a requeue
+ * at a backup's stale time a year away reconciled the cluster again at once.
+ * realClock.after waits longer ones out in steps of this.
+ */
+export const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
 export const realClock: Clock = {
   now: () => Date.now(),
   monotonic: () => performance.now(),
   after: (ms, fn) => {
-    const timer = setTimeout(fn, ms);
+    let timer: NodeJS.Timeout;
+    let unrefed = false;
+    const arm = (remaining: number): void => {
+      timer = setTimeout(() => (remaining > LONGEST_TIMER_MS ? arm(remaining - LONGEST_TIMER_MS) : fn()), Math.min(remaining, LONGEST_TIMER_MS));
+      if (unrefed) timer.unref();
+    };
+    arm(ms);
     const handle: TimerHandle = {
       cancel: () => clearTimeout(timer),
       unref: () => {
+        unrefed = true;
         timer.unref();
         return handle;
       },
