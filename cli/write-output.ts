@@ -11,9 +11,12 @@ import type { SpecInputs } from './read-specs.js';
  * path (planted by another user of a shared directory, say) makes the write
  * fail instead of being written through. The rename replaces whatever is at
  * the target, a symlink included, without following it.
- * `suffix` exists so a test can know the temporary name.
+ * `suffix` exists so a test can know the temporary name. By default it is
+ * this process's random token and a counter: as unguessable to another user
+ * as a fresh random name per file (O_EXCL is the guard either way), without
+ * a getrandom call for each of a thousand manifests.
  */
-export function writeFileAtomically(dir: string, name: string, content: string, suffix: string = randomBytes(8).toString('hex')): void {
+export function writeFileAtomically(dir: string, name: string, content: string, suffix: string = temporarySuffix()): void {
   const temporary = join(dir, `.${name}.${suffix}.tmp`);
   const fd = openSync(temporary, 'wx', 0o644);
   try {
@@ -27,6 +30,15 @@ export function writeFileAtomically(dir: string, name: string, content: string, 
     rmSync(temporary, { force: true });
     throw e;
   }
+}
+
+let processToken: string | undefined;
+let written = 0;
+
+/** A temporary file's suffix: one random token per process, then a counter. */
+function temporarySuffix(): string {
+  processToken ??= randomBytes(8).toString('hex');
+  return `${processToken}.${written++}`;
 }
 
 /** The mode writeFileAtomically gives a new file: 0644 less the umask. */
