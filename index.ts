@@ -18,6 +18,6 @@ export { InputError, InvalidConfigError, formatProblem, type Problem } from './a
 export type { MembershipPlan } from './engines/engine.js';
 export type { KubeObject } from './model/kube-object.js';
 export type { ClusterIdentity } from './model/cluster-identity.js';
-export type { LiveTls } from './model/tls.js';
+export type { LiveTls, TlsInEffect, TlsMode } from './model/tls.js';
 export type { LabelSelector, LabelSelectorRequirement } from './model/label-selector.js';
 export type { DistributedKV, DistributedKVSpec, DistributedKVStatus, Condition, GeneratedObject, ObjectMeta } from './imports/distributedkv.js';
