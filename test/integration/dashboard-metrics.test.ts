@@ -22,6 +22,7 @@ import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 import { describeWithCluster, eventually } from '../cluster/kube.js';
 import { writeOrders } from '../support/etcd-members.js';
 import { EtcdTestBed } from '../support/etcd-test-bed.js';
+import { startManualBackupJob } from '../support/manual-backup-job.js';
 import { metricNames } from '../support/promql-names.js';
 import { createCluster } from './controller-harness.js';
 
@@ -75,18 +76,7 @@ describeWithCluster('the dashboard\'s queries against what real members and a re
     const budgetPath = resourcePath('policy/v1', 'PodDisruptionBudget', namespace, identity.podDisruptionBudgetName);
     await client.request('PATCH', budgetPath, { query: { fieldManager: 'kubectl-edit' }, body: { spec: { maxUnavailable: 2 } }, contentType: mergePatch });
     // and a backup that completed: a Job of the CronJob's template, which kwok's stages run to completion.
-    const cronJobPath = resourcePath('batch/v1', 'CronJob', namespace, identity.backupCronJobName);
-    const cronJob = await eventually('the backup CronJob', () => client.request('GET', cronJobPath).catch(() => undefined), 30_000, 200);
-    await client.request('POST', resourcePath('batch/v1', 'Job', namespace), {
-      body: {
-        apiVersion: 'batch/v1', kind: 'Job',
-        metadata: {
-          name: `${identity.backupCronJobName}-manual`, labels: cronJob.spec.jobTemplate.metadata?.labels ?? cronJob.metadata.labels,
-          ownerReferences: [{ apiVersion: 'batch/v1', kind: 'CronJob', name: cronJob.metadata.name, uid: cronJob.metadata.uid, controller: true }],
-        },
-        spec: cronJob.spec.jobTemplate.spec,
-      },
-    });
+    await startManualBackupJob(client, namespace, identity);
 
     const referenced = [
       ...panelQueries().map((p) => ({ what: `panel ${p.id} "${p.title}"`, names: [...new Set(p.exprs.flatMap(metricNames))] })),

@@ -36,6 +36,7 @@ import { createCluster } from '../integration/controller-harness.js';
 import { ClientLoad } from '../support/etcd-load.js';
 import { writeOrders } from '../support/etcd-members.js';
 import { EtcdTestBed } from '../support/etcd-test-bed.js';
+import { startManualBackupJob } from '../support/manual-backup-job.js';
 import { podMonitorScrapeJob, serviceMonitorScrapeJob } from '../support/monitor-scrape-jobs.js';
 import { describeWithPrometheusTools, prometheusTools } from '../support/prometheus-tools.js';
 import { PrometheusServer, type ActiveAlert } from '../support/prometheus-server.js';
@@ -132,17 +133,7 @@ describeWithPrometheus('a real Prometheus scraping real members and the controll
     await client.request('PATCH', resourcePath('policy/v1', 'PodDisruptionBudget', namespace, identity.podDisruptionBudgetName), {
       query: { fieldManager: 'kubectl-edit' }, body: { spec: { maxUnavailable: 2 } }, contentType: 'application/merge-patch+json',
     });
-    const cronJob = await eventually('the backup CronJob', () => client.request('GET', resourcePath('batch/v1', 'CronJob', namespace, identity.backupCronJobName)).catch(() => undefined), 30_000, 200);
-    await client.request('POST', resourcePath('batch/v1', 'Job', namespace), {
-      body: {
-        apiVersion: 'batch/v1', kind: 'Job',
-        metadata: {
-          name: `${identity.backupCronJobName}-manual`, labels: cronJob.spec.jobTemplate.metadata?.labels ?? cronJob.metadata.labels,
-          ownerReferences: [{ apiVersion: 'batch/v1', kind: 'CronJob', name: cronJob.metadata.name, uid: cronJob.metadata.uid, controller: true }],
-        },
-        spec: cronJob.spec.jobTemplate.spec,
-      },
-    });
+    await startManualBackupJob(client, namespace, identity);
   }, 15 * 60_000 + LATER_BINARIES_BUILD_MS); // a first build of the server takes minutes
 
   afterAll(async () => {
