@@ -60,24 +60,34 @@ function validity(cert: forgeModule.pki.Certificate, now: Date, days: number): v
   cert.validity.notAfter = new Date(now.getTime() + days * DAY_MS);
 }
 
-/** A new self-signed CA, valid for `days`. */
-export async function createCertificateAuthority(commonName: string, now: Date, days: number): Promise<KeyedCertificate> {
+/**
+ * A new key and its certificate for `subject`, valid for `days` from `now`,
+ * with `extensions`, signed by `issuer` (its key, and its subject as the
+ * issuer's name), or by the new key itself when there is none.
+ */
+async function issueCertificate(
+  subject: forgeModule.pki.CertificateField[], issuer: KeyedCertificate | undefined, extensions: object[], now: Date, days: number,
+): Promise<KeyedCertificate> {
   const forge = await loadForge();
   const key = await newKey(forge);
   const cert = forge.pki.createCertificate();
   cert.publicKey = key.publicKey;
   cert.serialNumber = serial(forge);
   validity(cert, now, days);
-  const subject = [{ name: 'commonName', value: commonName }];
   cert.setSubject(subject);
-  cert.setIssuer(subject);
-  cert.setExtensions([
+  cert.setIssuer(issuer ? forge.pki.certificateFromPem(issuer.certificate).subject.attributes : subject);
+  cert.setExtensions(extensions);
+  cert.sign(nativeSigner(issuer ? issuer.privateKey : key.pem), forge.md.sha256.create());
+  return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
+}
+
+/** A new self-signed CA, valid for `days`. */
+export function createCertificateAuthority(commonName: string, now: Date, days: number): Promise<KeyedCertificate> {
+  return issueCertificate([{ name: 'commonName', value: commonName }], undefined, [
     { name: 'basicConstraints', cA: true, critical: true },
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
     { name: 'subjectKeyIdentifier' },
-  ]);
-  cert.sign(nativeSigner(key.pem), forge.md.sha256.create());
-  return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
+  ], now, days);
 }
 
 /**
@@ -88,23 +98,12 @@ export async function createCertificateAuthority(commonName: string, now: Date, 
  * without the members loading a new trust file (which etcd reads only when
  * it starts).
  */
-export async function createIntermediateAuthority(root: KeyedCertificate, commonName: string, now: Date, days: number): Promise<KeyedCertificate> {
-  const forge = await loadForge();
-  const key = await newKey(forge);
-  const rootCert = forge.pki.certificateFromPem(root.certificate);
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = key.publicKey;
-  cert.serialNumber = serial(forge);
-  validity(cert, now, days);
-  cert.setSubject([{ name: 'commonName', value: commonName }]);
-  cert.setIssuer(rootCert.subject.attributes);
-  cert.setExtensions([
+export function createIntermediateAuthority(root: KeyedCertificate, commonName: string, now: Date, days: number): Promise<KeyedCertificate> {
+  return issueCertificate([{ name: 'commonName', value: commonName }], root, [
     { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
     { name: 'subjectKeyIdentifier' },
-  ]);
-  cert.sign(nativeSigner(root.privateKey), forge.md.sha256.create());
-  return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
+  ], now, days);
 }
 
 /** A serving certificate for `dnsNames` and `ipAddresses`, signed by `ca`. */
@@ -129,28 +128,18 @@ export interface LeafRequest {
 }
 
 /** A leaf certificate signed by `ca`, valid for `days` from `now` (a `now` in the past makes an expired one). */
-export async function createLeafCertificate(ca: KeyedCertificate, request: LeafRequest, now: Date, days: number): Promise<KeyedCertificate> {
-  const forge = await loadForge();
-  const key = await newKey(forge);
-  const caCert = forge.pki.certificateFromPem(ca.certificate);
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = key.publicKey;
-  cert.serialNumber = serial(forge);
-  validity(cert, now, days);
-  cert.setSubject([
+export function createLeafCertificate(ca: KeyedCertificate, request: LeafRequest, now: Date, days: number): Promise<KeyedCertificate> {
+  const subject = [
     ...(request.organization ? [{ name: 'organizationName', value: request.organization }] : []),
     ...(request.commonName ? [{ name: 'commonName', value: request.commonName }] : []),
-  ]);
-  cert.setIssuer(caCert.subject.attributes);
+  ];
   const altNames = [...request.dnsNames.map((value) => ({ type: 2, value })), ...request.ipAddresses.map((ip) => ({ type: 7, ip }))];
-  cert.setExtensions([
+  return issueCertificate(subject, ca, [
     { name: 'basicConstraints', cA: false },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
     { name: 'extKeyUsage', serverAuth: request.server, clientAuth: request.client },
     ...(altNames.length > 0 ? [{ name: 'subjectAltName', altNames }] : []),
-  ]);
-  cert.sign(nativeSigner(ca.privateKey), forge.md.sha256.create());
-  return { certificate: forge.pki.certificateToPem(cert), privateKey: key.pem };
+  ], now, days);
 }
 
 /** The certificates of a PEM bundle, in order. */
