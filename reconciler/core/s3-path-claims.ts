@@ -57,13 +57,18 @@ export function s3PathClash(clusters: Pick<Informer, 'byIndex'>, cluster: Cached
     const live = liveFolder(c);
     return live !== undefined && folderOverlap(live, into) !== undefined;
   };
-  for (const rival of s3PathRivals(clusters, cluster)) {
+  // Of several rivals that keep their folder against this cluster, the message names the one whose backups
+  // already go there, else the oldest: the index's order would name, now and then, a rival refused itself.
+  const keepers = s3PathRivals(clusters, cluster).filter((rival) => {
     // A cluster being deleted still holds its folder: its final backup goes there.
-    const theirs = folderOf(rival)!;
     const rivalHolds = writesInto(rival, folder);
-    const thisHolds = writesInto(cluster, theirs);
-    const rivalKeeps = rivalHolds !== thisHolds ? rivalHolds : olderThan(rival, cluster);
-    if (!rivalKeeps) continue;
+    const thisHolds = writesInto(cluster, folderOf(rival)!);
+    return rivalHolds !== thisHolds ? rivalHolds : olderThan(rival, cluster);
+  });
+  const holds = (c: CachedObject): boolean => writesInto(c, folder);
+  const rival = keepers.sort((a, b) => Number(holds(b)) - Number(holds(a)) || (olderThan(a, b) ? -1 : 1))[0];
+  if (rival) {
+    const theirs = folderOf(rival)!;
     const how = overlapPhrase(folderOverlap(folder, theirs)!, theirs, `DistributedKV ${rival.metadata.namespace}/${rival.metadata.name}`);
     return `spec.backup.s3Path: this cluster would back up into ${s3PathOf(folder)}, ${how}, which keeps it: an s3Path is one cluster's own folder, `
       + 'and each cluster\'s retention would count and delete the other\'s backups; give this cluster a folder apart from every other\'s';

@@ -53,6 +53,17 @@ describe('who keeps a folder two clusters want', () => {
     expect(s3PathClash(clusters, newer, live)).toBeUndefined();
   });
 
+  it('names, of several that keep it, the one whose backups already go there, not one refused itself that the index lists first', () => {
+    // orders backs up into acme/x; carts (same folder, created the same second, its name first) is refused and has no CronJob.
+    const orders = cluster('orders', 's3://acme/x', '2026-11-01T00:00:00Z');
+    const carts = cluster('carts', 's3://acme/x/', '2026-11-01T00:00:00Z');
+    const inner = cluster('inner', 's3://acme/x/shop/orders', '2026-11-02T00:00:00Z');
+    const live = (c: CachedObject) => (c === orders ? 'acme/x/' : undefined);
+    for (const order of [[carts, orders, inner], [orders, carts, inner]]) {
+      expect(s3PathClash(cache(order), inner, live)).toMatch(/inside s3:\/\/acme\/x, the folder DistributedKV shop\/orders backs up into, which keeps it/);
+    }
+  });
+
   it('the older, when both write there (clusters that shared an s3Path before it was their own folder)', () => {
     const clusters = cache([older, newer]);
     expect(s3PathClash(clusters, older, () => 'acme/x/')).toBeUndefined();
