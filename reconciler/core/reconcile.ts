@@ -154,14 +154,14 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   // Day-2: client identities (spec.clients): their Secrets, and the root identity the members are called as (etcd authentication).
   const identities = config.engine === 'etcd' ? await clientIdentitySecrets({
     spec: resource.spec, tls, identity, config, now: new Date(ctx.now()), detectOnly,
-    secret: (name) => ours(cr, ctx.owned.get('v1/Secret')?.get(`${namespace}/${name}`)),
+    secret,
     clientSecrets: () => (ctx.owned.get('v1/Secret')?.byIndex(cr.metadata.uid!) ?? []).filter((s) => s.metadata.namespace === namespace && s.metadata.labels?.[CLIENT_LABEL]),
   }) : undefined;
   const identitiesTaken = identities ? await issueClientIdentitySecrets(ctx, cr, identities, identity.serverLabels) : [];
   // Day-2: certificate rotation (renewal, the issuing CA's rotation), at most one change per reconcile.
   const rotation = await rotateCertificates(ctx, {
     tls, identity, namespace, config, detectOnly, problem: tlsProblem, creating: tlsDecision.create.length > 0,
-    secret: (name) => ours(cr, ctx.owned.get('v1/Secret')?.get(`${namespace}/${name}`)),
+    secret,
     replicas: (own.statefulSet?.spec as { replicas?: number } | undefined)?.replicas ?? 0,
     requested: cr.metadata.annotations?.[config.tls.rotateCaAnnotation],
     clientUrl: (pod) => ctx.memberAddresses?.client(namespace, pod, identity) ?? clientUrl(identity, pod, namespace, config, tls.client),
