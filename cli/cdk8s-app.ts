@@ -11,7 +11,7 @@ import { InputError, InvalidConfigError } from '../api/problem.js';
 import { EXAMPLE_SPECS, synth } from './synth-command.js';
 
 try {
-  synth({ specs: [process.env.DKV_SPECS ?? EXAMPLE_SPECS], outDir: process.env.CDK8S_OUTDIR ?? 'dist', configFile: process.env.DKV_CONFIG });
+  await synth({ specs: [process.env.DKV_SPECS ?? EXAMPLE_SPECS], outDir: process.env.CDK8S_OUTDIR ?? 'dist', configFile: process.env.DKV_CONFIG });
 } catch (e) {
   process.stderr.write((e instanceof InputError || e instanceof InvalidConfigError ? e.message : String(e)) + '\n');
   process.exitCode = 1;

@@ -53,8 +53,8 @@ async function run(argv: string[]): Promise<number> {
       const helper = found ? startRenderHelper(found.files.length, values.config) : undefined;
       let report;
       try {
-        const { EXAMPLE_SPECS, synthWithHelper } = await import('./synth-command.js');
-        report = await synthWithHelper({ specs: values.specs ?? [EXAMPLE_SPECS], outDir: values.out ?? 'dist', configFile: values.config }, found, helper);
+        const { EXAMPLE_SPECS, synth } = await import('./synth-command.js');
+        report = await synth({ specs: values.specs ?? [EXAMPLE_SPECS], outDir: values.out ?? 'dist', configFile: values.config }, found, helper);
       } finally {
         helper?.stop();
       }

@@ -21,18 +21,10 @@ export function toYaml(objects: readonly object[]): string {
 }
 
 /**
- * Everything `dkv synth` writes into `outDir`, as file name → content,
- * computed in memory before anything touches the disk. Each file starts with
- * the header that records which spec file it came from (manifest-header.ts).
+ * What one spec adds to `dkv synth`'s output: its file name and content,
+ * starting with the header that records which spec file it came from
+ * (manifest-header.ts). render-worker.ts renders some of them on another thread.
  */
-export function renderManifests(specs: readonly SpecDocument[], config: GeneratorConfig, outDir: string): Map<string, string> {
-  const files = new Map<string, string>();
-  files.set(...crdManifest(config, outDir));
-  for (const spec of specs) files.set(...renderManifest(spec, config, outDir));
-  return files;
-}
-
-/** What one spec adds to `renderManifests`: its file name and content (render-worker.ts renders some of them on another thread). */
 export function renderManifest(spec: Pick<SpecDocument, 'file' | 'resource'>, config: GeneratorConfig, outDir: string): [string, string] {
   return [manifestFileName(spec), manifestHeader(outDir, spec.file) + toYaml(synthesizeCluster(spec.resource, config))];
 }

@@ -3,11 +3,11 @@ import { loadCheckedConfig } from '../constructs/config-check.js';
 import { packageRoot } from '../api/package-root.js';
 import { quotaWarning } from '../api/maintenance-problems.js';
 import { InputError, type Problem } from '../api/problem.js';
-import { readSpecs, specFiles, type SpecDocument, type SpecInputs } from './read-specs.js';
+import { readSpecs, specFiles } from './read-specs.js';
 import type { RenderHelper } from './render-helper.js';
 import { sizeWarning } from '../model/quorum.js';
-import { crdManifest, renderManifest, renderManifests } from './render.js';
-import { writeManifests } from './write-output.js';
+import { crdManifest, renderManifest } from './render.js';
+import { ManifestStaging } from './manifest-staging.js';
 import { peerSchemeChanges } from './peer-scheme-guard.js';
 
 /** The embedded default: the example specs shipped with the toolkit package (this module's, not the construct library's). */
@@ -48,24 +48,51 @@ export interface SynthReport {
 
 /**
  * Reads, validates and renders every spec, and writes only when all of them
- * are valid: bad input never leaves a directory half-updated.
+ * are valid: bad input never leaves a directory half-updated. The CLI passes
+ * the spec files it already listed (`found`) and, when main.ts started one, a
+ * worker thread that renders beside this one (render-helper.ts); `cdk8s
+ * synth`'s app (cdk8s-app.ts) passes neither. Each file is staged as soon as
+ * it is rendered (manifest-staging.ts), and renamed into place only once
+ * every one is rendered and the run is not refused.
  */
-export function synth(options: SynthOptions): SynthReport {
-  const { config, specs, skipped, inputs } = readValid(options);
-  return write(options.outDir, renderManifests(specs, config, options.outDir), inputs, specs, skipped);
+export async function synth(options: SynthOptions, found?: ReturnType<typeof specFiles>, helper?: RenderHelper): Promise<SynthReport> {
+  const { config, specs, skipped, inputs } = readValid(options, found);
+  const { outDir } = options;
+  const staging = new ManifestStaging(outDir);
+  const files = new Map<string, string>();
+  const keep = ([name, content]: [string, string]): void => {
+    files.set(name, content);
+    staging.stage(name, content);
+  };
+  try {
+    keep(crdManifest(config, outDir));
+    if (helper) {
+      const { files: rendered } = await helper.render({ specs: specs.map(({ file, resource }) => ({ file, resource })), outDir }, (i) => renderManifest(specs[i], config, outDir));
+      rendered.forEach(keep);
+    } else {
+      for (const spec of specs) {
+        keep(renderManifest(spec, config, outDir));
+        await letWritesProceed();
+      }
+    }
+    // What runs is what was written last: a change no running cluster survives is refused before anything is written.
+    const unsafe = peerSchemeChanges(specs, files, outDir);
+    if (unsafe.length > 0) throw new InputError(unsafe);
+  } catch (e) {
+    await staging.discard();
+    throw e;
+  }
+  const { written, removed } = await staging.commit(inputs);
+  return { clusters: specs.length, files: written, removed, skipped };
 }
 
 /**
- * `synth` for the CLI: the same steps and the same files, with the spec
- * files already listed (`found`) and rendering shared with a worker thread
- * when main.ts started one (render-helper.ts).
+ * Lets the staged writes' callbacks run between two renders: each write is
+ * an open, a write and a close on libuv's threads, and each next step starts
+ * from this thread's event loop, which a synchronous render would hold.
  */
-export async function synthWithHelper(options: SynthOptions, found: ReturnType<typeof specFiles> | undefined, helper: RenderHelper | undefined): Promise<SynthReport> {
-  const { config, specs, skipped, inputs } = readValid(options, found);
-  if (!helper) return write(options.outDir, renderManifests(specs, config, options.outDir), inputs, specs, skipped);
-  const { outDir } = options;
-  const { files: rendered } = await helper.render({ specs: specs.map(({ file, resource }) => ({ file, resource })), outDir }, (i) => renderManifest(specs[i], config, outDir));
-  return write(outDir, new Map([crdManifest(config, outDir), ...rendered]), inputs, specs, skipped);
+function letWritesProceed(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** The configuration and every spec, or an InputError listing every problem. */
@@ -77,14 +104,6 @@ function readValid(options: SynthOptions, found?: ReturnType<typeof specFiles>) 
   if (problems.length === 0 && specs.length === 0) problems.push(noSpecsFound(options.specs));
   if (problems.length > 0) throw new InputError(problems);
   return { config, specs, skipped, inputs };
-}
-
-function write(outDir: string, files: ReadonlyMap<string, string>, inputs: SpecInputs, specs: readonly SpecDocument[], skipped: readonly string[]): SynthReport {
-  // What runs is what was written last: a change no running cluster survives is refused before anything is written.
-  const unsafe = peerSchemeChanges(specs, files, outDir);
-  if (unsafe.length > 0) throw new InputError(unsafe);
-  const { written, removed } = writeManifests(outDir, files, inputs);
-  return { clusters: specs.length, files: written, removed, skipped };
 }
 
 function noSpecsFound(paths: readonly string[]): Problem {

@@ -111,7 +111,7 @@ function cli(specDir: string, work: string): Figure {
 /**
  * `dkv synth` again over its own output, nothing changed: a GitOps
  * pipeline's usual run, where every file already holds its content and is
- * left alone (cli/write-output.ts). Not part of the ratio.
+ * left alone (cli/manifest-staging.ts). Not part of the ratio.
  */
 function cliRerun(specDir: string, work: string): Figure {
   const out = join(work, 'cli-out-1');

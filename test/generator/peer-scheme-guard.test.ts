@@ -8,7 +8,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { CLI_TIMEOUT_MS, dkv, kvDocument, removeTemporaryDirectories, temporaryDirectory } from './support.js';
+import { CLI_TIMEOUT_MS, dkv, kvDocument, readTree, removeTemporaryDirectories, temporaryDirectory } from './support.js';
 
 afterAll(removeTemporaryDirectories);
 
@@ -34,6 +34,7 @@ describe('dkv synth and a cluster whose manifest already runs', () => {
     expect(synthWith(dir, spec({ mode: 'disabled' })).status).toBe(0);
     const plain = manifest(dir);
     expect(plain).toContain('--listen-peer-urls=http://');
+    const before = readTree(join(dir, 'out'));
 
     const refused = synthWith(dir, spec());
     expect(refused.status).toBe(1);
@@ -41,6 +42,8 @@ describe('dkv synth and a cluster whose manifest already runs', () => {
     expect(refused.stderr).toContain('from http to https');
     expect(refused.stderr).toContain('set spec.tls.mode: disabled');
     expect(manifest(dir)).toBe(plain);
+    // The refusal comes after rendering, when every file was already staged (manifest-staging.ts): none is left behind.
+    expect(readTree(join(dir, 'out'))).toEqual(before);
   }, CLI_TIMEOUT_MS);
 
   it('refuses to turn a TLS cluster plain', () => {
