@@ -5,9 +5,9 @@
  * changes, and says whether a certificate is running out with nothing able
  * to renew it (the CertificateExpiring condition).
  *
- * Each Secret is replaced whole (PUT, RBAC verb `update`) with the
- * resourceVersion it was read at as a precondition: a Secret someone changed
- * since is not written over (409), and the next reconcile decides again.
+ * Each Secret is replaced whole with the resourceVersion it was read at as a
+ * precondition (secret-updates.ts): a Secret someone changed since is not
+ * written over (409), and the next reconcile decides again.
  * Nothing here runs for a detect-only cluster, nor while the TLS step
  * reported a problem (a Secret of the wrong shape, the CA missing): then the
  * certificates are left as they are, and the condition says so once one is
@@ -15,22 +15,22 @@
  */
 import type { DistributedKVStatus } from '../../imports/distributedkv.js';
 import type { CachedObject } from '../../kube/informer.js';
-import { resourcePath } from '../../kube/client.js';
 import type { ClusterIdentity } from '../../model/cluster-identity.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
 import { describeCertificate, splitBundle } from '../../model/certificates.js';
 import { needsCertificates, type TlsInEffect } from '../../model/tls.js';
 import { renewalDue } from '../../engines/etcd/certificate-rotation.js';
-import { decodeSecretData, encodeSecretValue } from '../../engines/etcd/secret-data.js';
+import { decodeSecretData } from '../../engines/etcd/secret-data.js';
 import { memberName } from '../../engines/etcd/peer-urls.js';
 import { probeMember } from '../../engines/etcd/tls-probe.js';
 import { tlsSecretNames } from '../../engines/etcd/tls-files.js';
 import { certificateRotationStep, type ReadSecret, type RotationStatus } from '../day2/certificate-rotation-step.js';
 import type { ObservedState } from './status.js';
+import { updateSecret } from './secret-updates.js';
 import type { ReconcileContext } from './reconcile-context.js';
 
 /** The longest a reconcile waits for a renewal time: timers cannot wait for months, and a relist comes sooner anyway. */
-const LONGEST_WAIT_MS = 12 * 3_600_000;
+export const LONGEST_WAIT_MS = 12 * 3_600_000;
 
 export interface RotationOutcome {
   readonly status?: RotationStatus;
@@ -83,16 +83,7 @@ export async function rotateCertificates(ctx: ReconcileContext, input: RotationI
     members: Array.from({ length: input.replicas }, (_, i) => memberName(identity, i)).map((pod) => ({ pod, clientUrl: input.clientUrl(pod) })),
     probe: (url, clientTls) => probeMember(url, clientTls, ctx.memberTimeoutMs ?? 3000),
   });
-  for (const update of decision.update) {
-    const cached = input.secret(update.name)!;
-    await ctx.client.request('PUT', resourcePath('v1', 'Secret', namespace, update.name), {
-      body: {
-        apiVersion: 'v1', kind: 'Secret', type: (cached as { type?: string }).type,
-        metadata: { ...cached.metadata, resourceVersion: update.resourceVersion },
-        data: Object.fromEntries(Object.entries(update.data).map(([k, v]) => [k, encodeSecretValue(k, v)])),
-      },
-    });
-  }
+  for (const update of decision.update) await updateSecret(ctx, input.secret(update.name)!, update);
   if (decision.done) ctx.log.info('tls: rotation', { key: `${namespace}/${identity.name}`, done: decision.done });
   const leafDue = [member, client].some((s) => { const d = describeCertificate(splitBundle(s.data['tls.crt'])[0] ?? ''); return d && renewalDue(d, now, fraction); });
   return {

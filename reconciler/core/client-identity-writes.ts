@@ -1,8 +1,9 @@
 /**
  * Acts on the client-identity step (reconciler/day2/client-identity-step.ts,
- * docs/client-identities.md): issues its Secrets, makes its etcd calls as
- * root, and only then deletes the Secrets of removed clients, whose etcd
- * user (what their certificate stood for) is gone by then.
+ * docs/client-identities.md): issues its Secrets, renews the certificates
+ * that are due, makes its etcd calls as root, and only then deletes the
+ * Secrets of removed clients, whose etcd user (what their certificate stood
+ * for) is gone by then.
  */
 import { API_VERSION, KIND } from '../../api/validate.js';
 import type { CachedObject } from '../../kube/informer.js';
@@ -14,6 +15,8 @@ import { tlsAgent } from '../../engines/etcd/etcd-http.js';
 import { clientUrl, memberName } from '../../engines/etcd/peer-urls.js';
 import { clientIdentityAuth, type ClientIdentitySecretsDecision } from '../day2/client-identity-step.js';
 import { createTlsSecrets } from './execute-writes.js';
+import { LONGEST_WAIT_MS } from './certificate-rotation-writes.js';
+import { updateSecret } from './secret-updates.js';
 import type { ReconcileContext } from './reconcile-context.js';
 
 /** How soon to look again while authentication waits for root's Secret, or a call failed. */
@@ -21,11 +24,39 @@ const AGAIN_MS = 2000;
 /** Adding a user with a password, or authenticating, is a bcrypt hash on the member: more than a status call. */
 const AUTH_TIMEOUT_MS = 5000;
 
-/** Issues the step's Secrets (create-only); a name taken by another object is a problem, never written over. */
-export async function issueClientIdentitySecrets(ctx: ReconcileContext, cr: CachedObject, decision: ClientIdentitySecretsDecision, labels: Readonly<Record<string, string>>): Promise<string[]> {
+/**
+ * Issues the step's Secrets (create-only; a name taken by another object is
+ * a problem, never written over) and writes its renewals (each only if the
+ * Secret is still as read: one changed since is decided again next time).
+ */
+export async function issueClientIdentitySecrets(
+  ctx: ReconcileContext, cr: CachedObject, decision: ClientIdentitySecretsDecision, labels: Readonly<Record<string, string>>, secret: (name: string) => CachedObject | undefined,
+): Promise<string[]> {
   const taken: string[] = [];
-  for (const { secret, labels: own } of decision.create) taken.push(...await createTlsSecrets(ctx, cr, [secret], { ...labels, ...own }));
+  for (const { secret: issued, labels: own } of decision.create) taken.push(...await createTlsSecrets(ctx, cr, [issued], { ...labels, ...own }));
+  const renewed: string[] = [];
+  for (const update of decision.renew) {
+    try {
+      await updateSecret(ctx, secret(update.name)!, update);
+      renewed.push(update.name);
+    } catch (e) {
+      if (!(e instanceof KubeApiError && e.status === 409)) throw e;
+    }
+  }
+  if (renewed.length > 0) {
+    const key = `${cr.metadata.namespace}/${cr.metadata.name}`;
+    const done = `renewed the client certificate in Secret ${renewed.join(', ')} (${Math.round(ctx.config.tls.renewalFraction * 100)}% of its validity had passed; the same etcd user)`;
+    ctx.log.info('client identities: renewed', { key, secrets: renewed });
+    await ctx.events.record({ apiVersion: API_VERSION, kind: KIND, metadata: cr.metadata }, 'Normal', 'CertificateRotation', done);
+  }
   return taken;
+}
+
+/** When the step wants to look again for its renewals alone: the next one due (capped, as the rotation's wait is). */
+export function renewalRecheckMs(decision: ClientIdentitySecretsDecision | undefined, now: number): number | undefined {
+  if (!decision) return undefined;
+  if (decision.renew.length > 0) return AGAIN_MS; // read back, and look at what is due next
+  return decision.nextRenewal && Math.min(Math.max(0, decision.nextRenewal.getTime() - now), LONGEST_WAIT_MS);
 }
 
 /**

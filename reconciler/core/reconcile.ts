@@ -50,7 +50,7 @@ import { rotateCertificates, withRotation } from './certificate-rotation-writes.
 import { clientUrl } from '../../engines/etcd/peer-urls.js';
 import { ISSUED_KINDS } from './issued-kinds.js';
 import { clientIdentitySecrets } from '../day2/client-identity-step.js';
-import { actOnClientIdentities, issueClientIdentitySecrets } from './client-identity-writes.js';
+import { actOnClientIdentities, issueClientIdentitySecrets, renewalRecheckMs } from './client-identity-writes.js';
 import { CLIENT_LABEL } from '../../engines/etcd/client-identity-secrets.js';
 
 export { TerminalError, type OwnedCaches, type ReconcileContext, type ReconcileResult } from './reconcile-context.js';
@@ -157,7 +157,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     secret,
     clientSecrets: () => (ctx.owned.get('v1/Secret')?.byIndex(cr.metadata.uid!) ?? []).filter((s) => s.metadata.namespace === namespace && s.metadata.labels?.[CLIENT_LABEL]),
   }) : undefined;
-  const identitiesTaken = identities ? await issueClientIdentitySecrets(ctx, cr, identities, identity.serverLabels) : [];
+  const identitiesTaken = identities ? await issueClientIdentitySecrets(ctx, cr, identities, identity.serverLabels, secret) : [];
   // Day-2: certificate rotation (renewal, the issuing CA's rotation), at most one change per reconcile.
   const rotation = await rotateCertificates(ctx, {
     tls, identity, namespace, config, detectOnly, problem: tlsProblem, creating: tlsDecision.create.length > 0,
@@ -297,6 +297,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     maintenance?.requeueAfterMs,
     storage.requeueAfterMs,
     identitiesAgainMs,
+    renewalRecheckMs(identities, ctx.now()),
     rotation.requeueAfterMs,
     // A create found its name taken: the next reconcile reads that object and decides whose it is, at once.
     outcome.taken.length > 0 ? 0 : undefined,

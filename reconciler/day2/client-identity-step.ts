@@ -4,9 +4,12 @@
  *
  * - `clientIdentitySecrets`, before the members' calls: which Secrets to
  *   issue (the root identity's, each client's certificate from the
- *   cluster's CA), which removed clients' Secrets go once their etcd user
- *   is gone, and the root identity the controller calls the members as
- *   once the Secret is read back from the cache;
+ *   cluster's CA), which certificates to renew (the same subject, so the
+ *   same etcd user, once `tls.renewalFraction` of its validity has passed,
+ *   as the members' leaves are: certificate-rotation-step.ts), which
+ *   removed clients' Secrets go once their etcd user is gone, and the root
+ *   identity the controller calls the members as once the Secret is read
+ *   back from the cache;
  * - `clientIdentityAuth`, once the members run: the etcd calls that bring
  *   the authentication store to the spec (engines/etcd/client-identities.ts
  *   decides them from what the store lists).
@@ -22,14 +25,16 @@ import type { ClusterIdentity } from '../../model/cluster-identity.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
 import type { TlsInEffect } from '../../model/tls.js';
 import type { DistributedKVSpec } from '../../imports/distributedkv.js';
-import { createLeafCertificate, signedBy, type KeyedCertificate } from '../../model/certificates.js';
+import { createLeafCertificate, describeCertificate, signedBy, splitBundle, type KeyedCertificate, type LeafRequest } from '../../model/certificates.js';
 import type { EtcdClientTls } from '../../engines/etcd/etcd-http.js';
 import { authActions, ROOT, type AuthAction, type AuthStoreState, type ClientIdentity } from '../../engines/etcd/client-identities.js';
 import { CLIENT_LABEL, clientSecretName, rootSecretName } from '../../engines/etcd/client-identity-secrets.js';
 import { clientCertificateRequest, newRootPassword, ROOT_CERTIFICATE_REQUEST } from '../../engines/etcd/client-certificates.js';
 import { leafSecretData } from '../../engines/etcd/certificates.js';
+import { nextRenewalCheck, renewalDue } from '../../engines/etcd/certificate-rotation.js';
 import { tlsSecretNames } from '../../engines/etcd/tls-files.js';
 import type { IssuedSecret } from './tls-step.js';
+import type { SecretUpdate } from './certificate-rotation-step.js';
 
 /** A Secret to create, with the labels beyond the cluster's that it carries. */
 export interface LabelledSecret {
@@ -45,6 +50,16 @@ export interface ClientIdentitySecretsDecision {
   readonly create: readonly LabelledSecret[];
   /** Removed clients' Secrets (cached objects), deleted once their etcd user and role are gone. */
   readonly remove: readonly CachedObject[];
+  /**
+   * Certificates due for renewal, re-issued with the same subject (the same
+   * etcd user; root's password kept): each Secret's whole new data, written
+   * only if it is still at the version read. The certificate it replaces
+   * stays valid until it expires, so a client that has not reread its
+   * Secret yet goes on working.
+   */
+  readonly renew: readonly SecretUpdate[];
+  /** When the next of these certificates is due (a requeue: nothing else may happen before then). */
+  readonly nextRenewal?: Date;
   /** The root identity read back from the cache: the controller's calls go as root (authentication may be on). */
   readonly root?: EtcdClientTls;
   /** The root identity for this reconcile's etcd auth calls: the cached one, or the one just issued (then authentication waits). */
@@ -66,7 +81,7 @@ export interface ClientIdentityInput {
   readonly detectOnly: boolean;
 }
 
-const INACTIVE: ClientIdentitySecretsDecision = { active: false, clients: [], create: [], remove: [] };
+const INACTIVE: ClientIdentitySecretsDecision = { active: false, clients: [], create: [], remove: [], renew: [] };
 
 const decoded = (secret: CachedObject | undefined): Record<string, string> | undefined =>
   secret && Object.fromEntries(Object.entries((secret.data ?? {}) as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
@@ -98,9 +113,9 @@ export async function clientIdentitySecrets(input: ClientIdentityInput): Promise
   const authority = decoded(input.secret(tlsSecretNames(config, identity).authority));
   const ca: KeyedCertificate | undefined = authority?.['ca.crt'] && authority['ca.key'] ? { certificate: authority['ca.crt'], privateKey: authority['ca.key'] } : undefined;
   // The CA is the TLS step's to issue: until the cache shows it, nothing is signed.
-  if (!ca) return { active: true, clients, create: [], remove, root };
+  if (!ca) return { active: true, clients, create: [], remove, renew: [], root };
   if (root && !signedBy(root.cert, ca.certificate)) return { ...INACTIVE, active: true, clients, problem: `Secret ${rootName}: tls.crt is not signed by the cluster's CA; it is left alone` };
-  if (input.detectOnly) return { active: true, clients, create: [], remove: [], root };
+  if (input.detectOnly) return { active: true, clients, create: [], remove: [], renew: [], root };
 
   const days = config.tls.certificateValidityDays;
   const create: LabelledSecret[] = [];
@@ -122,7 +137,40 @@ export async function clientIdentitySecrets(input: ClientIdentityInput): Promise
     secret: { name: clientSecretName(config, identity, c.name), type: 'kubernetes.io/tls', data: leafSecretData(leaves[i], ca) },
     labels: { [CLIENT_LABEL]: c.name },
   }));
-  return { active: true, clients, create, remove, root, rootForAuth, problem: dropped };
+  const held = [
+    ...(root ? [{ cached: input.secret(rootName)!, request: ROOT_CERTIFICATE_REQUEST }] : []),
+    ...clients.map((c) => ({ cached: input.secret(clientSecretName(config, identity, c.name)), request: clientCertificateRequest(c.name) })),
+  ].filter((h): h is { cached: CachedObject; request: LeafRequest } => h.cached !== undefined);
+  const { renew, nextRenewal } = await renewals(held, ca, now, config.tls.renewalFraction, days);
+  return { active: true, clients, create, remove, renew, nextRenewal, root, rootForAuth, problem: dropped };
+}
+
+/**
+ * The held certificates whose renewal is due, re-issued from the CA, and
+ * when the next of the others is due. A certificate that does not parse is
+ * left to the user (it is not ours to guess at); one from another CA is the
+ * root check's business above (clients' certificates are the user's to give
+ * away: a client Secret whose certificate the CA did not sign is renewed
+ * like one that is due, so that the Secret again holds what it should).
+ */
+async function renewals(
+  held: readonly { readonly cached: CachedObject; readonly request: LeafRequest }[], ca: KeyedCertificate, now: Date, fraction: number, days: number,
+): Promise<{ renew: SecretUpdate[]; nextRenewal?: Date }> {
+  const renew: SecretUpdate[] = [];
+  const validities = [];
+  for (const { cached, request } of held) {
+    const data = decoded(cached)!;
+    const leaf = splitBundle(data['tls.crt'] ?? '')[0] ?? '';
+    const validity = describeCertificate(leaf);
+    if (!validity) continue;
+    if (signedBy(leaf, ca.certificate) && !renewalDue(validity, now, fraction)) {
+      validities.push(validity);
+      continue;
+    }
+    const fresh = await createLeafCertificate(ca, request, now, days);
+    renew.push({ name: cached.metadata.name, resourceVersion: cached.metadata.resourceVersion ?? '', data: { ...data, ...leafSecretData(fresh, ca) } });
+  }
+  return { renew, nextRenewal: nextRenewalCheck(validities, now, fraction) };
 }
 
 /** What the second half needs of the members: their authentication store, as root. */

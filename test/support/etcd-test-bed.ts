@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { customResourceDefinition } from '../../api/crd.js';
 import { EtcdMembership } from '../../engines/etcd/membership.js';
 import { KubeClient, resourcePath } from '../../kube/client.js';
+import type { Clock } from '../../kube/clock.js';
 import { createLogger } from '../../kube/log.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
 import { Controller } from '../../reconciler/core/controller.js';
@@ -47,6 +48,8 @@ export interface EtcdTestBedOptions {
   readonly secretSyncMs?: number;
   /** More CRDs, established with the DistributedKV's before the controller starts (the Prometheus Operator's, say). */
   readonly crds?: readonly Record<string, any>[];
+  /** The controller's clock (default the real one); startController(clock) gives a restarted controller another. */
+  readonly clock?: Clock;
 }
 
 export class EtcdTestBed {
@@ -100,9 +103,10 @@ export class EtcdTestBed {
   }
 
   /** A controller as `dkv controller` runs one, with retries from 200 ms so that failure scenarios stay fast. */
-  async startController(): Promise<void> {
+  async startController(clock: Clock | undefined = this.options.clock): Promise<void> {
     const { cluster } = this;
     this.controller = new Controller({
+      ...(clock ? { clock } : {}),
       client: this.controllerClient, config: this.options.config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace: this.namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
       memberAddresses: { client: (_ns, pod) => cluster.addressOf(pod).clientUrl, peer: (_ns, pod) => cluster.addressOf(pod).peerUrl },
       memberTimeoutMs: 1000,
