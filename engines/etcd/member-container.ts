@@ -85,7 +85,10 @@ export const etcdEngine: Engine = {
       ],
       // A member of a new cluster is live before it has a quorum; give the others time to start.
       startupProbe: probe('/livez', { periodSeconds: 5, failureThreshold: 60 }),
-      readinessProbe: probe('/readyz', { periodSeconds: 5, failureThreshold: 3 }),
+      // /readyz includes a linearizable read, which waits for a leader: through an election it takes up to two election
+      // timeouts (etcd bounds it at 5 s plus those). The kubelet's default of 1 s failed it on the real node whenever
+      // leadership moved (the upgrade's transfer) or the node was busy.
+      readinessProbe: probe('/readyz', { periodSeconds: 5, failureThreshold: 3, timeoutSeconds: 5 }),
       livenessProbe: probe('/livez', { periodSeconds: 10, failureThreshold: 6, timeoutSeconds: 5 }),
       terminationGracePeriodSeconds: 60,
       // etcd writes why it exited (lost data: "raft log corrupted", "has already been bootstrapped", ...) only to its
