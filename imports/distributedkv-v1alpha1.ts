@@ -239,6 +239,10 @@ export interface DistributedKVStatus {
      */
     reason?: string;
     /**
+     * Who issues and renews the members' and the client certificate: `controller` (mode operator: the controller issues and rotates them), or `cert-manager <Kind>/<name>` (mode cert-manager: the issuer the configuration names; the controller issues and rotates nothing, it waits for and checks the Secrets cert-manager writes).
+     */
+    issuedBy?: string;
+    /**
      * When the cluster's CA expires.
      */
     certificateAuthorityNotAfter?: string;
