@@ -413,7 +413,7 @@ export interface DistributedKVStatus {
      */
     reason?: string;
     /**
-     * Who issues and renews the members' and the client certificate: `controller` (mode operator: the controller issues and rotates them), or `cert-manager <Kind>/<name>` (mode cert-manager: the issuer the configuration names; the controller issues and rotates nothing, it waits for and checks the Secrets cert-manager writes).
+     * Mode cert-manager: who issues and renews the members' and the client certificate, `cert-manager <Kind>/<name>` (the issuer the configuration names); the controller issues and rotates nothing then, it waits for and checks the Secrets cert-manager writes. Absent in mode operator, where the controller issues and rotates them.
      */
     issuedBy?: string;
     /**
