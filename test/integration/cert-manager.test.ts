@@ -120,7 +120,7 @@ describeWithCluster('a cluster on cert-manager\'s certificates, through the cont
 
   beforeAll(async () => {
     binary = certManagerController();
-    bed = await EtcdTestBed.start({ config, name: NAME, label: 'cert-manager', maxMembers: 3, secretSyncMs: 500, crds: certManagerCrds() });
+    bed = await EtcdTestBed.start({ config, name: NAME, label: 'cert-manager', maxMembers: 3, secretSyncMs: 500, crds: certManagerCrds(), keepDirectory: Boolean(process.env.DKV_TEST_KEEP_DIR) });
     ({ client, namespace, cluster } = bed);
     monitor = bed.monitor();
     // The CA Issuer's CA: a Secret of the namespace (tls.crt, tls.key), as cert-manager's CA issuer reads it.
@@ -195,13 +195,17 @@ describeWithCluster('a cluster on cert-manager\'s certificates, through the cont
     expect(written.metadata.annotations['cert-manager.io/certificate-name']).toBe('kv-tls-member');
     expect(written.metadata.ownerReferences ?? []).toEqual([]);
     expect(Object.keys(member).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
-    expect(member['ca.crt'].trim()).toBe(ca.certificate.trim());
+    expect(describeCertificate(member['ca.crt'])!.fingerprint256).toBe(describeCertificate(ca.certificate)!.fingerprint256);
     const current = (await status()).status;
     expect(current.tls).toEqual(expect.objectContaining({ mode: 'cert-manager', peer: true, client: true, issuedBy: `cert-manager Issuer/${ISSUER}` }));
     expect(current.tls.memberCertificateNotAfter).toBe(describeCertificate(member['tls.crt'])!.notAfter.toISOString());
     expect(await condition('TLSSecretsReady')).toEqual(expect.objectContaining({ status: 'True', reason: 'SecretsReady' }));
     // The members run without a CRL (cert-manager writes none) and on the certificate cert-manager wrote.
     const sts = await getObject('apps/v1', 'StatefulSet', NAME);
+    // No StatefulSet before both Secrets existed (creation times, to the second).
+    for (const name of ['kv-tls-member', 'kv-tls-client']) {
+      expect(Date.parse(sts.metadata.creationTimestamp)).toBeGreaterThanOrEqual(Date.parse((await getObject('v1', 'Secret', name)).metadata.creationTimestamp));
+    }
     expect((sts.spec.template.spec.containers[0].args as string[]).some((a) => a.includes('crl-file'))).toBe(false);
     const clientSecret = (await secret('kv-tls-client'))!;
     const clientTls = { ca: clientSecret['ca.crt'], cert: clientSecret['tls.crt'], key: clientSecret['tls.key'] };

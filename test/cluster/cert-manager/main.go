@@ -1,5 +1,5 @@
 // A cert-manager controller for the tests, built from cert-manager's own
-// packages on the Go module proxy: the CA issuer and the Certificate
+// packages on the Go module proxy: the CA issuer, the approver and the Certificate
 // controllers only (no ACME, Vault, Venafi, ingress or Gateway shims, no
 // webhook, no cainjector). cert-manager's own main package (cmd/controller)
 // is a module of its own that the proxy does not serve, so this wires the
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	controllerpkg "github.com/cert-manager/cert-manager/pkg/controller"
+	_ "github.com/cert-manager/cert-manager/pkg/controller/certificaterequests/approver"
 	_ "github.com/cert-manager/cert-manager/pkg/controller/certificaterequests/ca"
 	_ "github.com/cert-manager/cert-manager/pkg/controller/certificates/issuing"
 	_ "github.com/cert-manager/cert-manager/pkg/controller/certificates/keymanager"
@@ -31,7 +32,8 @@ import (
 )
 
 var controllers = []string{
-	"issuers", "clusterissuers", "certificaterequests-issuer-ca",
+	// The approver approves every request for cert-manager's own issuers, as cert-manager's default install does.
+	"issuers", "clusterissuers", "certificaterequests-approver", "certificaterequests-issuer-ca",
 	"certificates-trigger", "certificates-issuing", "certificates-key-manager",
 	"certificates-request-manager", "certificates-readiness", "certificates-revision-manager",
 }
