@@ -9,7 +9,7 @@ import { dottedPath } from '../model/field-path.js';
 import { fieldProblems } from './schema-errors.js';
 import { validateConfigOverrides } from '../imports/config-validator.js';
 
-export type { ContainerResources, EngineName, GeneratorConfig, JsonPatchOperation, PatchableKind, ResourceQuantity } from '../model/generator-config.js';
+export type { CertManagerIssuerRef, ContainerResources, EngineName, GeneratorConfig, JsonPatchOperation, PatchableKind, ResourceQuantity } from '../model/generator-config.js';
 
 /** A configuration file as written: every key optional, merged over the default. */
 export type ConfigOverrides = { [K in Exclude<keyof GeneratorConfig, 'file'>]?: Partial<GeneratorConfig[K]> };
