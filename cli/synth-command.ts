@@ -9,6 +9,7 @@ import { sizeWarning } from '../model/quorum.js';
 import { crdManifest, renderManifest, renderManifests } from './render.js';
 import { writeManifests } from './write-output.js';
 import { peerSchemeChanges } from './peer-scheme-guard.js';
+import { tlsProviderChanges } from './tls-provider-guard.js';
 
 /** The embedded default: the example specs shipped with the toolkit package (this module's, not the construct library's). */
 export const EXAMPLE_SPECS = join(packageRoot(import.meta.url), 'examples');
@@ -81,7 +82,7 @@ function readValid(options: SynthOptions, found?: ReturnType<typeof specFiles>) 
 
 function write(outDir: string, files: ReadonlyMap<string, string>, inputs: SpecInputs, specs: readonly SpecDocument[], skipped: readonly string[]): SynthReport {
   // What runs is what was written last: a change no running cluster survives is refused before anything is written.
-  const unsafe = peerSchemeChanges(specs, files, outDir);
+  const unsafe = [...peerSchemeChanges(specs, files, outDir), ...tlsProviderChanges(specs, files, outDir)];
   if (unsafe.length > 0) throw new InputError(unsafe);
   const { written, removed } = writeManifests(outDir, files, inputs);
   return { clusters: specs.length, files: written, removed, skipped };

@@ -13,7 +13,7 @@ import { InputError } from '../../api/problem.js';
 import { CLIENT_CERTIFICATE_REQUEST, memberCertificateRequest } from '../../engines/etcd/certificate-requests.js';
 import { renewBeforePercentage } from '../../constructs/certificates.js';
 import { clusterIdentity } from '../../model/cluster-identity.js';
-import { BACKUP, byRole, DEFAULT_CONFIG, dkv, kvDocument, removeTemporaryDirectories, ROOT, synth, temporaryDirectory, type Manifest } from './support.js';
+import { BACKUP, byRole, CLI_TIMEOUT_MS, DEFAULT_CONFIG, dkv, kvDocument, removeTemporaryDirectories, ROOT, synth, temporaryDirectory, type Manifest } from './support.js';
 
 const withIssuer = (issuerRef: Partial<GeneratorConfig['tls']['certManager']['issuerRef']> = { name: 'shop-ca' }): GeneratorConfig => ({
   ...DEFAULT_CONFIG, tls: { ...DEFAULT_CONFIG.tls, certManager: { issuerRef: { ...DEFAULT_CONFIG.tls.certManager.issuerRef, ...issuerRef } } },
@@ -127,6 +127,45 @@ describe('spec.tls.mode cert-manager refused', () => {
     writeFileSync(join(dir, 'kv.config.yaml'), 'tls:\n  certManager:\n    issuerRef:\n      name: corp-ca\n      kind: ClusterIssuer\n');
     expect(dkv(['validate', 'specs', '--config', 'kv.config.yaml'], dir).status).toBe(0);
   });
+});
+
+describe('dkv synth and a TLS cluster whose manifest already runs (cli/tls-provider-guard.ts)', () => {
+  const workspace = () => {
+    const dir = temporaryDirectory('dkv-tls-provider-');
+    mkdirSync(join(dir, 'specs'));
+    writeFileSync(join(dir, 'kv.config.yaml'), 'tls:\n  certManager:\n    issuerRef:\n      name: shop-ca\n');
+    return dir;
+  };
+  const synthWith = (dir: string, mode: string) => {
+    writeFileSync(join(dir, 'specs', 'orders.yaml'), [
+      'apiVersion: example.com/v1beta1', 'kind: DistributedKV', 'metadata: {name: orders, namespace: shop}',
+      `spec: {size: 3, image: registry.k8s.io/etcd:3.6.8-0, tls: {mode: ${mode}}}`, '',
+    ].join('\n'));
+    return dkv(['synth', '--specs', 'specs', '--out', 'out', '--config', 'kv.config.yaml'], dir);
+  };
+  const manifest = (dir: string) => readFileSync(join(dir, 'out', 'shop.orders.k8s.yaml'), 'utf8');
+
+  it('refuses operator to cert-manager and back, naming file and field, and writes nothing', () => {
+    for (const [from, to] of [['operator', 'cert-manager'], ['cert-manager', 'operator']]) {
+      const dir = workspace();
+      expect(synthWith(dir, from).status).toBe(0);
+      const running = manifest(dir);
+      const refused = synthWith(dir, to);
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toContain('specs/orders.yaml: spec.tls.mode: would move orders\'s certificates from');
+      expect(refused.stderr).toContain(`keep spec.tls.mode: ${from}`);
+      expect(manifest(dir)).toBe(running);
+    }
+  }, 2 * CLI_TIMEOUT_MS);
+
+  it('renders a cert-manager cluster again unchanged', () => {
+    const dir = workspace();
+    expect(synthWith(dir, 'cert-manager').status).toBe(0);
+    const first = manifest(dir);
+    expect(first).toContain('kind: Certificate');
+    expect(synthWith(dir, 'cert-manager').status).toBe(0);
+    expect(manifest(dir)).toBe(first);
+  }, CLI_TIMEOUT_MS);
 });
 
 describe('the configuration\'s tls.certManager', () => {
