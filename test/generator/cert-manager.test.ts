@@ -106,6 +106,14 @@ describe('spec.tls.mode cert-manager refused', () => {
     expect(paths(kvDocument({ ...certManager, namespace: '' }), withIssuer()).map(([p]) => p)).toEqual(['metadata.namespace']);
   });
 
+  it('with a name whose members\' common name cert-manager\'s webhook would refuse (over 64 characters)', () => {
+    const long = 'a'.repeat(40);
+    const problems = paths(kvDocument({ ...certManager, name: long, namespace: 'b'.repeat(30) }), withIssuer());
+    expect(problems.map(([p]) => p)).toEqual(['metadata.name']);
+    expect(problems[0][1]).toContain('71 characters');
+    expect(paths(kvDocument({ ...certManager, name: long, namespace: 'b'.repeat(23) }), withIssuer())).toEqual([]);
+  });
+
   it('with client identities, which the controller issues from a CA of its own', () => {
     const problems = paths(kvDocument({ ...certManager, clients: [{ name: 'web', prefix: '/web/' }] }), withIssuer());
     expect(problems.map(([p]) => p)).toEqual(['spec.clients']);
