@@ -12,7 +12,7 @@ export { DistributedKVCluster, type DistributedKVProps } from './constructs/dist
 export { DistributedKVChart, synthesizeCluster, type SynthesisOptions } from './constructs/synthesize.js';
 export { validateDistributedKV, API_GROUP, API_VERSION, KIND, type ValidResource, type ValidationResult } from './api/validate.js';
 export type { FieldProblem } from './api/schema-errors.js';
-export { loadConfig, loadDefaultConfig, type GeneratorConfig, type ContainerResources, type ResourceQuantity, type EngineName, type JsonPatchOperation, type PatchableKind } from './api/config.js';
+export { loadConfig, loadDefaultConfig, type GeneratorConfig, type CertManagerIssuerRef, type ContainerResources, type ResourceQuantity, type EngineName, type JsonPatchOperation, type PatchableKind } from './api/config.js';
 export { customResourceDefinition, CRD_NAME, PLURAL } from './api/crd.js';
 export { InputError, InvalidConfigError, formatProblem, type Problem } from './api/problem.js';
 export type { MembershipPlan } from './engines/engine.js';

@@ -24,7 +24,9 @@ export function clientProblems(spec: Record<string, any> | undefined, reported: 
   const entries = clients.map((c: unknown) => (typeof c === 'object' && c !== null ? c as ClientEntry : {}));
 
   const tls = spec?.tls;
-  if (clients.length > 0 && (tls?.mode === 'disabled' || tls?.mode === 'cert-manager' || tls?.client?.enabled === false)) {
+  if (clients.length > 0 && tls?.mode === 'cert-manager') {
+    problems.push({ segments: ['spec', 'clients'], message: 'not with spec.tls.mode cert-manager: a client identity\'s certificate and etcd\'s root identity (a password and a certificate) are issued by the controller from the cluster\'s own CA, which cert-manager\'s mode has none of; use spec.tls.mode operator for client identities (docs/client-identities.md)' });
+  } else if (clients.length > 0 && (tls?.mode === 'disabled' || tls?.client?.enabled === false)) {
     problems.push({ segments: ['spec', 'clients'], message: 'needs client TLS with operator-issued certificates (spec.tls mode operator, client enabled): a client identity is the common name of a certificate the members verify' });
   }
   entries.forEach((client, i) => {

@@ -9,7 +9,7 @@ import { dottedPath } from '../model/field-path.js';
 import { fieldProblems } from './schema-errors.js';
 import { validateConfigOverrides } from '../imports/config-validator.js';
 
-export type { ContainerResources, EngineName, GeneratorConfig, JsonPatchOperation, PatchableKind, ResourceQuantity } from '../model/generator-config.js';
+export type { CertManagerIssuerRef, ContainerResources, EngineName, GeneratorConfig, JsonPatchOperation, PatchableKind, ResourceQuantity } from '../model/generator-config.js';
 
 /** A configuration file as written: every key optional, merged over the default. */
 export type ConfigOverrides = { [K in Exclude<keyof GeneratorConfig, 'file'>]?: Partial<GeneratorConfig[K]> };
@@ -58,7 +58,7 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     patches: { ...base.patches, ...overrides.patches } as GeneratorConfig['patches'],
     controller: { ...base.controller, ...overrides.controller },
     conversion: { ...base.conversion, ...overrides.conversion },
-    tls: { ...base.tls, ...overrides.tls },
+    tls: mergeTls(base.tls, overrides.tls as TlsOverrides | undefined),
     clients: { ...base.clients, ...overrides.clients },
     fleet: { ...base.fleet, ...overrides.fleet },
     sharding: { ...base.sharding, ...overrides.sharding },
@@ -68,6 +68,17 @@ function merge(base: GeneratorConfig, overrides: ConfigOverrides, file: string):
     monitoring: { ...base.monitoring, ...overrides.monitoring } as GeneratorConfig['monitoring'],
     networkPolicy: mergeNetworkPolicy(base.networkPolicy, overrides.networkPolicy as NetworkPolicyOverrides | undefined),
     backup: mergeBackup(base.backup, overrides.backup as BackupOverrides | undefined),
+  };
+}
+
+type TlsConfig = GeneratorConfig['tls'];
+type TlsOverrides = Partial<Omit<TlsConfig, 'certManager'>> & { certManager?: { issuerRef?: Partial<TlsConfig['certManager']['issuerRef']> } };
+
+/** The tls section merges key by key, its certManager.issuerRef too: a file that names only the issuer keeps the default kind and group. */
+function mergeTls(base: TlsConfig, overrides: TlsOverrides | undefined): TlsConfig {
+  return {
+    ...base, ...overrides,
+    certManager: { issuerRef: { ...base.certManager.issuerRef, ...overrides?.certManager?.issuerRef } },
   };
 }
 

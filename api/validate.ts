@@ -8,6 +8,7 @@ import { cronProblems } from './cron.js';
 import { maintenanceProblems } from './maintenance-problems.js';
 import { networkPolicyProblems } from './network-policy-problems.js';
 import { clientProblems } from './client-problems.js';
+import { certManagerProblems } from './cert-manager-problems.js';
 import { etcdImageProblems } from '../engines/etcd/versions.js';
 import { convertOwnCopy, schemaVersionedFields } from './conversion.js';
 import { SCHEMA } from './schema.js';
@@ -122,10 +123,9 @@ export function validateDistributedKV(document: unknown, config: GeneratorConfig
     if (config.engine !== 'etcd' && doc.spec?.restore !== undefined) {
       problems.push({ segments: ['spec', 'restore'], message: `the ${config.engine} engine cannot restore a backup: dkv restore restores etcd members only` });
     }
-    // cert-manager is a reserved value until the generator emits Certificates: members would wait for Secrets nobody writes.
     const tlsMode = doc.spec?.tls?.mode;
     if (tlsMode === 'cert-manager') {
-      problems.push({ segments: ['spec', 'tls', 'mode'], message: 'cert-manager is reserved and not built yet (the generator does not emit Certificates); use operator (the default: the controller issues the certificates) or disabled' });
+      problems.push(...certManagerProblems(doc, config));
     } else if (config.engine !== 'etcd' && tlsMode === 'operator') {
       problems.push({ segments: ['spec', 'tls', 'mode'], message: `the ${config.engine} engine has no TLS settings: its members run what its image serves; use disabled or leave spec.tls out` });
     }

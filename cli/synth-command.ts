@@ -9,6 +9,7 @@ import { sizeWarning } from '../model/quorum.js';
 import { crdManifest, renderManifest } from './render.js';
 import { ManifestStaging } from './manifest-staging.js';
 import { peerSchemeChanges } from './peer-scheme-guard.js';
+import { tlsProviderChanges } from './tls-provider-guard.js';
 
 /** The embedded default: the example specs shipped with the toolkit package (this module's, not the construct library's). */
 export const EXAMPLE_SPECS = join(packageRoot(import.meta.url), 'examples');
@@ -76,7 +77,7 @@ export async function synth(options: SynthOptions, found?: ReturnType<typeof spe
       }
     }
     // What runs is what was written last: a change no running cluster survives is refused before anything is written.
-    const unsafe = peerSchemeChanges(specs, files, outDir);
+    const unsafe = [...peerSchemeChanges(specs, files, outDir), ...tlsProviderChanges(specs, files, outDir)];
     if (unsafe.length > 0) throw new InputError(unsafe);
   } catch (e) {
     await staging.discard();

@@ -1,5 +1,5 @@
 import { Construct } from 'constructs';
-import { ApiObject, JsonPatch } from 'cdk8s';
+import { ApiObject, Chart, JsonPatch } from 'cdk8s';
 import { loadDefaultConfig, type GeneratorConfig, type JsonPatchOperation } from '../api/config.js';
 import { InputError } from '../api/problem.js';
 import { validateDistributedKV } from '../api/validate.js';
@@ -14,9 +14,10 @@ import { clusterIdentity, type ClusterIdentity } from '../model/cluster-identity
 import { KVDisruptionBudget } from './disruption-budget.js';
 import { hasNetworkPolicy, KVNetworkPolicy } from './network-policy.js';
 import { hasPodMonitor, KVPodMonitor } from './pod-monitor.js';
+import { KVCertificates } from './certificates.js';
 import { KVServices } from './services.js';
 import { KVStatefulSet } from './stateful-set.js';
-import { PLAIN, tlsInEffect, type LiveTls, type TlsInEffect } from '../model/tls.js';
+import { needsCertificates, PLAIN, tlsInEffect, type LiveTls, type TlsInEffect } from '../model/tls.js';
 import { plainJson, rendersPlainly } from './plain-rendering.js';
 
 export interface DistributedKVProps {
@@ -91,8 +92,9 @@ function toCdk8sPatch(op: JsonPatchOperation): JsonPatch {
  * Everything a DistributedKV turns into: the StatefulSet of members, the
  * headless and client Services, the PodDisruptionBudget, the NetworkPolicy
  * of the members' ports (unless turned off), the PodMonitor of the members'
- * metrics when monitoring is on and, when backups are configured, the
- * backup CronJob. The configuration's per-kind patches
+ * metrics when monitoring is on, cert-manager's Certificates of the members'
+ * and the client certificate with `spec.tls.mode: cert-manager` and, when
+ * backups are configured, the backup CronJob. The configuration's per-kind patches
  * are applied last, so they can change anything the constructs decide; then
  * each object gets its desired-hash annotation (the hash of everything
  * else), by which the controller tells an object it would write itself from
@@ -141,6 +143,8 @@ export class DistributedKVCluster extends Construct {
     new KVDisruptionBudget(this, 'DisruptionBudget', { identity });
     if (hasNetworkPolicy(spec, config) && !props.networkPolicyWithheld) new KVNetworkPolicy(this, 'NetworkPolicy', { identity, networkPolicy: spec.networkPolicy, config });
     if (hasPodMonitor(config) && !props.podMonitorWithheld) new KVPodMonitor(this, 'PodMonitor', { identity, monitoring: config.monitoring });
+    // cert-manager issues the Secrets the members and the backup runner mount (validation requires the namespace then).
+    if (tls.mode === 'cert-manager' && needsCertificates(tls)) new KVCertificates(this, 'Certificates', { identity, namespace: Chart.of(this).namespace ?? 'default', config });
     // While a migration's members still serve plain HTTP to clients, the backup runner uses it: some may not serve TLS yet.
     const backupTls = tls.transition?.plainClients ? { ...tls, client: false } : tls;
     if (spec.backup) new KVBackupCronJob(this, 'Backup', { identity, backup: spec.backup, config, suspended: props.backupsSuspended, tls: backupTls, authenticated: spec.clients !== undefined && tls.client });

@@ -239,6 +239,10 @@ export interface DistributedKVStatus {
      */
     reason?: string;
     /**
+     * Mode cert-manager: who issues and renews the members' and the client certificate, `cert-manager <Kind>/<name>` (the issuer the configuration names); the controller issues and rotates nothing then, it waits for and checks the Secrets cert-manager writes. Absent in mode operator, where the controller issues and rotates them.
+     */
+    issuedBy?: string;
+    /**
      * When the cluster's CA expires.
      */
     certificateAuthorityNotAfter?: string;

@@ -147,7 +147,7 @@ export interface DistributedKVSpec {
    */
   tls?: {
     /**
-     * `operator`: the controller issues one CA per cluster and the members' and clients' certificates, in Secrets of the cluster's namespace; `cert-manager`: reserved for certificates issued by cert-manager (not built yet: refused); `disabled`: plain HTTP on both ports, no authentication, explicitly. Unset: `operator` for a new cluster.
+     * `operator`: the controller issues one CA per cluster and the members' and clients' certificates, in Secrets of the cluster's namespace; `cert-manager`: the generator emits cert-manager Certificates for the members' and the client certificate, issued by the configuration's tls.certManager.issuerRef into the same Secrets, and the controller issues and rotates nothing (docs/security.md, "cert-manager"; a running cluster does not switch to it from plain HTTP or from `operator`, and client identities need `operator`); `disabled`: plain HTTP on both ports, no authentication, explicitly. Unset: `operator` for a new cluster.
      */
     mode?: 'operator' | 'cert-manager' | 'disabled';
     /**
@@ -412,6 +412,10 @@ export interface DistributedKVStatus {
      * Why the mode in effect is not the one the spec asks for, when it is not.
      */
     reason?: string;
+    /**
+     * Mode cert-manager: who issues and renews the members' and the client certificate, `cert-manager <Kind>/<name>` (the issuer the configuration names); the controller issues and rotates nothing then, it waits for and checks the Secrets cert-manager writes. Absent in mode operator, where the controller issues and rotates them.
+     */
+    issuedBy?: string;
     /**
      * When the cluster's CA expires.
      */

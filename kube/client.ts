@@ -32,6 +32,9 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   'monitoring.coreos.com/v1/PodMonitor': { plural: 'podmonitors', namespaced: true },
   'monitoring.coreos.com/v1/ServiceMonitor': { plural: 'servicemonitors', namespaced: true },
   'monitoring.coreos.com/v1/PrometheusRule': { plural: 'prometheusrules', namespaced: true },
+  // cert-manager's (spec.tls.mode cert-manager, docs/security.md): served only where its CRDs are installed.
+  'cert-manager.io/v1/Certificate': { plural: 'certificates', namespaced: true },
+  'cert-manager.io/v1/Issuer': { plural: 'issuers', namespaced: true },
 };
 
 /**

@@ -9,9 +9,13 @@
  * a controller whose Secret already holds a valid one, or that serves no
  * webhook, never needs it.
  */
-import { constants, generateKeyPair, privateEncrypt, X509Certificate } from 'node:crypto';
+import { constants, createPrivateKey, createPublicKey, generateKeyPair, privateEncrypt, X509Certificate } from 'node:crypto';
 import { promisify } from 'node:util';
 import type forgeModule from 'node-forge';
+
+import type { LeafRequest } from './leaf-request.js';
+
+export type { LeafRequest } from './leaf-request.js';
 
 type Forge = typeof forgeModule;
 
@@ -113,20 +117,6 @@ export function createServingCertificate(
   return createLeafCertificate(ca, { commonName: names.dnsNames[0] ?? names.ipAddresses[0] ?? 'dkv-conversion-webhook', ...names, server: true, client: false }, now, days);
 }
 
-/** What a leaf certificate is for: the names it serves and whether it authenticates a server, a client or both. */
-export interface LeafRequest {
-  /** Empty: none (etcd's gateway refuses a client certificate with a common name once its authentication is on). */
-  readonly commonName: string;
-  /** The subject's organization, for a certificate that has no common name to say whose it is. */
-  readonly organization?: string;
-  readonly dnsNames: readonly string[];
-  readonly ipAddresses: readonly string[];
-  /** TLS server authentication (extKeyUsage serverAuth): it may serve for its names. */
-  readonly server: boolean;
-  /** TLS client authentication (extKeyUsage clientAuth): it may prove who dials (an etcd member dialling a peer is both). */
-  readonly client: boolean;
-}
-
 /** A leaf certificate signed by `ca`, valid for `days` from `now` (a `now` in the past makes an expired one). */
 export function createLeafCertificate(ca: KeyedCertificate, request: LeafRequest, now: Date, days: number): Promise<KeyedCertificate> {
   const subject = [
@@ -179,6 +169,17 @@ export function chainsTo(chainPem: string, rootPem: string): boolean {
   if (!leaf) return false;
   if (signedBy(leaf, rootPem)) return true;
   return intermediates.some((intermediate) => signedBy(leaf, intermediate) && signedBy(intermediate, rootPem));
+}
+
+/** Whether `keyPem` is the private key of the first certificate of `certificatePem` (a Secret's tls.key and tls.crt). */
+export function keyMatches(certificatePem: string, keyPem: string): boolean {
+  const cert = parse(certificatePem);
+  try {
+    const fromKey = createPublicKey(createPrivateKey(keyPem)).export({ type: 'spki', format: 'der' });
+    return cert !== undefined && cert.publicKey.export({ type: 'spki', format: 'der' }).equals(fromKey);
+  } catch {
+    return false;
+  }
 }
 
 /** When a certificate's validity begins and ends. */

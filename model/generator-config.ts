@@ -19,6 +19,14 @@ export type EngineName = 'etcd' | 'generic';
 /** The kinds a configuration can patch. */
 export type PatchableKind = 'StatefulSet' | 'Service' | 'PodDisruptionBudget' | 'CronJob' | 'ConfigMap' | 'NetworkPolicy';
 
+/** A cert-manager issuer, as a Certificate's spec.issuerRef names it. */
+export interface CertManagerIssuerRef {
+  readonly name: string;
+  readonly kind: 'Issuer' | 'ClusterIssuer';
+  /** The issuer's API group: `cert-manager.io` for cert-manager's own issuers, another for an external issuer. */
+  readonly group: string;
+}
+
 /** A quantity as Kubernetes reads it: `500m`, `2`, `1Gi`. */
 export type ResourceQuantity = string | number;
 
@@ -124,6 +132,16 @@ export interface GeneratorConfig {
      * certificate, before plain HTTP is dropped (engines/etcd/tls-migration.ts).
      */
     readonly plainClientGraceSeconds: number;
+    /**
+     * spec.tls mode `cert-manager`: cert-manager issues the member and client
+     * Secrets above from Certificates the generator emits
+     * (constructs/certificates.ts), with this issuer; the CA Secret is then
+     * cert-manager's issuer's business, not the cluster's.
+     */
+    readonly certManager: {
+      /** The Issuer (the cluster's namespace) or ClusterIssuer that signs the certificates; an empty name: none configured, and mode `cert-manager` is refused. */
+      readonly issuerRef: CertManagerIssuerRef;
+    };
   };
   /**
    * Client identities (spec.clients, docs/client-identities.md): the Secret

@@ -34,6 +34,13 @@ const NETWORK_POLICIES: k8s.PolicyRule = { apiGroups: ['networking.k8s.io'], res
  * the kind is served is read from discovery, which every authenticated client may read.
  */
 export const POD_MONITORS: k8s.PolicyRule = { apiGroups: ['monitoring.coreos.com'], resources: ['podmonitors'], verbs: ['get', 'create', 'patch'] };
+/**
+ * The Certificates of clusters with spec.tls.mode cert-manager (docs/security.md, "cert-manager"): as the
+ * PodMonitors, not cached (the kind exists only where cert-manager's CRDs are installed), so read by name,
+ * created if absent, applied; not pruned (they go with their cluster, by owner reference). Harmless where
+ * no cluster uses cert-manager: a rule on a resource nobody serves grants nothing.
+ */
+export const CERTIFICATES: k8s.PolicyRule = { apiGroups: ['cert-manager.io'], resources: ['certificates'], verbs: ['get', 'create', 'patch'] };
 const CRON_JOBS: k8s.PolicyRule = { apiGroups: ['batch'], resources: ['cronjobs'], verbs: GENERATED };
 
 /**
@@ -103,7 +110,7 @@ const EVENTS: k8s.PolicyRule = { apiGroups: [''], resources: ['events'], verbs: 
  */
 export const CONTROLLER_RULES: readonly k8s.PolicyRule[] = [
   CLUSTERS, CLUSTER_STATUS, CLUSTER_FINALIZERS, STATEFUL_SETS, SERVICES, DISRUPTION_BUDGETS, NETWORK_POLICIES, CRON_JOBS, JOBS,
-  CONFIG_MAPS, SECRETS, PODS, CLAIMS, STORAGE_CLASSES, VOLUME_SNAPSHOTS, EVENTS, DEFINITION, DEFINITION_STATUS,
+  CONFIG_MAPS, SECRETS, PODS, CLAIMS, STORAGE_CLASSES, VOLUME_SNAPSHOTS, EVENTS, DEFINITION, DEFINITION_STATUS, CERTIFICATES,
 ];
 
 /** The rules on cluster-scoped resources, which a RoleBinding cannot grant. */

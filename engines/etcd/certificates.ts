@@ -17,39 +17,12 @@
 import type { GeneratorConfig } from '../../model/generator-config.js';
 import type { ClusterIdentity } from '../../model/cluster-identity.js';
 import { X509Certificate } from 'node:crypto';
-import { createCertificateAuthority, createIntermediateAuthority, createLeafCertificate, type KeyedCertificate, type LeafRequest } from '../../model/certificates.js';
+import { createCertificateAuthority, createIntermediateAuthority, createLeafCertificate, type KeyedCertificate } from '../../model/certificates.js';
+import { CLIENT_CERTIFICATE_REQUEST, memberCertificateRequest } from './certificate-requests.js';
 import { createRevocationList, type RevokedCertificate } from '../../model/revocation-list.js';
-import { memberName } from './peer-urls.js';
 export { REVOCATION_LIST_KEY } from './tls-files.js';
 
-/** spec.size's maximum (api/distributedkv.schema.json). */
-export const MAX_MEMBERS = 9;
-
-/** A service's names, from the shortest a pod in its namespace resolves to the fully qualified one. */
-function qualified(host: string, namespace: string, clusterDomain: string): string[] {
-  return [host, `${host}.${namespace}`, `${host}.${namespace}.svc`, `${host}.${namespace}.svc.${clusterDomain}`];
-}
-
-/** The members' certificate: serves peers and clients, and proves a member to the peer it dials. */
-export function memberCertificateRequest(identity: Pick<ClusterIdentity, 'statefulSetName' | 'headlessServiceName' | 'clientServiceName'>, namespace: string, config: Pick<GeneratorConfig, 'clusterDomain'>): LeafRequest {
-  const members = Array.from({ length: MAX_MEMBERS }, (_, i) => memberName(identity, i))
-    .flatMap((pod) => qualified(`${pod}.${identity.headlessServiceName}`, namespace, config.clusterDomain));
-  return {
-    commonName: `${identity.statefulSetName}.${namespace}`,
-    dnsNames: [...members, ...qualified(identity.clientServiceName, namespace, config.clusterDomain), 'localhost'],
-    ipAddresses: ['127.0.0.1', '::1'],
-    server: true,
-    client: true,
-  };
-}
-
-/**
- * The client certificate of the controller (membership and maintenance
- * calls), the backup runner and the restore: it authenticates a client and
- * serves nothing. Its common name is what etcd would take as the user name
- * once authentication is on (client identities, not built yet).
- */
-export const CLIENT_CERTIFICATE_REQUEST: LeafRequest = { commonName: 'dkv-operator', dnsNames: [], ipAddresses: [], server: false, client: true };
+export { CLIENT_CERTIFICATE_REQUEST, MAX_MEMBERS, memberCertificateRequest } from './certificate-requests.js';
 
 /** The data (decoded) of a cluster's three TLS Secrets, in the shape cert-manager writes (tls.crt, tls.key, ca.crt). */
 export interface TlsSecretData {

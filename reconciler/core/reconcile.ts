@@ -46,6 +46,8 @@ import { tlsSecretNames } from '../../engines/etcd/tls-files.js';
 import { PLAIN } from '../../model/tls.js';
 import { migrationStatus, tlsMigration, tlsPlan } from '../day2/tls-migration-step.js';
 import { tlsStep } from '../day2/tls-step.js';
+import { certManagerTlsStep } from '../day2/cert-manager-tls-step.js';
+import { tlsProviderChangeRefusal } from '../day2/tls-provider-change.js';
 import { rotateCertificates, withRotation } from './certificate-rotation-writes.js';
 import { clientUrl } from '../../engines/etcd/peer-urls.js';
 import { ISSUED_KINDS } from './issued-kinds.js';
@@ -63,6 +65,14 @@ function ours(cr: CachedObject, o: CachedObject | undefined): CachedObject | und
 }
 
 const ISSUED = new Set<string>(ISSUED_KINDS.map(cacheKind));
+
+/** How soon a cluster waiting for cert-manager's Secrets is looked at again, though their arrival enqueues it. */
+const CERT_MANAGER_RECHECK_MS = 30_000;
+
+/** The object, when it carries every one of `labels`. */
+function labelledWith(o: CachedObject | undefined, labels: Readonly<Record<string, string>>): CachedObject | undefined {
+  return o && Object.entries(labels).every(([k, v]) => o.metadata.labels?.[k] === v) ? o : undefined;
+}
 
 /**
  * The cached objects this cluster controls (owner reference with its uid), from the owner index:
@@ -139,12 +149,22 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   // A running plain cluster whose spec asks for TLS explicitly moves to it member by member (tls-migration-step.ts).
   const secret = (name: string) => ours(cr, ctx.owned.get('v1/Secret')?.get(`${namespace}/${name}`));
   const secretNames = tlsSecretNames(config, identity);
+  // cert-manager's Secrets are not the cluster's (no owner reference): they are its by the labels their Certificates give them.
+  const labelledSecret = (name: string) => labelledWith(ctx.owned.get('v1/Secret')?.get(`${namespace}/${name}`), identity.serverLabels);
+  if (config.engine === 'etcd') {
+    const providerChange = tlsProviderChangeRefusal({
+      asked: resource.spec.tls?.mode, statefulSet: own.statefulSet, operatorAuthority: Boolean(secret(secretNames.authority)), memberSecret: labelledSecret(secretNames.member),
+    });
+    if (providerChange) return refuse(ctx, cr, key, owned, 'TLSProviderChangeRefused', providerChange);
+  }
   const migrationRead = {
     spec: resource.spec, config, statefulSet: own.statefulSet, previous: cr.status as DistributedKVStatus | undefined, now: ctx.now(),
     certificatesIssued: Boolean(secret(secretNames.authority) && secret(secretNames.member)),
   };
   const planned = config.engine === 'etcd' ? tlsPlan(migrationRead) : { render: PLAIN, reach: PLAIN, issue: PLAIN };
-  const tlsDecision = await tlsStep({ tls: planned.issue, identity, namespace, config, now: new Date(ctx.now()), detectOnly, secret });
+  // mode cert-manager: the controller issues nothing, and checks what cert-manager wrote (cert-manager-tls-step.ts).
+  const certManager = planned.issue.mode === 'cert-manager' ? certManagerTlsStep({ tls: planned.issue, identity, namespace, config, secret: labelledSecret }) : undefined;
+  const tlsDecision = certManager ?? await tlsStep({ tls: planned.issue, identity, namespace, config, now: new Date(ctx.now()), detectOnly, secret });
   // A migration does not restart members onto Secrets the controller cannot use: it holds where it is until they are fixed.
   const tlsPlanned = planned.migration && tlsDecision.problem ? tlsPlan({ ...migrationRead, certificatesIssued: false }) : planned;
   const tls = tlsPlanned.reach;
@@ -247,7 +267,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   // The StatefulSet was just deleted (its pods left running): the next reconcile creates it with the new template.
   if (storage.step.kind === 'replaceStatefulSet') return { requeueAfterMs: storage.requeueAfterMs };
 
-  const plan = planWrites({
+  const fullPlan = planWrites({
     desired, live, owned, now, detectOnly,
     clusterUid: cr.metadata.uid!,
     hashAnnotation,
@@ -255,6 +275,9 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     previouslyGenerated,
     memoryOf: (name) => ctx.memory.object(key, name),
   });
+  // A new cluster whose Secrets cert-manager has not written (or wrote wrong) gets no members yet: everything else, its Certificates first.
+  const holdMembers = certManager?.holdMembers === true && !live.get(objectName(desiredStatefulSet));
+  const plan = holdMembers ? { ...fullPlan, writes: fullPlan.writes.filter((w) => w.desired.kind !== 'StatefulSet') } : fullPlan;
 
   const statefulSet = desired.find((o) => o.kind === 'StatefulSet')!;
   if (!plan.conflicts.some((c) => c.object === objectName(statefulSet))) {
@@ -284,7 +307,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
       // Read again with the members: a Switching phase shows only in their peer URLs (the template is the final one already).
       config.engine === 'etcd' ? tlsMigration(migrationRead, membership?.members) : undefined,
     ), tlsProblem,
-    certificateExpiring: rotation.certificateExpiring, rotated: rotation.rotated,
+    certificateExpiring: rotation.certificateExpiring, rotated: rotation.rotated, tlsSecrets: certManager?.condition,
   });
 
   if (outcome.failures.length > 0) throw new Error(`${outcome.failures.length} write(s) failed: ${outcome.failures.join('; ')}`);
@@ -299,6 +322,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     identitiesAgainMs,
     renewalRecheckMs(identities, ctx.now()),
     rotation.requeueAfterMs,
+    // cert-manager's Secrets arriving enqueue the cluster (their labels); this is the safety net.
+    certManager?.problem ? CERT_MANAGER_RECHECK_MS : undefined,
     // A create found its name taken: the next reconcile reads that object and decides whose it is, at once.
     outcome.taken.length > 0 ? 0 : undefined,
     // BackupStale turns True with nothing else changing: the cluster is looked at again then.

@@ -46,6 +46,7 @@ export interface ReconcileReport {
   readonly tlsProblem?: string;
   /** The CertificateExpiring condition (a Warning Event, once, when True). */
   readonly certificateExpiring?: ObservedState['certificateExpiring'];
+  readonly tlsSecrets?: ObservedState['tlsSecrets'];
   /** What the certificate rotation step did this reconcile (a Normal Event). */
   readonly rotated?: string;
 }
@@ -157,6 +158,7 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
     networkPolicy: report.networkPolicy,
     monitoring: report.monitoring,
     certificateExpiring: report.certificateExpiring,
+    tlsSecrets: report.tlsSecrets,
   });
   return { degraded: degraded?.reason, backupStaleAtMs: backup?.staleAtMs };
 }

@@ -40,6 +40,8 @@ export interface ObservedState {
   readonly monitoring?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
   /** The CertificateExpiring condition (operator-issued TLS only): True while a certificate is due for renewal and cannot be renewed. */
   readonly certificateExpiring?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
+  /** The TLSSecretsReady condition (mode cert-manager only): the Secrets cert-manager writes are there and usable (day2/cert-manager-tls-step.ts). */
+  readonly tlsSecrets?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
   /** A volume growth under way, or blocked. */
   readonly storage?: { readonly kind: string; readonly message: string };
   /** For engines with a membership: where the membership step stands, and the members as they answered. */
@@ -62,7 +64,7 @@ export interface ObservedState {
  * controller cannot act on, an object it must not take, writes that failed,
  * a field another writer keeps changing, drift it only reports.
  */
-export type DegradedReason = 'InvalidSpec' | 'InvalidConfig' | 'NameClash' | 'S3PathClash' | 'ConfigChangeRefused' | 'StorageChangeRefused' | 'ImageChangeRefused' | 'RestoreSourceInvalid' | 'ObjectConflict' | 'ApplyFailed' | 'FieldConflict' | 'DriftDetected';
+export type DegradedReason = 'InvalidSpec' | 'InvalidConfig' | 'NameClash' | 'S3PathClash' | 'ConfigChangeRefused' | 'StorageChangeRefused' | 'ImageChangeRefused' | 'RestoreSourceInvalid' | 'ObjectConflict' | 'ApplyFailed' | 'FieldConflict' | 'DriftDetected' | 'TLSProviderChangeRefused';
 
 type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
 
@@ -153,6 +155,7 @@ export function desiredStatus(observed: ObservedState, previous: DistributedKVSt
   if (observed.monitoring) conditions.push({ type: 'Monitoring', ...observed.monitoring });
 
   if (observed.certificateExpiring) conditions.push({ type: 'CertificateExpiring', ...observed.certificateExpiring });
+  if (observed.tlsSecrets) conditions.push({ type: 'TLSSecretsReady', ...observed.tlsSecrets });
 
   conditions.push(observed.degraded
     ? { type: 'Degraded', status: 'True', reason: observed.degraded.reason, message: observed.degraded.message }

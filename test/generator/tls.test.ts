@@ -105,7 +105,7 @@ describe('TLS for a running cluster', () => {
 });
 
 describe('spec.tls refused', () => {
-  it('refuses cert-manager, reserved until the generator emits Certificates, naming the field', () => {
+  it('refuses cert-manager while the configuration names no issuer, naming the field (the rest: cert-manager.test.ts)', () => {
     const result = validateDistributedKV(kvDocument({ tls: { mode: 'cert-manager' } }), DEFAULT_CONFIG);
     expect(result.valid).toBe(false);
     expect(!result.valid && result.problems.map((p) => p.segments.join('.'))).toEqual(['spec.tls.mode']);

@@ -214,6 +214,9 @@ describe('the controller\'s permissions', () => {
     { resource: 'apiextensions.k8s.io/customresourcedefinitions', verbs: ['get'], file: 'conversion/certificate-rotation.ts', call: "request('GET', CRD_PATH)" },
     { resource: 'apiextensions.k8s.io/customresourcedefinitions', verbs: ['patch'], file: 'conversion/certificate-rotation.ts', call: "request('PATCH', CRD_PATH" },
     { resource: 'apiextensions.k8s.io/customresourcedefinitions/status', verbs: ['patch'], file: 'conversion/storage-migration.ts', call: "request('PATCH', `${CRD_PATH}/status`" },
+    // spec.tls.mode cert-manager: the Certificates are generated but not cached (their CRDs may be absent): read by name, applied (created if absent).
+    { resource: 'cert-manager.io/certificates', verbs: ['get'], file: 'reconciler/core/read-object.ts', call: "request<CachedObject>('GET', resourcePath(object.apiVersion, object.kind, object.metadata.namespace, object.metadata.name)" },
+    { resource: 'cert-manager.io/certificates', verbs: ['create', 'patch'], file: 'reconciler/core/execute-writes.ts', call: 'ctx.client.apply<CachedObject>(body, { fieldManager, force: true })' },
   ];
 
   it.each(USES)('grant $verbs on $resource, which $file calls for', ({ resource, verbs, file, call }) => {

@@ -41,6 +41,20 @@ describe('the shard bucket label', () => {
     expect(cronJob.spec.jobTemplate.spec).toEqual((objects.find((o) => o.kind === 'CronJob') as any).spec.jobTemplate.spec);
   });
 
+  it('labels the Secrets cert-manager writes for a cluster\'s Certificates (their secretTemplate), so a shard\'s Secret cache sees them', () => {
+    const withIssuer = { ...config, tls: { ...config.tls, certManager: { issuerRef: { name: 'shop-ca', kind: 'Issuer' as const, group: 'cert-manager.io' } } } };
+    const result = validateDistributedKV({ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: 'kv', namespace: 'shop' },
+      spec: { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0', tls: { mode: 'cert-manager' } } }, withIssuer);
+    if (!result.valid) throw new Error('invalid test spec');
+    const certificates = synthesizeCluster(result.resource, withIssuer).filter((o) => o.kind === 'Certificate');
+    expect(certificates).toHaveLength(2);
+    for (const certificate of certificates) {
+      const labelled = withBucketLabel(certificate, UID, withIssuer) as any;
+      expect(labelled.spec.secretTemplate.labels).toEqual({ ...(certificate as any).spec.secretTemplate.labels, [LABEL]: String(bucketOf(UID, config.sharding.buckets)) });
+      expect({ ...labelled.spec, secretTemplate: undefined }).toEqual({ ...(certificate as any).spec, secretTemplate: undefined });
+    }
+  });
+
   it('writes a live object without the label once, as drift of that label, and nothing once it has it', () => {
     const labelled = desired().map((o) => withBucketLabel(o, UID, config));
     const owner = [{ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', name: 'kv', uid: UID, controller: true }];
