@@ -1,0 +1,220 @@
+/**
+ * `npm run demo:node`: the demo of `npm run demo` on a real node (issue 33),
+ * with nothing played: a kubelet with containerd and runc runs every pod.
+ *
+ *   1. a control plane that admits pods as a real one does (the ServiceAccount
+ *      admission, projected tokens, RBAC), kube-controller-manager and
+ *      kube-scheduler, and one real node in a network namespace of its own,
+ *      with CoreDNS, kube-proxy and a local-volume provisioner
+ *      (test/cluster/: built from the Go module proxy, reused from cache);
+ *   2. the install bundle `dkv install --finalizer-policy` generates, applied
+ *      with kubectl: its Deployment runs the controller as pods of the
+ *      project's image (assembled from the Dockerfile's files,
+ *      test/cluster/dkv-image.ts) under the bundle's ServiceAccount, which
+ *      reach the API server through the `kubernetes` Service with their
+ *      projected token, authorized by the bundle's RBAC alone;
+ *   3. the example specs applied with kubectl; every member a real etcd
+ *      container, Ready through its real probes, found by its DNS name;
+ *   4. an out-of-band `kubectl scale` of a StatefulSet, undone by the
+ *      controller pod, with the Event that names who changed it;
+ *   5. `kubectl delete` of every cluster: its objects and its members' pods go.
+ *
+ * What differs from the examples, said as it happens: each member's CPU
+ * request is lowered to what this node has (the examples ask 500m a member,
+ * 4.5 CPUs for nine; this node has the machine's cores); and the clusters
+ * with backups are deleted with `dkv.example.com/skip-final-backup` (no S3
+ * store runs here for their final backup, and `sessions`' own backupImage is
+ * not an image this node has).
+ *
+ *   --quiet   no live table redraws (for a log or a test): the final tables only
+ *
+ * Needs root and what test/cluster/README.md "Real node" lists; where
+ * something is missing it says what, and exits 2.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parseAllDocuments, stringify } from 'yaml';
+import { loadDefaultConfig } from '../api/config.js';
+import { CRD_NAME } from '../api/crd.js';
+import { packageRoot } from '../api/package-root.js';
+import { KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
+import { KubeClient, resourcePath } from '../kube/client.js';
+import { generatedSelector } from '../reconciler/core/controller.js';
+import { locateBinaries } from '../test/cluster/binaries.js';
+import { exitDescription, freePort, launch, startControlPlane, terminate } from '../test/cluster/control-plane.js';
+import { startControllers, type Controllers } from '../test/cluster/controllers.js';
+import { dkvImageSpec } from '../test/cluster/dkv-image.js';
+import { startLocalVolumes, type LocalVolumes } from '../test/cluster/local-volumes.js';
+import { assembleImageInBackground, buildRealNodeParts, realNodeBlockers, startRealNode, type RealNode } from '../test/cluster/real-node.js';
+import { untilEstablished } from '../test/support/crds.js';
+import { eventually } from '../test/support/eventually.js';
+import { backupTools } from '../test/support/s3-server.js';
+import { untilAdmitted } from '../test/support/until-admitted.js';
+import { memberCpuRequest, parseCpu } from './demo-node-resources.js';
+
+const { values } = parseArgs({ options: { quiet: { type: 'boolean', default: false } } });
+const live = !values.quiet && process.stdout.isTTY;
+const root = packageRoot();
+const started = performance.now();
+const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)} s`;
+const say = (line: string) => process.stdout.write(`\n\x1b[1m== ${line}\x1b[0m  (${elapsed()})\n`);
+
+const blockers = realNodeBlockers();
+if (blockers.length > 0) {
+  process.stderr.write(`demo:node: this machine cannot run a node; it lacks: ${blockers.join('; ')}\n`);
+  process.exit(2);
+}
+
+const config = loadDefaultConfig();
+const ETCD_IMAGE = 'registry.k8s.io/etcd:3.6.8-0';
+const examples = readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.yaml')).map((f) => join(root, 'examples', f));
+const clusters: ValidResource[] = examples.flatMap((file) => parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS()))
+  .map((doc) => validateDistributedKV(doc, config)).flatMap((r) => (r.valid ? [r.resource] : []));
+const namespaces = [...new Set(clusters.map((c) => c.metadata.namespace!))];
+const storageClasses = [...new Set(clusters.map((c) => c.spec.storage?.storageClassName).filter((c): c is string => Boolean(c)))];
+for (const c of clusters) {
+  // The etcd image is assembled from the etcd the control plane's build made: only that release exists here.
+  if (c.spec.image !== ETCD_IMAGE) throw new Error(`examples: ${c.metadata.namespace}/${c.metadata.name} runs ${c.spec.image}; this node has ${ETCD_IMAGE} only`);
+}
+
+say('building (first run) or finding the node\'s parts and the control plane\'s');
+const nodeBin = await buildRealNodeParts();
+const binDir = locateBinaries();
+const dir = mkdtempSync(join(tmpdir(), 'dkv-demo-node-'));
+execFileSync(process.execPath, [join(root, 'bin', 'dkv.js'), 'install', '--out', dir, '--finalizer-policy'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const bundleFile = join(dir, 'dkv-install.k8s.yaml');
+const bundle = parseAllDocuments(readFileSync(bundleFile, 'utf8')).map((d) => d.toJS()).filter(Boolean);
+const deployment = bundle.find((o) => o.kind === 'Deployment');
+const controllerImage: string = deployment.spec.template.spec.containers[0].image;
+// The images, assembled while the control plane and the node start (in the background: the node's kubelet reaches the API server through this process).
+const archives = Promise.all([
+  assembleImageInBackground(join(dir, 'etcd.tar'), {
+    name: ETCD_IMAGE, files: [`${join(binDir, 'etcd')}:/usr/local/bin/etcd`], env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'], cmd: ['/usr/local/bin/etcd'],
+  }),
+  assembleImageInBackground(join(dir, 'dkv.tar'), dkvImageSpec({ name: controllerImage, root, etcdutl: join(backupTools(), 'etcdutl'), scratch: join(dir, 'dkv-image') })),
+]);
+archives.catch(() => undefined); // awaited below
+
+say('a control plane with ServiceAccount admission and RBAC, kube-controller-manager, kube-scheduler, and one real node (kubelet, containerd, runc, CoreDNS, kube-proxy)');
+const plane = await startControlPlane(binDir, { inClusterClients: true });
+const admin = KubeClient.fromKubeconfig(plane.kubeconfigPath);
+const kubectl = (...args: string[]): string => execFileSync(join(binDir, 'kubectl'), ['--cache-dir', join(dir, 'kubectl-cache'), ...args], { encoding: 'utf8', env: { ...process.env, KUBECONFIG: plane.kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
+const show = (command: string[]) => {
+  process.stdout.write(`$ kubectl ${command.join(' ')}\n${kubectl(...command) || 'No resources found.\n'}`);
+};
+let controllers: Controllers | undefined;
+let node: RealNode | undefined;
+const volumes: LocalVolumes[] = [];
+try {
+  controllers = await startControllers({ binDir, dir: plane.dir, kubeconfigPath: plane.kubeconfigPath, tools: { launch, terminate, exitDescription, freePort } });
+  node = await startRealNode(plane, nodeBin, { podNetwork: true, clusterDomain: config.clusterDomain, serviceProxy: true });
+  for (const archive of await archives) await node.importImage(archive);
+  // The default class, and each one an example names, provisioned as local volumes on the node.
+  for (const storageClass of ['dkv-local', ...storageClasses]) {
+    volumes.push(await startLocalVolumes(admin, { nodeName: node.name, dir: join(node.dir, 'volumes', storageClass), storageClass, isDefault: storageClass === 'dkv-local' }));
+  }
+  show(['get', 'nodes', '-o', 'wide']);
+
+  say(`dkv install: the generated bundle, applied with kubectl; its Deployment runs the controller from ${controllerImage} (assembled here, imported into containerd)`);
+  process.stdout.write(kubectl('apply', '--server-side', '-f', bundleFile));
+  await untilEstablished(admin, CRD_NAME);
+  const namespace: string = deployment.metadata.namespace;
+  await eventually('the controller\'s pods to be Ready (their /readyz probe)', async () => {
+    const d = await admin.request('GET', resourcePath('apps/v1', 'Deployment', namespace, deployment.metadata.name));
+    return d.status?.readyReplicas === d.spec.replicas && d.status?.updatedReplicas === d.spec.replicas ? true : undefined;
+  }, 180_000, 500);
+  show(['get', 'pods', '-n', namespace, '-o', 'custom-columns=POD:.metadata.name,NODE:.spec.nodeName,IP:.status.podIP,SERVICEACCOUNT:.spec.serviceAccountName,READY:.status.containerStatuses[0].ready']);
+  const serviceAccount = `system:serviceaccount:${namespace}:${deployment.spec.template.spec.serviceAccountName}`;
+  process.stdout.write(`the bundle's RBAC for ${serviceAccount}: update DistributedKV status ${kubectl('auth', 'can-i', 'update', 'distributedkvs.example.com/status', '-A', '--as', serviceAccount).trim()}, `
+    + `patch StatefulSets ${kubectl('auth', 'can-i', 'patch', 'statefulsets', '-A', '--as', serviceAccount).trim()}, `
+    + `delete Nodes ${tryKubectl('auth', 'can-i', 'delete', 'nodes', '--as', serviceAccount)}\n`);
+
+  // This node has the machine's cores: the members' CPU requests must fit it (with room for the scale step's two extra members).
+  const allocatable = parseCpu((await admin.request('GET', `/api/v1/nodes/${node.name}`)).status.allocatable.cpu);
+  const controllerRequests = deployment.spec.replicas * parseCpu(deployment.spec.template.spec.containers[0].resources?.requests?.cpu ?? '0');
+  const members = clusters.reduce((sum, c) => sum + c.spec.size, 0) + 2;
+  const perMember = memberCpuRequest({ allocatableMillis: allocatable, reservedMillis: controllerRequests, members });
+  const specs = clusters.map((c) => {
+    // A spec's resources replace the configuration's whole: a spec without them gets the configuration's, its CPU request lowered.
+    const resources = c.spec.resources ?? config.members.resources;
+    const cpu = `${Math.min(parseCpu(resources.requests?.cpu ?? '0'), perMember)}m`;
+    return { ...c, spec: { ...c.spec, resources: { ...resources, requests: { ...resources.requests, cpu } } } };
+  });
+  const specsFile = join(dir, 'examples.yaml');
+  writeFileSync(specsFile, specs.map((s) => stringify(s)).join('---\n'));
+  say(`kubectl apply: examples/ (${clusters.map((c) => `${c.metadata.namespace}/${c.metadata.name} (${c.spec.size})`).join(', ')}); this node has ${allocatable}m CPU, so each member requests ${perMember}m (the examples ask up to 500m)`);
+  for (const ns of namespaces) kubectl('create', 'namespace', ns);
+  await untilAdmitted(kubectl, [specsFile]);
+  process.stdout.write(kubectl('apply', '-f', specsFile));
+  const table = () => kubectl('get', 'distributedkv', '-A');
+  let last = '';
+  try {
+    await eventually('every cluster Available with all members ready', async () => {
+      const now = table();
+      if (live && now !== last) process.stdout.write(`\x1b[${last ? last.split('\n').length - 1 : 0}A\x1b[J${now}`);
+      last = now;
+      const crs = (await admin.request('GET', '/apis/example.com/v1beta1/distributedkvs')).items as any[];
+      const done = crs.length === clusters.length && crs.every((cr) => cr.status?.readyReplicas === cr.spec.size
+        && cr.status?.conditions?.some((c: any) => c.type === 'Available' && c.status === 'True'));
+      return done ? true : undefined;
+    }, 420_000, 1000);
+  } catch (e) {
+    show(['get', 'distributedkvs,pods', '-A', '-o', 'wide']);
+    show(['get', 'events', '-A', '--field-selector', 'type=Warning', '-o', 'custom-columns=OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message']);
+    throw e;
+  }
+  if (!live) process.stdout.write(table());
+  show(['get', 'pods', '-n', namespaces[0], '-o', 'custom-columns=POD:.metadata.name,IP:.status.podIP,READY:.status.containerStatuses[0].ready,RESTARTS:.status.containerStatuses[0].restartCount']);
+
+  const [target] = [...clusters].sort((a, b) => b.spec.size - a.spec.size);
+  const { name } = target.metadata;
+  const ns = target.metadata.namespace!;
+  say(`someone scales StatefulSet ${ns}/${name} by hand: kubectl scale --replicas=${target.spec.size + 2}`);
+  show(['scale', 'statefulset', name, '-n', ns, `--replicas=${target.spec.size + 2}`]);
+  await eventually('the controller to undo it', async () => {
+    const sts = await admin.request('GET', resourcePath('apps/v1', 'StatefulSet', ns, name));
+    const settled = sts.status?.observedGeneration === sts.metadata.generation && sts.status?.replicas === target.spec.size && sts.status?.readyReplicas === target.spec.size;
+    return sts.spec.replicas === target.spec.size && settled ? true : undefined;
+  }, 120_000, 500);
+  show(['get', 'statefulset', name, '-n', ns]);
+  show(['get', 'events', '-n', ns, '--field-selector', `involvedObject.kind=${KIND},involvedObject.name=${name}`, '-o', 'custom-columns=REASON:.reason,MESSAGE:.message']);
+
+  const withBackups = clusters.filter((c) => c.spec.backup);
+  say(`kubectl delete distributedkv --all (${withBackups.map((c) => c.metadata.name).join(', ')} without a final backup: no S3 store runs here): everything each generated goes with it, and its members' pods`);
+  for (const c of withBackups) kubectl('annotate', 'distributedkv', c.metadata.name, '-n', c.metadata.namespace!, `${config.backup.final.skipAnnotation}=true`);
+  show(['delete', 'distributedkv', '--all', '-A', '--wait=false']);
+  try {
+    await eventually('the clusters, every object they generated and their pods to be gone', async () => {
+      const left = JSON.parse(kubectl('get', 'distributedkvs,statefulsets,services,poddisruptionbudgets,networkpolicies,configmaps,cronjobs', '-A', '-l', generatedSelector(config), '-o', 'json')).items;
+      const clustersLeft = (await admin.request('GET', '/apis/example.com/v1beta1/distributedkvs')).items;
+      const pods = (await Promise.all(namespaces.map((n) => admin.request('GET', `/api/v1/namespaces/${n}/pods`)))).flatMap((l) => l.items);
+      return left.length === 0 && clustersLeft.length === 0 && pods.length === 0 ? true : undefined;
+    }, 180_000, 1000);
+  } catch (e) {
+    show(['get', 'distributedkvs,jobs,pods', '-A', '-o', 'wide']);
+    throw e;
+  }
+  show(['get', 'statefulsets,services,poddisruptionbudgets,networkpolicies,cronjobs', '-A', '-l', generatedSelector(config)]);
+  for (const n of namespaces) show(['get', 'pods', '-n', n]);
+  say(`done on a real node: ${clusters.length} clusters converged as real etcd containers, drift undone by the controller pod, all deleted, in ${elapsed()}`);
+} finally {
+  for (const v of volumes) await v.stop();
+  await node?.stop();
+  await controllers?.stop();
+  admin.close();
+  await plane.stop();
+  await archives.catch(() => undefined);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** `kubectl auth can-i` exits 1 for "no": its answer either way. */
+function tryKubectl(...args: string[]): string {
+  try {
+    return kubectl(...args).trim();
+  } catch (e) {
+    return String((e as { stdout?: string }).stdout ?? '').trim() || 'error';
+  }
+}
