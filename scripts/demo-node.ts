@@ -116,6 +116,7 @@ try {
   for (const storageClass of ['dkv-local', ...storageClasses]) {
     volumes.push(await startLocalVolumes(admin, { nodeName: node.name, dir: join(node.dir, 'volumes', storageClass), storageClass, isDefault: storageClass === 'dkv-local' }));
   }
+  process.stdout.write(`node ${node.name}: everything it writes in ${node.dir}, its cgroups under /${node.name}, its network in namespace ${node.name}\n`);
   show(['get', 'nodes', '-o', 'wide']);
 
   say(`dkv install: the generated bundle, applied with kubectl; its Deployment runs the controller from ${controllerImage} (assembled here, imported into containerd)`);
@@ -127,6 +128,13 @@ try {
     return d.status?.readyReplicas === d.spec.replicas && d.status?.updatedReplicas === d.spec.replicas ? true : undefined;
   }, 180_000, 500);
   show(['get', 'pods', '-n', namespace, '-o', 'custom-columns=POD:.metadata.name,NODE:.spec.nodeName,IP:.status.podIP,SERVICEACCOUNT:.spec.serviceAccountName,READY:.status.containerStatuses[0].ready']);
+  // What the kubelet gave the controller's container: the `kubernetes` Service's address (kube-proxy routes it to the API server) and the projected token.
+  const controllerPod = (await admin.request('GET', `/api/v1/namespaces/${namespace}/pods`)).items[0];
+  const pid = node.containerPid(controllerPod.status.containerStatuses[0].containerID);
+  const environ = Object.fromEntries(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+  const token = readFileSync(`/proc/${pid}/root/var/run/secrets/kubernetes.io/serviceaccount/token`, 'utf8');
+  const subject = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).sub;
+  process.stdout.write(`${controllerPod.metadata.name} reaches the API server in-cluster: https://${environ.KUBERNETES_SERVICE_HOST}:${environ.KUBERNETES_SERVICE_PORT} (the kubernetes Service), as ${subject} (its projected token)\n`);
   const serviceAccount = `system:serviceaccount:${namespace}:${deployment.spec.template.spec.serviceAccountName}`;
   process.stdout.write(`the bundle's RBAC for ${serviceAccount}: update DistributedKV status ${kubectl('auth', 'can-i', 'update', 'distributedkvs.example.com/status', '-A', '--as', serviceAccount).trim()}, `
     + `patch StatefulSets ${kubectl('auth', 'can-i', 'patch', 'statefulsets', '-A', '--as', serviceAccount).trim()}, `

@@ -15,7 +15,7 @@
  * the members join over https by their names and refuse a client without a
  * certificate of the cluster's CA.
  *
- * Opt-in with the rest of the real node (DKV_REAL_NODE=1, test/node/real-node.test.ts says why).
+ * Runs wherever a real node can (real-node-lane.ts).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,16 +35,12 @@ import { exitDescription, freePort, launch, startControlPlane, terminate, type C
 import { startControllers, type Controllers } from '../cluster/controllers.js';
 import { dkvImageSpec } from '../cluster/dkv-image.js';
 import { startLocalVolumes, type LocalVolumes } from '../cluster/local-volumes.js';
-import { assembleImageInBackground, buildRealNodeParts, REAL_NODE_BUILD_MS, realNodeBlockers, startRealNode, type RealNode } from '../cluster/real-node.js';
+import { assembleImageInBackground, buildRealNodeParts, REAL_NODE_BUILD_MS, startRealNode, type RealNode } from '../cluster/real-node.js';
 import { eventually } from '../support/eventually.js';
 import { backupTools } from '../support/s3-server.js';
+import { realNodeLane } from './real-node-lane.js';
 
-const optedIn = process.env.DKV_REAL_NODE === '1';
-const blockers = optedIn ? realNodeBlockers() : [];
-const runs = optedIn && blockers.length === 0;
-// Under CI=true a machine that cannot run the node fails real-node.test.ts; one failure for one cause.
-if (!optedIn) console.log('generated cluster on a real node: SKIPPED (opt-in: DKV_REAL_NODE=1)');
-else if (!runs) console.log(`generated cluster on a real node: SKIPPED, this machine lacks: ${blockers.join('; ')}`);
+const describeOnNode = realNodeLane('generated cluster on a real node');
 
 const config = loadDefaultConfig();
 const NAMESPACE = 'real';
@@ -68,7 +64,7 @@ function generatedObjects(): ReturnType<typeof synthesizeCluster> {
   return synthesizeCluster(result.resource, config);
 }
 
-(runs ? describe : describe.skip)('the generated StatefulSet of a 3-member cluster on a real node', () => {
+describeOnNode('the generated StatefulSet of a 3-member cluster on a real node', () => {
   let plane: ControlPlane;
   let controllers: Controllers;
   let node: RealNode;
