@@ -33,6 +33,7 @@ import { KubeClient } from '../../kube/client.js';
 import { eventually, yes } from '../support/eventually.js';
 import { httpProbe } from '../support/http-probe.js';
 import { startClusterDns, type ClusterDns } from './cluster-dns.js';
+import { holdHostSysctls } from './host-sysctls.js';
 import { kubernetesEndpointSlice, startServiceProxy, type ServiceProxy } from './service-proxy.js';
 import { containerdConfig, kubeletConfig } from './real-node-config.js';
 import { exitDescription, freePort, launch, terminate, type ControlPlane } from './control-plane.js';
@@ -273,7 +274,8 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
   // Short: containerd's sockets live here, and a unix socket path has at most 107 bytes.
   const dir = mkdtempSync(join(tmpdir(), 'dkv-node-'));
   const cgroupRoot = `/${name}`;
-  const sysctls = new Map(KUBELET_SYSCTLS.map((k) => [k, readFileSync(`/proc/sys/${k}`, 'utf8').trim()]));
+  // Put back when the last node on this machine stops (host-sysctls.ts: nodes of other processes may overlap this one).
+  const releaseSysctls = holdHostSysctls(name, KUBELET_SYSCTLS);
   const env = { ...process.env, PATH: `${binDir}:${process.env.PATH}` };
   const ctr = (...args: string[]): string => {
     const r = spawnSync(join(binDir, 'ctr'), ['-a', join(dir, 'containerd.sock'), '-n', 'k8s.io', ...args], { encoding: 'utf8', env });
@@ -317,13 +319,7 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
     if (netns && existsSync(netns)) spawnSync('ip', ['netns', 'delete', name]);
     for (const mount of mountsUnder(dir)) spawnSync('umount', ['-l', mount]);
     for (const hierarchy of cgroupHierarchies()) removeCgroup(join(hierarchy, cgroupRoot));
-    for (const [k, v] of sysctls) {
-      try {
-        writeFileSync(`/proc/sys/${k}`, v);
-      } catch {
-        /* read-only here: the kubelet could not have changed it either */
-      }
-    }
+    releaseSysctls();
     client.close();
     if (!process.env.DKV_KEEP_CONTROL_PLANE) rmSync(dir, { recursive: true, force: true });
   };

@@ -59,6 +59,8 @@ conntrack:
   tcpCloseWaitTimeout: 0s
 iptables:
   localhostNodePorts: false
+# NodePorts on the node's own address only (else every address in its namespace, the bridge's gateway included).
+nodePortAddresses: [primary]
 `;
 }
 
