@@ -13,17 +13,29 @@
 import { clusterAvailable } from '../cluster/kube.js';
 import { realNodeBlockers } from '../cluster/real-node.js';
 
+export interface LaneDecision {
+  readonly runs: boolean;
+  /** The loud line, when a node cannot run here. */
+  readonly skipLine?: string;
+  /** Whether the skip is a failure (CI=true). */
+  readonly failure: boolean;
+}
+
+/** What a real-node file does, given whether a control plane runs, what the machine lacks, and CI. */
+export function laneDecision(what: string, o: { clusterAvailable: boolean; blockers: readonly string[]; ci: boolean }): LaneDecision {
+  if (!o.clusterAvailable) return { runs: false, failure: false };
+  if (o.blockers.length === 0) return { runs: true, failure: false };
+  return { runs: false, skipLine: `${what}: SKIPPED, this machine cannot run a real node; it lacks: ${o.blockers.join('; ')}`, failure: o.ci };
+}
+
 /** `describe` where a real node can run, else `describe.skip` after the loud line (and, under CI, a failing test). */
 export function realNodeLane(what: string): jest.Describe {
-  if (!clusterAvailable) return describe.skip;
-  const blockers = realNodeBlockers();
-  if (blockers.length === 0) return describe;
-  const line = `${what}: SKIPPED, this machine cannot run a real node; it lacks: ${blockers.join('; ')}`;
-  process.stderr.write(`\n*** ${line} ***\n\n`);
-  if (process.env.CI === 'true') {
+  const decision = laneDecision(what, { clusterAvailable, blockers: clusterAvailable ? realNodeBlockers() : [], ci: process.env.CI === 'true' });
+  if (decision.skipLine) process.stderr.write(`\n*** ${decision.skipLine} ***\n\n`);
+  if (decision.failure) {
     test('a real node can run on this machine (CI=true)', () => {
-      throw new Error(line);
+      throw new Error(decision.skipLine);
     });
   }
-  return describe.skip;
+  return decision.runs ? describe : describe.skip;
 }
