@@ -207,6 +207,8 @@ try {
   }
   show(['get', 'statefulsets,services,poddisruptionbudgets,networkpolicies,cronjobs', '-A', '-l', generatedSelector(config)]);
   for (const n of namespaces) show(['get', 'pods', '-n', n]);
+  process.stdout.write('the members\' volume claims stay (the StatefulSets\' whenDeleted: Retain: data is never deleted with a cluster), bound to their local volumes:\n');
+  show(['get', 'persistentvolumeclaims', '-A', '-o', 'custom-columns=NAMESPACE:.metadata.namespace,CLAIM:.metadata.name,STATUS:.status.phase,CLASS:.spec.storageClassName']);
   say(`done on a real node: ${clusters.length} clusters converged as real etcd containers, drift undone by the controller pod, all deleted, in ${elapsed()}`);
 } finally {
   for (const v of volumes) await v.stop();

@@ -46,6 +46,9 @@ realNodeLane('npm run demo:node')('npm run demo:node', () => {
     // Deleted: no generated object, and no pod in either namespace.
     expect(out).toMatch(/-l app\.kubernetes\.io\/name=distributedkv,app\.kubernetes\.io\/managed-by=dkv\nNo resources found\./);
     expect(out).toMatch(/\$ kubectl get pods -n dev\nNo resources found\.\n\$ kubectl get pods -n shop\nNo resources found\./);
+    // The claims stay, as the generated retention policy says: the orders members' on the class their spec names.
+    expect(out).toMatch(/^shop\s+data-orders-4\s+Bound\s+fast-ssd$/m);
+    expect(out).toMatch(/^dev\s+data-sessions-2\s+Bound\s+dkv-local$/m);
     expect(out).toMatch(/== done on a real node: 3 clusters converged as real etcd containers, drift undone by the controller pod, all deleted, in [\d.]+ s/);
     console.log(out.split('\n').filter((l) => l.startsWith('== ')).join('\n'));
 
