@@ -40,7 +40,7 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { loadDefaultConfig } from '../api/config.js';
 import { CRD_NAME } from '../api/crd.js';
 import { packageRoot } from '../api/package-root.js';
-import { KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
+import { validateDistributedKV, type ValidResource } from '../api/validate.js';
 import { KubeClient, resourcePath } from '../kube/client.js';
 import { generatedSelector } from '../reconciler/core/controller.js';
 import { locateBinaries } from '../test/cluster/binaries.js';
@@ -53,14 +53,13 @@ import { untilEstablished } from '../test/support/crds.js';
 import { eventually } from '../test/support/eventually.js';
 import { backupTools } from '../test/support/s3-server.js';
 import { untilAdmitted } from '../test/support/until-admitted.js';
+import { demoOutput, kubectlFor, scaleUndone, untilConverged, untilDeleted } from './demo-steps.js';
 import { memberCpuRequest, parseCpu } from './demo-node-resources.js';
 
 const { values } = parseArgs({ options: { quiet: { type: 'boolean', default: false } } });
-const live = !values.quiet && process.stdout.isTTY;
+const output = demoOutput(values.quiet);
+const { say, elapsed } = output;
 const root = packageRoot();
-const started = performance.now();
-const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)} s`;
-const say = (line: string) => process.stdout.write(`\n\x1b[1m== ${line}\x1b[0m  (${elapsed()})\n`);
 
 const blockers = realNodeBlockers();
 if (blockers.length > 0) {
@@ -101,10 +100,8 @@ archives.catch(() => undefined); // awaited below
 say('a control plane with ServiceAccount admission and RBAC, kube-controller-manager, kube-scheduler, and one real node (kubelet, containerd, runc, CoreDNS, kube-proxy)');
 const plane = await startControlPlane(binDir, { inClusterClients: true });
 const admin = KubeClient.fromKubeconfig(plane.kubeconfigPath);
-const kubectl = (...args: string[]): string => execFileSync(join(binDir, 'kubectl'), ['--cache-dir', join(dir, 'kubectl-cache'), ...args], { encoding: 'utf8', env: { ...process.env, KUBECONFIG: plane.kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
-const show = (command: string[]) => {
-  process.stdout.write(`$ kubectl ${command.join(' ')}\n${kubectl(...command) || 'No resources found.\n'}`);
-};
+const kubectl = kubectlFor(binDir, plane.kubeconfigPath, dir);
+const show = kubectl.show;
 let controllers: Controllers | undefined;
 let node: RealNode | undefined;
 const volumes: LocalVolumes[] = [];
@@ -157,55 +154,25 @@ try {
   for (const ns of namespaces) kubectl('create', 'namespace', ns);
   await untilAdmitted(kubectl, [specsFile]);
   process.stdout.write(kubectl('apply', '-f', specsFile));
-  const table = () => kubectl('get', 'distributedkv', '-A');
-  let last = '';
   try {
-    await eventually('every cluster Available with all members ready', async () => {
-      const now = table();
-      if (live && now !== last) process.stdout.write(`\x1b[${last ? last.split('\n').length - 1 : 0}A\x1b[J${now}`);
-      last = now;
-      const crs = (await admin.request('GET', '/apis/example.com/v1beta1/distributedkvs')).items as any[];
-      const done = crs.length === clusters.length && crs.every((cr) => cr.status?.readyReplicas === cr.spec.size
-        && cr.status?.conditions?.some((c: any) => c.type === 'Available' && c.status === 'True'));
-      return done ? true : undefined;
-    }, 420_000, 1000);
+    await untilConverged(admin, kubectl, output, clusters.length, 420_000, 1000);
   } catch (e) {
     show(['get', 'distributedkvs,pods', '-A', '-o', 'wide']);
     show(['get', 'events', '-A', '--field-selector', 'type=Warning', '-o', 'custom-columns=OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message']);
     throw e;
   }
-  if (!live) process.stdout.write(table());
   show(['get', 'pods', '-n', namespaces[0], '-o', 'custom-columns=POD:.metadata.name,IP:.status.podIP,READY:.status.containerStatuses[0].ready,RESTARTS:.status.containerStatuses[0].restartCount']);
 
-  const [target] = [...clusters].sort((a, b) => b.spec.size - a.spec.size);
-  const { name } = target.metadata;
-  const ns = target.metadata.namespace!;
-  say(`someone scales StatefulSet ${ns}/${name} by hand: kubectl scale --replicas=${target.spec.size + 2}`);
-  show(['scale', 'statefulset', name, '-n', ns, `--replicas=${target.spec.size + 2}`]);
-  await eventually('the controller to undo it', async () => {
-    const sts = await admin.request('GET', resourcePath('apps/v1', 'StatefulSet', ns, name));
-    const settled = sts.status?.observedGeneration === sts.metadata.generation && sts.status?.replicas === target.spec.size && sts.status?.readyReplicas === target.spec.size;
-    return sts.spec.replicas === target.spec.size && settled ? true : undefined;
-  }, 120_000, 500);
-  show(['get', 'statefulset', name, '-n', ns]);
-  show(['get', 'events', '-n', ns, '--field-selector', `involvedObject.kind=${KIND},involvedObject.name=${name}`, '-o', 'custom-columns=REASON:.reason,MESSAGE:.message']);
+  await scaleUndone(admin, kubectl, output, clusters, 120_000);
 
   const withBackups = clusters.filter((c) => c.spec.backup);
   say(`kubectl delete distributedkv --all (${withBackups.map((c) => c.metadata.name).join(', ')} without a final backup: no S3 store runs here): everything each generated goes with it, and its members' pods`);
   for (const c of withBackups) kubectl('annotate', 'distributedkv', c.metadata.name, '-n', c.metadata.namespace!, `${config.backup.final.skipAnnotation}=true`);
   show(['delete', 'distributedkv', '--all', '-A', '--wait=false']);
-  try {
-    await eventually('the clusters, every object they generated and their pods to be gone', async () => {
-      const left = JSON.parse(kubectl('get', 'distributedkvs,statefulsets,services,poddisruptionbudgets,networkpolicies,configmaps,cronjobs', '-A', '-l', generatedSelector(config), '-o', 'json')).items;
-      const clustersLeft = (await admin.request('GET', '/apis/example.com/v1beta1/distributedkvs')).items;
-      const pods = (await Promise.all(namespaces.map((n) => admin.request('GET', `/api/v1/namespaces/${n}/pods`)))).flatMap((l) => l.items);
-      return left.length === 0 && clustersLeft.length === 0 && pods.length === 0 ? true : undefined;
-    }, 180_000, 1000);
-  } catch (e) {
-    show(['get', 'distributedkvs,jobs,pods', '-A', '-o', 'wide']);
-    throw e;
-  }
-  show(['get', 'statefulsets,services,poddisruptionbudgets,networkpolicies,cronjobs', '-A', '-l', generatedSelector(config)]);
+  await untilDeleted(admin, kubectl, generatedSelector(config), 180_000, async () => {
+    const pods = await Promise.all(namespaces.map((n) => admin.request('GET', `/api/v1/namespaces/${n}/pods`)));
+    return pods.every((list) => list.items.length === 0);
+  });
   for (const n of namespaces) show(['get', 'pods', '-n', n]);
   process.stdout.write('the members\' volume claims stay (the StatefulSets\' whenDeleted: Retain: data is never deleted with a cluster), bound to their local volumes:\n');
   show(['get', 'persistentvolumeclaims', '-A', '-o', 'custom-columns=NAMESPACE:.metadata.namespace,CLAIM:.metadata.name,STATUS:.status.phase,CLASS:.spec.storageClassName']);
