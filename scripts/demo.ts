@@ -28,7 +28,7 @@ import { parseAllDocuments } from 'yaml';
 import { loadDefaultConfig } from '../api/config.js';
 import { CRD_NAME } from '../api/crd.js';
 import { packageRoot } from '../api/package-root.js';
-import { KIND, validateDistributedKV, type ValidResource } from '../api/validate.js';
+import { validateDistributedKV, type ValidResource } from '../api/validate.js';
 import { synthesizeCluster } from '../constructs/synthesize.js';
 import { KubeClient, resourcePath } from '../kube/client.js';
 import { createLogger } from '../kube/log.js';
@@ -38,15 +38,13 @@ import { serviceAccountToken, withToken } from '../test/support/connections.js';
 import { EtcdKubelet } from '../test/support/etcd-kubelet.js';
 import { LocalEtcdCluster, type StatefulSetLike } from '../test/support/etcd-members.js';
 import { untilEstablished } from '../test/support/crds.js';
-import { eventually } from '../test/support/eventually.js';
 import { untilAdmitted } from '../test/support/until-admitted.js';
+import { demoOutput, kubectlFor, scaleUndone, untilConverged, untilDeleted } from './demo-steps.js';
 
 const { values } = parseArgs({ options: { quiet: { type: 'boolean', default: false } } });
-const live = !values.quiet && process.stdout.isTTY;
+const output = demoOutput(values.quiet);
+const { say, elapsed } = output;
 const root = packageRoot();
-const started = performance.now();
-const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)} s`;
-const say = (line: string) => process.stdout.write(`\n\x1b[1m== ${line}\x1b[0m  (${elapsed()})\n`);
 
 const config = loadDefaultConfig();
 const examples = readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.yaml')).map((f) => join(root, 'examples', f));
@@ -60,11 +58,7 @@ const binDir = locateBinaries();
 const plane = await startControlPlane(binDir, { withNodes: { storageClasses } });
 const dir = mkdtempSync(join(tmpdir(), 'dkv-demo-'));
 const admin = KubeClient.fromKubeconfig(plane.kubeconfigPath);
-// Its discovery cache in the demo's own directory: each run's control plane has a new port, which would leave a cache behind in ~/.kube/cache.
-const kubectl = (...args: string[]): string => execFileSync(join(binDir, 'kubectl'), ['--cache-dir', join(dir, 'kubectl-cache'), ...args], { encoding: 'utf8', env: { ...process.env, KUBECONFIG: plane.kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
-const show = (command: string[]) => {
-  process.stdout.write(`$ kubectl ${command.join(' ')}\n${kubectl(...command) || 'No resources found.\n'}`);
-};
+const kubectl = kubectlFor(binDir, plane.kubeconfigPath, dir);
 const kubelets: EtcdKubelet[] = [];
 let controller: Controller | undefined;
 let controllerClient: KubeClient | undefined;
@@ -104,45 +98,13 @@ try {
   // Established is not usable yet: until discovery and the finalizer policy know the kind, a create is refused (see until-admitted.ts).
   await untilAdmitted(kubectl, examples);
   process.stdout.write(kubectl('apply', ...examples.flatMap((f) => ['-f', f])));
-  const table = () => kubectl('get', 'distributedkv', '-A');
-  let last = '';
-  await eventually('every cluster Available with all members ready', async () => {
-    const now = table();
-    if (live && now !== last) process.stdout.write(`\x1b[${last ? last.split('\n').length - 1 : 0}A\x1b[J${now}`);
-    last = now;
-    const crs = (await admin.request('GET', `/apis/example.com/v1beta1/distributedkvs`)).items as any[];
-    const done = crs.length === clusters.length && crs.every((cr) => cr.status?.readyReplicas === cr.spec.size
-      && cr.status?.conditions?.some((c: any) => c.type === 'Available' && c.status === 'True'));
-    return done ? true : undefined;
-  }, 180_000, 500);
-  if (!live) process.stdout.write(table());
+  await untilConverged(admin, kubectl, output, clusters.length, 180_000, 500);
 
-  const [target] = [...clusters].sort((a, b) => b.spec.size - a.spec.size);
-  const { namespace, name } = target.metadata;
-  say(`someone scales StatefulSet ${namespace}/${name} by hand: kubectl scale --replicas=${target.spec.size + 2}`);
-  show(['scale', 'statefulset', name, '-n', namespace!, `--replicas=${target.spec.size + 2}`]);
-  await eventually('the controller to undo it', async () => {
-    const sts = await admin.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, name));
-    const settled = sts.status?.observedGeneration === sts.metadata.generation && sts.status?.replicas === target.spec.size && sts.status?.readyReplicas === target.spec.size;
-    return sts.spec.replicas === target.spec.size && settled ? true : undefined;
-  }, 60_000, 200);
-  show(['get', 'statefulset', name, '-n', namespace!]);
-  show(['get', 'events', '-n', namespace!, '--field-selector', `involvedObject.kind=${KIND},involvedObject.name=${name}`, '-o', 'custom-columns=REASON:.reason,MESSAGE:.message']);
+  await scaleUndone(admin, kubectl, output, clusters, 60_000);
 
   say('kubectl delete distributedkv --all: everything each generated goes with it (owner references)');
-  show(['delete', 'distributedkv', '--all', '-A', '--wait=false']);
-  try {
-    await eventually('the clusters and every object they generated to be gone', async () => {
-      const left = JSON.parse(kubectl('get', 'distributedkvs,statefulsets,services,poddisruptionbudgets,networkpolicies,configmaps,cronjobs', '-A', '-l', generatedSelector(config), '-o', 'json')).items;
-      const clustersLeft = (await admin.request('GET', '/apis/example.com/v1beta1/distributedkvs')).items;
-      return left.length === 0 && clustersLeft.length === 0 ? true : undefined;
-    }, 120_000, 500);
-  } catch (e) {
-    show(['get', 'distributedkvs,jobs,pods', '-A', '-o', 'wide']);
-    show(['get', 'events', '-A', '--field-selector', `involvedObject.kind=${KIND}`, '-o', 'custom-columns=NAME:.involvedObject.name,REASON:.reason,MESSAGE:.message']);
-    throw e;
-  }
-  show(['get', 'statefulsets,services,poddisruptionbudgets,networkpolicies,cronjobs', '-A', '-l', generatedSelector(config)]);
+  kubectl.show(['delete', 'distributedkv', '--all', '-A', '--wait=false']);
+  await untilDeleted(admin, kubectl, generatedSelector(config), 120_000);
   say(`done: ${clusters.length} clusters converged, drift undone, all deleted, in ${elapsed()}`);
 } finally {
   await controller?.stop();

@@ -50,7 +50,20 @@ export interface ControlPlaneOptions {
   readonly withNodes?: boolean | NodesOptions;
   /** More kube-apiserver flags, e.g. `--feature-gates=ShardedListAndWatch=true`. */
   readonly apiServerFlags?: readonly string[];
+  /**
+   * Pods as API clients, as on a real cluster (the real node's controller pod):
+   * the ServiceAccount admission on (pods get their ServiceAccount and a projected
+   * token, which the API server signs with the plane's sa.key and RBAC then
+   * authorizes), and a Service range whose first address, the `kubernetes`
+   * Service's ClusterIP, is the one the serving certificate names (dkv-pki:
+   * 10.0.0.1). Default: the admission off (nothing creates `default`
+   * ServiceAccounts without kube-controller-manager) and 10.96.0.0/16.
+   */
+  readonly inClusterClients?: boolean;
 }
+
+/** The Service range of a plane with inClusterClients: its first address is the serving certificate's 10.0.0.1. */
+export const IN_CLUSTER_SERVICE_RANGE = '10.0.0.0/16';
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -178,14 +191,14 @@ export async function startControlPlane(givenBinDir?: string, options: ControlPl
     `--tls-private-key-file=${join(pki, 'apiserver.key')}`,
     `--client-ca-file=${join(pki, 'ca.crt')}`,
     // Room for thousands of ClusterIP Services (the controller benchmark makes 2,000).
-    '--service-cluster-ip-range=10.96.0.0/16',
+    `--service-cluster-ip-range=${options.inClusterClients ? IN_CLUSTER_SERVICE_RANGE : '10.96.0.0/16'}`,
     '--allow-privileged=true',
     '--authorization-mode=RBAC',
     '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
     `--service-account-key-file=${join(pki, 'sa.pub')}`,
     `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
     // Nothing creates default service accounts without kube-controller-manager.
-    '--disable-admission-plugins=ServiceAccount',
+    ...(options.inClusterClients ? [] : ['--disable-admission-plugins=ServiceAccount']),
     // As OpenShift runs it: setting blockOwnerDeletion needs `update` on the owner's finalizers.
     '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
     '--endpoint-reconciler-type=none',

@@ -33,6 +33,8 @@ import { KubeClient } from '../../kube/client.js';
 import { eventually, yes } from '../support/eventually.js';
 import { httpProbe } from '../support/http-probe.js';
 import { startClusterDns, type ClusterDns } from './cluster-dns.js';
+import { holdHostSysctls } from './host-sysctls.js';
+import { kubernetesEndpointSlice, startServiceProxy, type ServiceProxy } from './service-proxy.js';
 import { containerdConfig, kubeletConfig } from './real-node-config.js';
 import { exitDescription, freePort, launch, terminate, type ControlPlane } from './control-plane.js';
 
@@ -41,7 +43,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const nodeScripts = here.includes(join('lib', 'test')) ? join(here, '..', '..', '..', 'test', 'cluster', 'node') : join(here, 'node');
 
 /** What the node runs, relative to node/build.sh's directory. */
-export const REAL_NODE_BINARIES = ['kubelet', 'containerd', 'containerd-shim-runc-v2', 'ctr', 'pause', 'coredns', 'cni/loopback', 'cni/bridge', 'cni/host-local', 'cni/portmap'] as const;
+export const REAL_NODE_BINARIES = ['kubelet', 'kube-proxy', 'containerd', 'containerd-shim-runc-v2', 'ctr', 'pause', 'coredns', 'cni/loopback', 'cni/bridge', 'cni/host-local', 'cni/portmap'] as const;
 /** The sandbox image the containerd config pins (Kubernetes 1.36's), assembled from node/pause. */
 export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10.1';
 /** A first build of the node's parts on 2 busy cores: ~6.5 minutes after the control plane's build, ~17 with an empty Go build cache. */
@@ -67,6 +69,8 @@ export function realNodeBlockers(): string[] {
   if (!readFileSync('/proc/filesystems', 'utf8').includes('overlay')) blockers.push('overlayfs (containerd\'s snapshotter)');
   // podNetwork: the node's namespace (ip, nsenter), and a client inside it (curl).
   for (const tool of ['ip', 'nsenter', 'curl']) if (!has('bash', '-c', `command -v ${tool}`)) blockers.push(`${tool} on the PATH`);
+  // serviceProxy: kube-proxy's rules (node/build.sh installs Debian's iptables where it is missing).
+  if (!has('bash', '-c', 'command -v iptables-restore') && !has('apt-get', '--version')) blockers.push('iptables on the PATH, or apt-get to install it');
   if (!hostAddress()) blockers.push('an IPv4 address besides loopback (the kubelet refuses a loopback node IP)');
   return blockers;
 }
@@ -158,6 +162,14 @@ export interface RealNodeOptions {
    * Services and a headless Service's member names as on any cluster.
    */
   readonly clusterDomain?: string;
+  /**
+   * With podNetwork: kube-proxy (service-proxy.ts) in the node's namespace, so
+   * that Services' ClusterIPs route, and the `kubernetes` Service's endpoint is
+   * the node's relay to the API server: a pod reaches the API server as
+   * in-cluster clients do (with a plane started with `inClusterClients`, whose
+   * serving certificate names that ClusterIP).
+   */
+  readonly serviceProxy?: boolean;
 }
 
 /** Pods' addresses with podNetwork (the bridge's gateway is .1), inside the node's own network namespace. */
@@ -165,15 +177,15 @@ export const POD_SUBNET = '10.244.0.0/24';
 /** The node's address with podNetwork: on a veth inside its namespace. */
 const NAMESPACED_NODE_ADDRESS = '10.213.0.2';
 
-/** Inside the node's namespace: 127.0.0.1:<port> piped to the unix socket the test process serves (argv: port, socket). */
+/** Inside the node's namespace: 127.0.0.1:<port> (and <port> on each further address) piped to the unix socket the test process serves (argv: port, socket, addresses). */
 const RELAY_SCRIPT = `import { connect, createServer } from 'node:net';
-const [port, socket] = process.argv.slice(2);
-createServer((down) => {
+const [port, socket, ...alsoOn] = process.argv.slice(2);
+for (const host of ['127.0.0.1', ...alsoOn]) createServer((down) => {
   const up = connect(socket);
   down.pipe(up).pipe(down);
   const close = () => { down.destroy(); up.destroy(); };
   down.on('error', close); up.on('error', close); down.on('close', close); up.on('close', close);
-}).listen(Number(port), '127.0.0.1');
+}).listen(Number(port), host);
 `;
 
 export interface RealNode {
@@ -262,7 +274,8 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
   // Short: containerd's sockets live here, and a unix socket path has at most 107 bytes.
   const dir = mkdtempSync(join(tmpdir(), 'dkv-node-'));
   const cgroupRoot = `/${name}`;
-  const sysctls = new Map(KUBELET_SYSCTLS.map((k) => [k, readFileSync(`/proc/sys/${k}`, 'utf8').trim()]));
+  // Put back when the last node on this machine stops (host-sysctls.ts: nodes of other processes may overlap this one).
+  const releaseSysctls = holdHostSysctls(name, KUBELET_SYSCTLS);
   const env = { ...process.env, PATH: `${binDir}:${process.env.PATH}` };
   const ctr = (...args: string[]): string => {
     const r = spawnSync(join(binDir, 'ctr'), ['-a', join(dir, 'containerd.sock'), '-n', 'k8s.io', ...args], { encoding: 'utf8', env });
@@ -275,6 +288,7 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
   let relayInside: ReturnType<typeof launch> | undefined;
   let relayOutside: Server | undefined;
   let dns: ClusterDns | undefined;
+  let proxy: ServiceProxy | undefined;
   let stopped = false;
 
   const stop = async (): Promise<void> => {
@@ -297,6 +311,7 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
         /* gone meanwhile */
       }
     }
+    await terminate(proxy?.process);
     await terminate(dns?.process);
     await terminate(relayInside);
     await new Promise<void>((resolve) => (relayOutside ? relayOutside.close(() => resolve()) : resolve()));
@@ -304,13 +319,7 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
     if (netns && existsSync(netns)) spawnSync('ip', ['netns', 'delete', name]);
     for (const mount of mountsUnder(dir)) spawnSync('umount', ['-l', mount]);
     for (const hierarchy of cgroupHierarchies()) removeCgroup(join(hierarchy, cgroupRoot));
-    for (const [k, v] of sysctls) {
-      try {
-        writeFileSync(`/proc/sys/${k}`, v);
-      } catch {
-        /* read-only here: the kubelet could not have changed it either */
-      }
-    }
+    releaseSysctls();
     client.close();
     if (!process.env.DKV_KEEP_CONTROL_PLANE) rmSync(dir, { recursive: true, force: true });
   };
@@ -340,7 +349,8 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
       await new Promise<void>((resolve, reject) => outside.once('error', reject).listen(socket, () => resolve()));
       writeFileSync(join(dir, 'relay.mjs'), RELAY_SCRIPT);
       const relayLog = join(dir, 'relay.log');
-      const relayChild = launch(...inNetns(process.execPath, [join(dir, 'relay.mjs'), port, socket]), relayLog);
+      // With serviceProxy also on the node's address: the `kubernetes` Service's endpoint, which pods reach through kube-proxy's rules.
+      const relayChild = launch(...inNetns(process.execPath, [join(dir, 'relay.mjs'), port, socket, ...(options.serviceProxy ? [address] : [])]), relayLog);
       relayInside = relayChild;
       await eventually('the API server relay inside the node\'s namespace', async () => yes(spawnSync('nsenter', [`--net=${netns}`, '--', 'bash', '-c', `exec 3<>/dev/tcp/127.0.0.1/${port}`]).status === 0), 10_000, 100, () => exitDescription(relayChild, relayLog));
       // The bridge plugin makes dkv-br0 in the namespace it runs in: the node's. host-local keeps its leases in the dir.
@@ -392,6 +402,18 @@ export async function startRealNode(plane: ControlPlane, binDir: string, options
     const node = await client.request('GET', `/api/v1/nodes/${name}`);
     const taints = (node.spec?.taints ?? []).filter((t: any) => t.key !== 'node.kubernetes.io/not-ready');
     await client.request('PATCH', `/api/v1/nodes/${name}`, { body: { spec: { taints } }, contentType: 'application/merge-patch+json' });
+    if (options.serviceProxy) {
+      if (!netns) throw new Error('serviceProxy needs podNetwork: kube-proxy\'s rules and the API server\'s endpoint live in the node\'s namespace');
+      await client.request('POST', '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices', { body: kubernetesEndpointSlice(address, Number(new URL(plane.server).port)) });
+      const [healthzPort, metricsPort] = [await freePort(), await freePort()];
+      const started = startServiceProxy({
+        binary: join(binDir, 'kube-proxy'), dir, kubeconfigPath: plane.kubeconfigPath, nodeName: name, clusterCidr: POD_SUBNET, healthzPort, metricsPort,
+        launch: (binary, args, logFile) => launch(...inNetns(binary, args), logFile, env),
+      });
+      proxy = started;
+      // Healthy once it has written the rules of what it has seen (the `kubernetes` Service among them).
+      await eventually('kube-proxy to be healthy (its rules written)', async () => yes(spawnSync('nsenter', [`--net=${netns}`, '--', 'curl', '-sf', `http://127.0.0.1:${healthzPort}/healthz`]).status === 0), 60_000, 200, () => exitDescription(started.process, started.logFile));
+    }
   } catch (e) {
     await stop();
     throw e;

@@ -24,7 +24,7 @@
  * is the demo's step. TLS is off here (the relays' loopback ports carry no
  * member's certificate name); the real node's TLS is generated-cluster.test.ts'.
  *
- * Opt-in with the rest of the real node (DKV_REAL_NODE=1, test/node/real-node.test.ts says why).
+ * Runs wherever a real node can (real-node-lane.ts), as part of npm test and CI.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -50,19 +50,15 @@ import { startControllers, type Controllers } from '../cluster/controllers.js';
 import { dkvImageSpec } from '../cluster/dkv-image.js';
 import { startLocalVolumes, type LocalVolumes } from '../cluster/local-volumes.js';
 import { startNodeRelays, type NodeRelays } from '../cluster/node-relays.js';
-import { assembleImageInBackground, REAL_NODE_BUILD_MS, buildRealNodeParts, realNodeBlockers, startRealNode, type ImageSpec, type RealNode } from '../cluster/real-node.js';
+import { assembleImageInBackground, REAL_NODE_BUILD_MS, buildRealNodeParts, startRealNode, type ImageSpec, type RealNode } from '../cluster/real-node.js';
 import { b64, etcdPost } from '../support/etcd-members.js';
 import { eventually } from '../support/eventually.js';
 import { InvariantMonitor } from '../support/invariant-monitor.js';
 import { startManualBackupJob } from '../support/manual-backup-job.js';
 import { backupTools, S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type S3Server } from '../support/s3-server.js';
+import { realNodeLane } from './real-node-lane.js';
 
-const optedIn = process.env.DKV_REAL_NODE === '1';
-const blockers = optedIn ? realNodeBlockers() : [];
-const runs = optedIn && blockers.length === 0;
-// Under CI=true a machine that cannot run the node fails real-node.test.ts; one failure for one cause.
-if (!optedIn) console.log('end-to-end scenarios on a real node: SKIPPED (opt-in: DKV_REAL_NODE=1)');
-else if (!runs) console.log(`end-to-end scenarios on a real node: SKIPPED, this machine lacks: ${blockers.join('; ')}`);
+const describeOnNode = realNodeLane('end-to-end scenarios on a real node');
 
 const NAME = 'kv';
 const SOURCE = 'scenarios';
@@ -85,7 +81,7 @@ function previousEtcd(): string {
   return out.trim().split('\n').at(-1)!;
 }
 
-(runs ? describe : describe.skip)('end-to-end scenarios on a real node, the controller reconciling', () => {
+describeOnNode('end-to-end scenarios on a real node, the controller reconciling', () => {
   let plane: ControlPlane;
   let controllers: Controllers;
   let node: RealNode;

@@ -6,6 +6,9 @@
 #                           (./kubelet/go.mod: the kubelet needs modules ../go.mod does
 #                           not list, and changing ../go.mod would rebuild the whole
 #                           control plane);
+#   kube-proxy              the same release, in ./kube-proxy (the kubelet's module, copied,
+#                           with the modules kube-proxy needs besides): a Service's
+#                           ClusterIP routes (the controller pod's `kubernetes` Service);
 #   containerd, ctr, containerd-shim-runc-v2
 #                           containerd 2.x, the runtime this kubelet talks CRI to, with
 #                           its client (images are imported with `ctr`) and runc shim;
@@ -16,7 +19,8 @@
 #   coredns                 the cluster DNS (member names of a headless Service), with
 #                           the plugins it needs only (./coredns: its own module, as
 #                           CoreDNS pins k8s.io/* of its own);
-# and installs runc from Debian's packages when it is missing (see install_runc).
+# and installs runc, and iptables for kube-proxy, from Debian's packages when they are
+# missing (see install_debian).
 # containerd and the plugins have their own module (./go.mod): containerd 2.4 pins
 # k8s.io/* v0.37, which must not move the control plane's v0.36.
 #
@@ -29,7 +33,7 @@
 # Usage: build.sh [BINARY...]   (no BINARY: all of them, plus runc)
 # Environment: as ../build.sh (DKV_CONTROL_PLANE_CACHE, DKV_CONTROL_PLANE_REBUILD=1,
 #   DKV_BUILD_PARALLELISM), and DKV_NODE_NO_APT=1 to never run apt-get (then a
-#   missing runc is an error).
+#   missing runc or iptables is an error).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -41,9 +45,11 @@ log() { printf 'node/build.sh: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 k8s_version="$(modver k8s.io/kubernetes "$cluster/go.mod")"
-kubelet_k8s_version="$(modver k8s.io/kubernetes "$here/kubelet/go.mod")"
-[[ "$k8s_version" == "$kubelet_k8s_version" ]] ||
-  die "the kubelet's k8s.io/kubernetes ($kubelet_k8s_version, $here/kubelet/go.mod) is not the control plane's ($k8s_version, $cluster/go.mod): copy the new release's require and replace lines there too"
+for module in kubelet kube-proxy; do
+  module_k8s_version="$(modver k8s.io/kubernetes "$here/$module/go.mod")"
+  [[ "$k8s_version" == "$module_k8s_version" ]] ||
+    die "the $module's k8s.io/kubernetes ($module_k8s_version, $here/$module/go.mod) is not the control plane's ($k8s_version, $cluster/go.mod): copy the new release's require and replace lines there too"
+done
 containerd_version="$(modver github.com/containerd/containerd/v2)"
 cni_version="$(modver github.com/containernetworking/plugins)"
 coredns_version="$(modver github.com/coredns/coredns "$here/coredns/go.mod")"
@@ -65,7 +71,7 @@ ldflags_cni="-s -w -X github.com/containernetworking/plugins/pkg/utils/buildvers
 ldflags_coredns="-s -w"
 
 cni_plugins=(bridge host-local loopback portmap)
-all_binaries=(kubelet containerd containerd-shim-runc-v2 ctr "${cni_plugins[@]}" pause coredns)
+all_binaries=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr "${cni_plugins[@]}" pause coredns)
 
 if (($# > 0)); then wanted=("$@"); else wanted=("${all_binaries[@]}"); fi
 for b in "${wanted[@]}"; do
@@ -78,7 +84,7 @@ binary_place() { if is_cni "$1"; then echo "cni/$1"; else echo "$1"; fi; }
 stamp_versions() { echo "k8s=${k8s_version} containerd=${containerd_version} cni=${cni_version} coredns=${coredns_version}"; }
 report_built() { # $1 = binary, $2 = file
   case "$1" in
-    kubelet | containerd) "$2" --version >&2 ;;
+    kubelet | kube-proxy | containerd) "$2" --version >&2 ;;
     coredns) "$2" -version >&2 ;;
     ctr | containerd-shim-runc-v2) "$2" -v >&2 ;;
     *) ;;
@@ -90,7 +96,7 @@ recipe_key() { # $1 = binary
   {
     printf 'recipe=1 binary=%s CGO_ENABLED=0 -trimpath\n' "$1"
     case "$1" in
-      kubelet) cat "$here/kubelet/go.mod" "$here/kubelet/go.sum"; printf '%s\n' "$ldflags_k8s" ;;
+      kubelet | kube-proxy) cat "$here/$1/go.mod" "$here/$1/go.sum"; printf '%s\n' "$ldflags_k8s" ;;
       containerd-shim-runc-v2) cat "$here/go.mod" "$here/go.sum"; printf '%s\n%s\n' "$ldflags_containerd" "$tags_shim" ;;
       containerd | ctr) cat "$here/go.mod" "$here/go.sum"; printf '%s\n%s\n' "$ldflags_containerd" "$tags_containerd" ;;
       pause) cat "$here/go.mod" "$here/pause/main.go" ;;
@@ -103,7 +109,7 @@ recipe_key() { # $1 = binary
 build_command() { # $1 = binary, $2 = output file: sets cmd and dir
   local gb=(go build -mod=readonly -p "$parallelism" -trimpath)
   case "$1" in
-    kubelet) dir="$here/kubelet"; cmd=("${gb[@]}" -ldflags "$ldflags_k8s" -o "$2" k8s.io/kubernetes/cmd/kubelet) ;;
+    kubelet | kube-proxy) dir="$here/$1"; cmd=("${gb[@]}" -ldflags "$ldflags_k8s" -o "$2" "k8s.io/kubernetes/cmd/$1") ;;
     containerd | ctr) cmd=("${gb[@]}" -tags "$tags_containerd" -ldflags "$ldflags_containerd" -o "$2" "github.com/containerd/containerd/v2/cmd/$1") ;;
     containerd-shim-runc-v2) cmd=("${gb[@]}" -tags "$tags_shim" -ldflags "$ldflags_containerd" -o "$2" "github.com/containerd/containerd/v2/cmd/$1") ;;
     pause) cmd=("${gb[@]}" -ldflags "-s -w" -o "$2" ./pause) ;;
@@ -118,17 +124,22 @@ build_command() { # $1 = binary, $2 = output file: sets cmd and dir
 # the Go runtime starts, and seccomp goes through libseccomp), while every build
 # here is CGO_ENABLED=0 with the Go toolchain alone; Debian's package is that C
 # built and maintained, and CI machines reach Debian's packages like this one.
-install_runc() {
-  if command -v runc >/dev/null; then return 0; fi
-  [[ "${DKV_NODE_NO_APT:-0}" != 1 ]] || die "runc is not installed and DKV_NODE_NO_APT=1 (apt-get install -y runc)"
-  command -v apt-get >/dev/null || die "runc is not installed and there is no apt-get to install it"
-  log "installing runc from Debian's packages ..."
-  { apt-get install -y --no-install-recommends runc || { apt-get update && apt-get install -y --no-install-recommends runc; }; } >&2 ||
-    die "apt-get install runc failed"
+# iptables (Debian's iptables-nft, for kube-proxy's rules in the node's namespace) likewise:
+# userland C around netlink, not a Go module.
+install_debian() { # $1 = a command the package gives, $2 = the package
+  if command -v "$1" >/dev/null; then return 0; fi
+  [[ "${DKV_NODE_NO_APT:-0}" != 1 ]] || die "$1 is not installed and DKV_NODE_NO_APT=1 (apt-get install -y $2)"
+  command -v apt-get >/dev/null || die "$1 is not installed and there is no apt-get to install $2"
+  log "installing $2 from Debian's packages ..."
+  { apt-get install -y --no-install-recommends "$2" || { apt-get update && apt-get install -y --no-install-recommends "$2"; }; } >&2 ||
+    die "apt-get install $2 failed"
 }
 
 out="$cache_root/node-k8s-${k8s_version}-containerd-${containerd_version}-cni-${cni_version}"
 
-(($# > 0)) || install_runc
+if (($# == 0)); then
+  install_debian runc runc
+  install_debian iptables-restore iptables
+fi
 
 build_stamped "$out" "${wanted[@]}"
