@@ -16,7 +16,7 @@
  * run, floor and backup alike in each:
  *
  * - shared: every process may run on every core, as on a developer's
- *   machine: the S3 server takes its CPU (some 3.1-4.3 CPU-seconds per
+ *   machine: the S3 server takes its CPU (some 2.5-4.5 CPU-seconds per
  *   1.1 GiB received) from the cores the member and the runner need, which
  *   the floor never pays;
  * - split: the etcd members pinned to all cores but the first, and the S3
