@@ -5,10 +5,17 @@
  * modules: fetch cannot present a client certificate without a dispatcher
  * from a package the toolkit does not ship.
  */
-import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+
+/**
+ * node:http through require, not an ES import: importing a built-in module reads every one of its exports, and
+ * three of node:http's (WebSocket, CloseEvent, MessageEvent) load undici, Node's fetch, which nothing here calls:
+ * some 10 ms of every `dkv backup`'s start before the snapshot is asked for (test/backup/backup-start.test.ts).
+ */
+const { request: httpRequest } = createRequire(import.meta.url)('node:http') as typeof import('node:http');
 
 /** A client certificate, its key and the CA that signed the members' certificate, PEM. */
 export interface EtcdClientTls {

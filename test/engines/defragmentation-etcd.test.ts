@@ -63,17 +63,26 @@ describeWithEtcd('defragmentation of a real etcd cluster', () => {
       }
       // A request fails only at the member being defragmented, and only while it is.
       const elsewhere = load.requests.filter((r) => r.error && !busy.some((b) => b.pod === r.pod && r.start < b.end && r.end > b.start));
-      // Except one kind, not the defragmentation's: a request in flight while leadership moves. etcd's leader drops
-      // proposals during a transfer (raft's leadTransferee), and the member that forwarded one answers "request timed
-      // out" after 7 s. Every leader-last step pays it (the upgrade too); counted and printed, and nothing else may fail.
-      const duringTransfer = (r: Request) => transfers.some((t) => r.start <= t.end && r.end >= t.start);
-      expect({ failed: elsewhere.filter((r) => !duringTransfer(r)), steps }).toEqual({ failed: [], steps });
+      // Except what etcd answers a request in flight when leadership moves, not the defragmentation's doing; every
+      // leader-last step pays it (the upgrade too). These answers only, each seen in these runs (2026-11-27):
+      // - a read waiting on the old leader's read index fails at once, "etcdserver: leader changed" (gRPC Unavailable,
+      //   503 at the gateway); etcd's Go client retries it by itself (an Unavailable on an immutable RPC);
+      // - a write whose proposal reaches the leader while it hands over is dropped by raft (leadTransferee set) and
+      //   never applied. Taken by the leader itself, it fails at once, "raft proposal dropped" (500, gRPC Unknown);
+      //   forwarded by a follower, that member answers "etcdserver: request timed out" (sometimes "…, possibly due to
+      //   previous leader failure") after its request timeout, 5 s + 2 election timeouts = 7 s. The Go client retries
+      //   neither (a write is sent at most once), so its caller sees the error.
+      // Counted and printed; any other failure, or one of these outside a transfer, fails the test.
+      const atLeaderChange = (r: Request) => transfers.some((t) => r.start <= t.end && r.end >= t.start)
+        && ((r.kind === 'range' && /etcdserver: leader changed/.test(r.error ?? ''))
+          || (r.kind === 'put' && /etcdserver: request timed out|raft proposal dropped/.test(r.error ?? '')));
+      expect({ failed: elsewhere.filter((r) => !atLeaderChange(r)), steps }).toEqual({ failed: [], steps });
       expect(monitor.violations).toEqual([]);
       expect(monitor.maxDown()).toBeLessThanOrEqual(1);
       const failedAtBusy = load.requests.filter((r) => r.error).length - elsewhere.length;
       const slowest = busy.map((b) => b.end - b.start);
       console.log(`defragmentation of 5 members under load (${new Date().toISOString()}): ${load.requests.length} requests, ${failedAtBusy} failed at the member being defragmented, `
-        + `${elsewhere.length} elsewhere, all in flight during the leadership transfer; ${before.members.map((m) => `${m.name} ${(m.dbSizeBytes! / MIB).toFixed(1)}→${(after.members.find((a) => a.id === m.id)!.dbSizeBytes! / MIB).toFixed(1)} MiB`).join(', ')}; `
+        + `${elsewhere.length} elsewhere, all in flight during the leadership transfer (reads ${elsewhere.filter((r) => r.kind === 'range').length}, writes ${elsewhere.filter((r) => r.kind === 'put').length}); ${before.members.map((m) => `${m.name} ${(m.dbSizeBytes! / MIB).toFixed(1)}→${(after.members.find((a) => a.id === m.id)!.dbSizeBytes! / MIB).toFixed(1)} MiB`).join(', ')}; `
         + `defragmentations took ${slowest.join(', ')} ms; ${monitor.readings.length} monitor readings, at most ${monitor.maxDown()} member(s) down, longest election ${monitor.longestElectionMs} ms`);
     } finally {
       await load.stop();
