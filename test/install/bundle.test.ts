@@ -148,7 +148,7 @@ describe('the controller\'s permissions', () => {
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name, namespace: account.metadata.namespace }]);
   });
 
-  it('never grant a wildcard, RBAC, impersonation or escalation, and on Secrets only the webhook certificate\'s, in the controller\'s namespace, and the clusters\' TLS Secrets: listed and watched by label, created, replaced with a version precondition (rotation), deleted only to revoke a removed client identity, never read by name or patched', () => {
+  it('never grant a wildcard, RBAC, impersonation or escalation, and on Secrets only the webhook certificate\'s, in the controller\'s namespace, and the clusters\' TLS Secrets: listed and watched by label, created, replaced with a version precondition (rotation, renewal), deleted only to revoke a removed client identity, never read by name or patched', () => {
     const certificateRole = one(objects, 'Role', 'dkv-controller-webhook-certificate');
     expect(certificateRole.metadata.namespace).toBe('dkv-system');
     // create cannot be limited to a name (it is in the body); reading and replacing can.
@@ -160,9 +160,10 @@ describe('the controller\'s permissions', () => {
     for (const call of ["request('GET', this.secretPath)", "request('PUT', this.secretPath", "request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`"]) expect(rotation).toContain(call);
     const tlsSecrets = rules.filter((r) => r.resources.includes('secrets'));
     expect(tlsSecrets).toEqual([{ apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create', 'update', 'delete'] }]);
-    // update: the rotation's PUT, always with the resourceVersion it read (never a patch, which needs none).
-    expect(source('reconciler/core/certificate-rotation-writes.ts')).toContain("request('PUT', resourcePath('v1', 'Secret', namespace, update.name)");
-    expect(source('reconciler/core/certificate-rotation-writes.ts')).toContain('resourceVersion: update.resourceVersion');
+    // update: the rotation's and the client identities' renewal PUT (one function), always with the resourceVersion it read (never a patch, which needs none).
+    expect(source('reconciler/core/secret-updates.ts')).toContain("request('PUT', resourcePath('v1', 'Secret', cached.metadata.namespace!, update.name)");
+    expect(source('reconciler/core/secret-updates.ts')).toContain('resourceVersion: update.resourceVersion');
+    for (const caller of ['reconciler/core/certificate-rotation-writes.ts', 'reconciler/core/client-identity-writes.ts']) expect(source(caller)).toContain('await updateSecret(ctx, ');
     // create: the TLS step's Secrets, POSTed (never applied: an issued Secret is not rewritten); list and watch: the label-selected cache.
     expect(source('reconciler/core/execute-writes.ts')).toContain("request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, { body })");
     expect(ISSUED_KINDS).toEqual([{ apiVersion: 'v1', kind: 'Secret' }]);
@@ -199,7 +200,7 @@ describe('the controller\'s permissions', () => {
     { resource: 'batch/jobs', verbs: ['delete'], file: 'reconciler/core/controller.ts', call: "request('DELETE', resourcePath('batch/v1', 'Job', j.metadata.namespace, j.metadata.name)" },
     { resource: '/secrets', verbs: ['create'], file: 'reconciler/core/execute-writes.ts', call: "request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, { body })" },
     { resource: '/secrets', verbs: ['delete'], file: 'reconciler/core/client-identity-writes.ts', call: "request('DELETE', path, { body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: secret.metadata.uid } } })" },
-    { resource: '/secrets', verbs: ['update'], file: 'reconciler/core/certificate-rotation-writes.ts', call: "request('PUT', resourcePath('v1', 'Secret', namespace, update.name)" },
+    { resource: '/secrets', verbs: ['update'], file: 'reconciler/core/secret-updates.ts', call: "request('PUT', resourcePath('v1', 'Secret', cached.metadata.namespace!, update.name)" },
     { resource: '/pods', verbs: ['list'], file: 'reconciler/day2/member-pods.ts', call: "('GET', resourcePath('v1', 'Pod', namespace)" },
     { resource: '/pods', verbs: ['delete'], file: 'reconciler/core/execute-writes.ts', call: "request('DELETE', resourcePath('v1', 'Pod', namespace, pod.name)" },
     { resource: '/persistentvolumeclaims', verbs: ['get'], file: 'reconciler/day2/storage-step.ts', call: "getOrUndefined<ClaimObject>(client, resourcePath('v1', 'PersistentVolumeClaim', namespace, name))" },
