@@ -245,6 +245,15 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     live.set(name, cached ?? found);
   }));
 
+  // The StatefulSet this reconcile began with (own.statefulSet, read before the membership calls) is gone or another one
+  // now: deleted meanwhile, as the storage step's replacement does. What was rendered from it (the members' quota, from
+  // its volumes' size) is stale, and writing it would create the replacement with that: look again at once instead.
+  const liveStatefulSet = live.get(objectName(desired.find((o) => o.kind === 'StatefulSet')!));
+  if (own.statefulSet && liveStatefulSet?.metadata.uid !== own.statefulSet.metadata.uid) {
+    ctx.log.info('the StatefulSet changed during the reconcile: looking again', { key });
+    return { requeueAfterMs: 0 };
+  }
+
   // The shard bucket goes on what this cluster creates or controls, not on objects another tool
   // applied from `dkv synth` output (those are left unwritten while identical), nor in detect-only mode.
   if (!detectOnly) {
