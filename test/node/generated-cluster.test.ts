@@ -86,9 +86,12 @@ describeOnNode('the generated StatefulSet of a 3-member cluster on a real node',
    */
   const warnings = async (namespace: string, formedAt: number): Promise<string[]> => {
     const events = await client.request('GET', `/api/v1/namespaces/${namespace}/events`);
-    const whileForming = (e: any) => e.reason === 'Unhealthy' && /^Readiness probe failed: HTTP probe failed with statuscode: 503$/.test(e.message)
-      // Event times have a resolution of a second.
-      && Date.parse(e.lastTimestamp ?? e.eventTime) <= formedAt + 1000;
+    // Allowed only while the members form (event times have a resolution of a second): a member not ready before it has
+    // a leader (503), and kube-scheduler looking at a new pod before its cache shows the claim the StatefulSet controller
+    // created first (FailedScheduling, retried as soon as the claim arrives: the pod is scheduled and becomes Ready).
+    const whileForming = (e: any) => Date.parse(e.lastTimestamp ?? e.eventTime) <= formedAt + 1000 && (
+      (e.reason === 'Unhealthy' && /^Readiness probe failed: HTTP probe failed with statuscode: 503$/.test(e.message))
+      || (e.reason === 'FailedScheduling' && /persistentvolumeclaim "data-[a-z0-9-]+" not found/.test(e.message)));
     return (events.items as any[]).filter((e) => e.type === 'Warning' && !(e.reason === 'Unhealthy' && /^Startup probe failed: .*connect: connection refused$/.test(e.message)) && !whileForming(e))
       .map((e) => `${e.involvedObject.kind}/${e.involvedObject.name} ${e.reason}: ${e.message}`);
   };
