@@ -1,7 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Problem } from '../api/problem.js';
-import { manifestFileName } from './render.js';
+import { changesFromLastRun } from './last-run-changes.js';
 import type { SpecDocument } from './read-specs.js';
 
 /**
@@ -20,23 +18,15 @@ import type { SpecDocument } from './read-specs.js';
  * `spec.tls.mode: disabled` to keep plain HTTP.
  */
 export function peerSchemeChanges(specs: readonly SpecDocument[], rendered: ReadonlyMap<string, string>, outDir: string): Problem[] {
-  const problems: Problem[] = [];
-  for (const spec of specs) {
-    const name = manifestFileName(spec);
-    const path = join(outDir, name);
-    const next = peerScheme(rendered.get(name));
-    if (!next || !existsSync(path)) continue;
-    const running = peerScheme(readFileSync(path, 'utf8'));
-    if (!running || running === next) continue;
+  return changesFromLastRun(specs, rendered, outDir, peerScheme, (spec, path, running, next) => {
     const keep = running === 'http'
       ? 'set spec.tls.mode: disabled (or spec.tls.peer.enabled: false) to keep plain HTTP'
       : 'keep spec.tls as it was';
-    problems.push({
+    return {
       file: spec.file, path: 'spec.tls', line: spec.line,
       message: `would move ${spec.resource.metadata.name}'s peer traffic from ${running} to ${next}, but ${path} runs it on ${running}: every member's peer URL would change in one rollout and the cluster would lose its quorum (a manifest cannot move members one at a time: the controller does, switching each member's peer URL through the membership between restarts, once the DistributedKV it reconciles says spec.tls.mode: operator; docs/security.md); ${keep}`,
-    });
-  }
-  return problems;
+    };
+  });
 }
 
 /** The scheme of the members' peer listener in a manifest, if it has etcd members. */

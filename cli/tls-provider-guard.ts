@@ -1,7 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Problem } from '../api/problem.js';
-import { manifestFileName } from './render.js';
+import { changesFromLastRun } from './last-run-changes.js';
 import type { SpecDocument } from './read-specs.js';
 
 /**
@@ -17,20 +15,10 @@ import type { SpecDocument } from './read-specs.js';
  * members' CRL flags, which only the operator mode renders.
  */
 export function tlsProviderChanges(specs: readonly SpecDocument[], rendered: ReadonlyMap<string, string>, outDir: string): Problem[] {
-  const problems: Problem[] = [];
-  for (const spec of specs) {
-    const name = manifestFileName(spec);
-    const path = join(outDir, name);
-    const next = provider(rendered.get(name));
-    if (!next || !existsSync(path)) continue;
-    const running = provider(readFileSync(path, 'utf8'));
-    if (!running || running === next) continue;
-    problems.push({
-      file: spec.file, path: 'spec.tls.mode', line: spec.line,
-      message: `would move ${spec.resource.metadata.name}'s certificates from ${describe(running)} to ${describe(next)}, but ${path} runs them from ${describe(running)}: the members trust the CA they started with, and the new leaves would lock them out of each other (switching a running cluster's certificate provider is not built: docs/security.md, "cert-manager"); keep spec.tls.mode: ${running}`,
-    });
-  }
-  return problems;
+  return changesFromLastRun(specs, rendered, outDir, provider, (spec, path, running, next) => ({
+    file: spec.file, path: 'spec.tls.mode', line: spec.line,
+    message: `would move ${spec.resource.metadata.name}'s certificates from ${describe(running)} to ${describe(next)}, but ${path} runs them from ${describe(running)}: the members trust the CA they started with, and the new leaves would lock them out of each other (switching a running cluster's certificate provider is not built: docs/security.md, "cert-manager"); keep spec.tls.mode: ${running}`,
+  }));
 }
 
 const describe = (p: 'operator' | 'cert-manager'): string => (p === 'operator' ? 'the controller\'s CA (mode operator)' : 'cert-manager (mode cert-manager)');
