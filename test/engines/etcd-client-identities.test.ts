@@ -10,19 +10,19 @@
  * backup runner's snapshot keep working with authentication on, as root.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadDefaultConfig } from '../../api/config.js';
 import { EtcdMembership } from '../../engines/etcd/membership.js';
-import { clientTlsFromDirectory, tlsAgent, type EtcdClientTls } from '../../engines/etcd/etcd-http.js';
+import { tlsAgent, type EtcdClientTls } from '../../engines/etcd/etcd-http.js';
 import { postAs } from '../../engines/etcd/etcd-auth.js';
 import { streamEtcdSnapshot } from '../../engines/etcd/snapshot.js';
 import type { KubeClient } from '../../kube/client.js';
 import { describeWithCluster, eventually } from '../cluster/kube.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 import { clusterPath, createCluster } from '../integration/controller-harness.js';
-import { apiServerSecrets, issuedClientTls, memberClientTls } from '../support/etcd-members.js';
+import { apiServerSecrets, issuedClientTls, memberClientTls, mountedIdentity } from '../support/etcd-members.js';
 import { EtcdGrpcClient, GrpcError } from '../support/etcd-grpc.js';
 import { EtcdTestBed } from '../support/etcd-test-bed.js';
 import { InvariantMonitor } from '../support/invariant-monitor.js';
@@ -51,12 +51,7 @@ describeWithCluster('client identities on real etcd members', () => {
     return data && { ca: data['ca.crt'], cert: data['tls.crt'], key: data['tls.key'] };
   };
   /** The root identity as the backup runner loads it: the mounted Secret's files (clientTlsFromDirectory). */
-  const rootFromMount = async (): Promise<EtcdClientTls | undefined> => {
-    const data = await secret(`${NAME}-etcd-root`);
-    if (!data) return undefined;
-    for (const [file, value] of Object.entries(data)) writeFileSync(join(dir, file), value);
-    return clientTlsFromDirectory(dir);
-  };
+  const rootFromMount = () => mountedIdentity(secret, `${NAME}-etcd-root`, dir);
   const url = (pod = `${NAME}-0`) => bed.cluster.addressOf(pod).clientUrl;
   const asRoot = async (path: string, body: unknown) => {
     const answer = await postAs(url() + path, JSON.stringify(body), AbortSignal.timeout(5000), tlsAgent(root!), root);

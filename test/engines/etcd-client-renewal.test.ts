@@ -11,19 +11,19 @@
  * expire, and the controller goes on calling the members as root.
  */
 import { createHash, X509Certificate } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadDefaultConfig } from '../../api/config.js';
 import { EtcdMembership } from '../../engines/etcd/membership.js';
-import { clientTlsFromDirectory, tlsAgent, type EtcdClientTls } from '../../engines/etcd/etcd-http.js';
+import { tlsAgent, type EtcdClientTls } from '../../engines/etcd/etcd-http.js';
 import { postAs } from '../../engines/etcd/etcd-auth.js';
 import { streamEtcdSnapshot } from '../../engines/etcd/snapshot.js';
 import { realClock, type Clock } from '../../kube/clock.js';
 import { describeWithCluster, eventually } from '../cluster/kube.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 import { clusterPath, createCluster } from '../integration/controller-harness.js';
-import { apiServerSecrets, memberClientTls } from '../support/etcd-members.js';
+import { apiServerSecrets, memberClientTls, mountedIdentity } from '../support/etcd-members.js';
 import { EtcdGrpcClient } from '../support/etcd-grpc.js';
 import { EtcdTestBed } from '../support/etcd-test-bed.js';
 import { InvariantMonitor } from '../support/invariant-monitor.js';
@@ -58,12 +58,7 @@ describeWithCluster('client identities\' certificates renewed on real etcd membe
     const secret = (name: string) => apiServerSecrets(client, namespace)(name);
     const identity = (data: Record<string, string>): EtcdClientTls => ({ ca: data['ca.crt'], cert: data['tls.crt'], key: data['tls.key'] });
     /** The root identity as the backup runner loads it: the mounted Secret's files. */
-    const rootFromMount = async (): Promise<EtcdClientTls | undefined> => {
-      const data = await secret(`${NAME}-etcd-root`);
-      if (!data) return undefined;
-      for (const [file, value] of Object.entries(data)) writeFileSync(join(dir, file), value);
-      return clientTlsFromDirectory(dir);
-    };
+    const rootFromMount = () => mountedIdentity(secret, `${NAME}-etcd-root`, dir);
     const url = (pod = `${NAME}-0`) => bed.cluster.addressOf(pod).clientUrl;
     const authEnabled = async (root: EtcdClientTls) => {
       const answer = await postAs(url() + '/v3/auth/status', '{}', AbortSignal.timeout(5000), tlsAgent(root), root);

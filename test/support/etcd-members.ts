@@ -33,7 +33,7 @@ import { byRole, synth } from '../generator/support.js';
 import { eventually } from './eventually.js';
 import { httpProbe } from './http-probe.js';
 import { liveTlsOf, tlsSecretNames } from '../../engines/etcd/tls-files.js';
-import { tlsAgent, type EtcdClientTls } from '../../engines/etcd/etcd-http.js';
+import { clientTlsFromDirectory, tlsAgent, type EtcdClientTls } from '../../engines/etcd/etcd-http.js';
 import { authoritySecretData, issueClusterCertificates, leafSecretData, REVOCATION_LIST_KEY, revocationListData } from '../../engines/etcd/certificates.js';
 import { decodeSecretData, secretValueBytes } from '../../engines/etcd/secret-data.js';
 import { clusterIdentity } from '../../model/cluster-identity.js';
@@ -451,6 +451,19 @@ export async function startLocalEtcdCluster(
   trustClient([...addresses.values()], client);
   const membership = new EtcdMembership(() => [...addresses.keys()], (pod) => addresses.get(pod)!, 3000, undefined, client);
   return { cluster, pods, membership, client, secrets };
+}
+
+/**
+ * The identity in Secret `name` as a process that mounts the Secret loads it
+ * (the backup runner: every key a file in `dir`, read by
+ * clientTlsFromDirectory, root's username and password included); undefined
+ * while the Secret does not exist.
+ */
+export async function mountedIdentity(read: SecretReader, name: string, dir: string): Promise<EtcdClientTls | undefined> {
+  const data = await read(name);
+  if (!data) return undefined;
+  for (const [file, value] of Object.entries(data)) writeFileSync(join(dir, file), value);
+  return clientTlsFromDirectory(dir);
 }
 
 /** The Secrets of a namespace as the kubelet reads them (decoded), from the API server: a LocalEtcdCluster's SecretReader. */
