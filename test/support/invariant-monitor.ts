@@ -10,7 +10,7 @@
  */
 import { hasQuorum, type Membership } from '../../engines/membership.js';
 
-export interface Reading { at: number; voters: number; learners: number; down: number; electing: number; quorum: boolean; problems: string }
+export interface Reading { at: number; voters: number; learners: number; down: number; electing: number; quorum: boolean; problems: string; leader?: string }
 
 /**
  * How long the voters may go without an agreed leader. A leadership transfer
@@ -32,6 +32,15 @@ export class InvariantMonitor {
   private leaderlessSince?: number;
   /** The longest such run seen, for the printed figures. */
   longestElectionMs = 0;
+  /**
+   * Each time a reading named another leader than the reading before it (by
+   * member name), as `<from> -> <to>`: an election after the leader stopped, or
+   * a transfer. A leader change fails every linearizable read in flight
+   * (etcd's ErrLeaderChanged), which a member's /readyz is: a readiness 503
+   * on a running member is explained by one of these, and by nothing else.
+   */
+  readonly leaderChanges: string[] = [];
+  private lastLeader?: string;
 
   constructor(private readonly membership: Pick<Membership, 'status'>) {}
 
@@ -69,7 +78,8 @@ export class InvariantMonitor {
       const electing = voters.filter((m) => m.problem === 'no leader' || m.problem === 'etcdserver: no leader').length;
       const down = voters.filter((m) => !m.healthy).length - electing;
       const problems = voters.filter((m) => !m.healthy).map((m) => `${m.name}: ${m.problem}`).join('; ');
-      return { at, voters: voters.length, learners: s.members.length - voters.length, down, electing, quorum: hasQuorum({ voters: voters.length, healthyVoters: voters.length - down }), problems };
+      const leader = s.members.find((m) => m.id === s.leaderId)?.name || s.leaderId;
+      return { at, voters: voters.length, learners: s.members.length - voters.length, down, electing, quorum: hasQuorum({ voters: voters.length, healthyVoters: voters.length - down }), problems, leader };
     } catch (e) {
       return { at, voters: 0, learners: 0, down: Infinity, electing: 0, quorum: false, problems: (e as Error).message };
     }
@@ -79,6 +89,10 @@ export class InvariantMonitor {
     const { at } = reading;
     const previous = this.readings.at(-1);
     this.readings.push(reading);
+    if (reading.leader) {
+      if (this.lastLeader && reading.leader !== this.lastLeader) this.leaderChanges.push(`${this.lastLeader} -> ${reading.leader}`);
+      this.lastLeader = reading.leader;
+    }
     if (!reading.quorum) this.violations.push(`quorum lost at ${at} (${reading.problems})`);
     if (reading.down > 1) this.violations.push(`${reading.down} voting members down at ${at} (${reading.problems})`);
     if (reading.learners > 1) this.violations.push(`${reading.learners} learners at once at ${at}`);
