@@ -79,7 +79,8 @@ export class InvariantMonitor {
       const down = voters.filter((m) => !m.healthy).length - electing;
       const problems = voters.filter((m) => !m.healthy).map((m) => `${m.name}: ${m.problem}`).join('; ');
       const leader = s.members.find((m) => m.id === s.leaderId)?.name || s.leaderId;
-      return { at, voters: voters.length, learners: s.members.length - voters.length, down, electing, quorum: hasQuorum({ voters: voters.length, healthyVoters: voters.length - down }), problems, leader };
+      const quorum = hasQuorum({ voters: voters.length, healthyVoters: voters.length - down });
+      return { at, voters: voters.length, learners: s.members.length - voters.length, down, electing, quorum, problems, leader };
     } catch (e) {
       return { at, voters: 0, learners: 0, down: Infinity, electing: 0, quorum: false, problems: (e as Error).message };
     }
