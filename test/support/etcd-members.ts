@@ -155,6 +155,21 @@ export class LocalEtcdCluster {
     return address;
   }
 
+  /**
+   * The client URL of a member with the scheme its running process serves
+   * (from its own `--listen-client-urls`; https where it serves both), for an
+   * observer that must reach every member that is up: a client moving to
+   * https during a migration (useClientScheme) does so when it reads the
+   * migration's phase, and a member restarted https-only before that is still
+   * up. Before a member started, the address as addressOf gives it.
+   */
+  servingClientUrl(pod: string): string {
+    const address = this.addressOf(pod);
+    const listen = this.members.get(pod)?.args.find((a) => a.startsWith('--listen-client-urls='));
+    if (!listen) return address.clientUrl;
+    return address.clientUrl.replace(/^https?:/, listen.includes('https://') ? 'https:' : 'http:');
+  }
+
   /** A free port that no member was given yet: the system may hand out a port again once it was closed. */
   private async unusedPort(): Promise<number> {
     for (;;) {

@@ -118,10 +118,11 @@ export class EtcdTestBed {
   /**
    * The members as etcd's client API answers, read directly (not through the
    * controller): over TLS with the members' own certificate, read when it
-   * calls (the members' Secrets exist only once the controller issued them).
+   * calls (the members' Secrets exist only once the controller issued them),
+   * at the scheme each member serves now, whatever the tests' clients use.
    */
   membership(pods: readonly string[] = this.pods): EtcdMembership {
-    return new EtcdMembership(() => pods, (pod) => this.cluster.addressOf(pod).clientUrl, 1000, undefined, memberClientTls(this.cluster));
+    return new EtcdMembership(() => pods, (pod) => this.cluster.servingClientUrl(pod), 1000, undefined, memberClientTls(this.cluster));
   }
 
   /** An invariant monitor over the members (started by the test). */
