@@ -163,7 +163,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   };
   const planned = config.engine === 'etcd' ? tlsPlan(migrationRead) : { render: PLAIN, reach: PLAIN, issue: PLAIN };
   // mode cert-manager: the controller issues nothing, and checks what cert-manager wrote (cert-manager-tls-step.ts).
-  const certManager = planned.issue.mode === 'cert-manager' ? certManagerTlsStep({ tls: planned.issue, identity, namespace, config, secret: labelledSecret }) : undefined;
+  const certManager = planned.issue.mode === 'cert-manager' ? certManagerTlsStep({ tls: planned.issue, identity, namespace, config, secret: labelledSecret, now: new Date(ctx.now()) }) : undefined;
   const tlsDecision = certManager ?? await tlsStep({ tls: planned.issue, identity, namespace, config, now: new Date(ctx.now()), detectOnly, secret });
   // A migration does not restart members onto Secrets the controller cannot use: it holds where it is until they are fixed.
   const tlsPlanned = planned.migration && tlsDecision.problem ? tlsPlan({ ...migrationRead, certificatesIssued: false }) : planned;
@@ -316,7 +316,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
       // Read again with the members: a Switching phase shows only in their peer URLs (the template is the final one already).
       config.engine === 'etcd' ? tlsMigration(migrationRead, membership?.members) : undefined,
     ), tlsProblem,
-    certificateExpiring: rotation.certificateExpiring, rotated: rotation.rotated, tlsSecrets: certManager?.condition,
+    certificateExpiring: rotation.certificateExpiring ?? certManager?.certificateExpiring, rotated: rotation.rotated, tlsSecrets: certManager?.condition,
   });
 
   if (outcome.failures.length > 0) throw new Error(`${outcome.failures.length} write(s) failed: ${outcome.failures.join('; ')}`);

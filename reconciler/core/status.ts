@@ -38,7 +38,10 @@ export interface ObservedState {
   readonly networkPolicy?: { readonly state: 'Applied' | 'Withheld' | 'Off'; readonly condition: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string } };
   /** Monitoring on: whether the cluster's PodMonitor is applied or withheld for want of its CRD (day2/pod-monitor-step.ts). */
   readonly monitoring?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
-  /** The CertificateExpiring condition (operator-issued TLS only): True while a certificate is due for renewal and cannot be renewed. */
+  /**
+   * The CertificateExpiring condition: True while a certificate is due for renewal and cannot be renewed (mode operator,
+   * certificate-rotation-writes.ts), or cert-manager has not renewed one in time (mode cert-manager, day2/cert-manager-tls-step.ts).
+   */
   readonly certificateExpiring?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };
   /** The TLSSecretsReady condition (mode cert-manager only): the Secrets cert-manager writes are there and usable (day2/cert-manager-tls-step.ts). */
   readonly tlsSecrets?: { readonly status: 'True' | 'False'; readonly reason: string; readonly message: string };

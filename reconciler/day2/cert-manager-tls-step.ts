@@ -18,14 +18,23 @@
  * them because of it. cert-manager renews the Secrets in place; the kubelet
  * projects the new files and etcd reads the new leaf on its next handshake,
  * as with the controller's own rotation.
+ *
+ * What it watches of that renewal: each certificate in the Secrets (the
+ * members', the client's, the issuer's CA) that cert-manager should have
+ * renewed by now and has not is the `CertificateExpiring` condition, True
+ * once half the time between its renewal point and its expiry is gone: a
+ * leaf cert-manager renews at once at its renewal point, so that half is
+ * its failing, not its reconcile, and it leaves the other half to fix the
+ * issuer before the members refuse each other.
  */
 import type { CachedObject } from '../../kube/informer.js';
 import type { ClusterIdentity } from '../../model/cluster-identity.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
 import { needsCertificates, type TlsInEffect } from '../../model/tls.js';
-import { chainsTo, keyMatches, notAfter, splitBundle } from '../../model/certificates.js';
+import { chainsTo, describeCertificate, keyMatches, notAfter, splitBundle } from '../../model/certificates.js';
 import { decodeSecretData } from '../../engines/etcd/secret-data.js';
 import { tlsSecretNames } from '../../engines/etcd/tls-files.js';
+import { renewalTime } from '../../engines/etcd/certificate-rotation.js';
 import type { TlsDecision } from './tls-step.js';
 
 /** The `TLSSecretsReady` condition: the Secrets cert-manager writes are there and usable. */
@@ -39,6 +48,8 @@ export interface CertManagerTlsDecision extends TlsDecision {
   readonly condition?: SecretsReadyCondition;
   /** The Secrets are missing or unusable: a cluster without members gets none until they are right. */
   readonly holdMembers: boolean;
+  /** Whether a certificate cert-manager should have renewed runs out (see certManagerExpiring); once both Secrets are there. */
+  readonly certificateExpiring?: ExpiringCondition;
 }
 
 export interface CertManagerTlsInput {
@@ -48,6 +59,42 @@ export interface CertManagerTlsInput {
   readonly config: Pick<GeneratorConfig, 'tls'>;
   /** A cached Secret of the cluster's namespace by name, carrying the cluster's labels (cert-manager's secretTemplate puts them there). */
   readonly secret: (name: string) => CachedObject | undefined;
+  readonly now: Date;
+}
+
+/** The `CertificateExpiring` condition, as the operator mode's rotation reports it too. */
+export interface ExpiringCondition {
+  readonly status: 'True' | 'False';
+  readonly reason: 'AsExpected' | 'NotRenewed';
+  readonly message: string;
+}
+
+/** One certificate cert-manager (or, for the CA, whoever runs the issuer) keeps renewed, as a Secret holds it. */
+interface Watched {
+  readonly what: string;
+  readonly pem: string | undefined;
+  /** What to look at when it is not renewed. */
+  readonly fix: string;
+}
+
+/**
+ * The `CertificateExpiring` condition of this mode: True, naming each
+ * certificate, its expiry and where to look, once a certificate is past
+ * half the time between its renewal point (`fraction` of its validity, the
+ * Certificates' renewBeforePercentage) and its expiry, or expired.
+ */
+export function certManagerExpiring(watched: readonly Watched[], now: Date, fraction: number): ExpiringCondition {
+  const overdue = watched.flatMap(({ what, pem, fix }) => {
+    const validity = pem?.includes('-----BEGIN') ? describeCertificate(splitBundle(pem)[0] ?? '') : undefined;
+    if (!validity) return [];
+    const renewAt = renewalTime(validity, fraction).getTime();
+    const alarmAt = renewAt + (validity.notAfter.getTime() - renewAt) / 2;
+    if (now.getTime() < alarmAt) return [];
+    const expired = now.getTime() >= validity.notAfter.getTime();
+    return [`${what} ${expired ? 'expired' : 'expires'} ${validity.notAfter.toISOString()} (due for renewal since ${new Date(renewAt).toISOString()}): ${fix}`];
+  });
+  if (overdue.length === 0) return { status: 'False', reason: 'AsExpected', message: 'no certificate is overdue for renewal by cert-manager' };
+  return { status: 'True', reason: 'NotRenewed', message: overdue.join('; ') };
 }
 
 const REQUIRED_KEYS = ['tls.crt', 'tls.key', 'ca.crt'] as const;
@@ -97,6 +144,13 @@ export function certManagerTlsStep(input: CertManagerTlsInput): CertManagerTlsDe
     ...secretProblems(names.member, member!),
     ...secretProblems(names.client, client!, member!['ca.crt'] ? { secret: names.member, ca: member!['ca.crt'] } : undefined),
   ];
+  const certificateName = (name: string) => (input.secret(name)?.metadata.annotations?.['cert-manager.io/certificate-name'] as string | undefined) ?? name;
+  const renewedBy = (name: string) => `cert-manager has not renewed it: see kubectl describe certificate ${certificateName(name)} -n ${namespace}, and ${issuedBy}`;
+  const certificateExpiring = certManagerExpiring([
+    { what: `the members' certificate (Secret ${names.member})`, pem: member!['tls.crt'], fix: renewedBy(names.member) },
+    { what: `the client certificate (Secret ${names.client})`, pem: client!['tls.crt'], fix: renewedBy(names.client) },
+    { what: `the issuer's CA certificate (ca.crt of Secret ${names.member})`, pem: member!['ca.crt'], fix: `renew the CA of ${issuedBy}, then restart the members once cert-manager wrote it into both Secrets (docs/security.md, "Renewal: cert-manager's")` },
+  ], input.now, config.tls.renewalFraction);
   const expiry = (pem: string | undefined) => (pem?.includes('-----BEGIN') ? notAfter(pem) : undefined);
   const dates = {
     ...(expiry(member!['ca.crt']) ? { certificateAuthorityNotAfter: expiry(member!['ca.crt']) } : {}),
@@ -105,12 +159,13 @@ export function certManagerTlsStep(input: CertManagerTlsInput): CertManagerTlsDe
   };
   if (problems.length > 0) {
     const message = problems.join('; ');
-    return { create: [], status: { ...status, ...dates }, problem: message, holdMembers: true, condition: { status: 'False', reason: 'SecretInvalid', message } };
+    return { create: [], status: { ...status, ...dates }, problem: message, holdMembers: true, condition: { status: 'False', reason: 'SecretInvalid', message }, certificateExpiring };
   }
   return {
     create: [],
     status: { ...status, ...dates },
     holdMembers: false,
+    certificateExpiring,
     condition: { status: 'True', reason: 'SecretsReady', message: `the members' and the client certificate are issued by ${issuedBy} and renewed by cert-manager` },
     clientTls: tls.client ? { ca: client!['ca.crt'], cert: client!['tls.crt'], key: client!['tls.key'] } : undefined,
   };

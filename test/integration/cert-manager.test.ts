@@ -200,6 +200,8 @@ describeWithCluster('a cluster on cert-manager\'s certificates, through the cont
     expect(current.tls).toEqual(expect.objectContaining({ mode: 'cert-manager', peer: true, client: true, issuedBy: `cert-manager Issuer/${ISSUER}` }));
     expect(current.tls.memberCertificateNotAfter).toBe(describeCertificate(member['tls.crt'])!.notAfter.toISOString());
     expect(await condition('TLSSecretsReady')).toEqual(expect.objectContaining({ status: 'True', reason: 'SecretsReady' }));
+    // Fresh certificates: none overdue for renewal (the True side: cert-manager-tls-step.test.ts, with certificates dated back).
+    expect(await condition('CertificateExpiring')).toEqual(expect.objectContaining({ status: 'False', reason: 'AsExpected' }));
     // The members run without a CRL (cert-manager writes none) and on the certificate cert-manager wrote.
     const sts = await getObject('apps/v1', 'StatefulSet', NAME);
     // No StatefulSet before both Secrets existed (creation times, to the second).

@@ -33,7 +33,7 @@ const certificate = (name: string) => generated.find((o) => o.kind === 'Certific
 
 type Secret = Awaited<ReturnType<typeof certManagerSecret>>;
 const cache = (...secrets: Secret[]) => new Map<string, CachedObject>(secrets.map((s) => [s.metadata.name, secretObject(s) as unknown as CachedObject]));
-const input = (secrets: Map<string, CachedObject>): CertManagerTlsInput => ({ tls: tlsAsked(resource.spec), identity, namespace: 'shop', config, secret: (name) => secrets.get(name) });
+const input = (secrets: Map<string, CachedObject>, now = new Date()): CertManagerTlsInput => ({ tls: tlsAsked(resource.spec), identity, namespace: 'shop', config, secret: (name) => secrets.get(name), now });
 
 describe('the cert-manager TLS step', () => {
   let ca: KeyedCertificate;
@@ -94,6 +94,38 @@ describe('the cert-manager TLS step', () => {
     const decision = certManagerTlsStep(input(cache(member, stranger)));
     expect(decision.problem).toContain('Secret orders-tls-client: data.tls.crt is not signed by the CA the members trust (data.ca.crt of Secret orders-tls-member)');
   });
+
+  it('says when cert-manager has not renewed a certificate in time (CertificateExpiring), naming it, its Certificate and the issuer; not before half the time from its renewal point to its expiry', async () => {
+    // Leaves of 90 days and a CA of 365, renewed at two thirds of their life (tls.renewalFraction): a leaf from day 60, so overdue from day 75.
+    const issued = new Date('2026-01-01T00:00:00Z');
+    const day = (n: number) => new Date(issued.getTime() + n * 86_400_000);
+    const authority = await createCertificateAuthority('shop-ca', issued, 365);
+    const [leaf, clientLeaf, renewed] = await Promise.all([
+      certManagerSecret(certificate('orders-tls-member'), authority, { now: issued, days: 90 }),
+      certManagerSecret(certificate('orders-tls-client'), authority, { now: issued, days: 90 }),
+      certManagerSecret(certificate('orders-tls-member'), authority, { now: day(70), days: 90 }),
+    ]);
+    const expiring = (now: Date, member = leaf) => certManagerTlsStep(input(cache(member, clientLeaf), now)).certificateExpiring;
+    expect(expiring(day(1))).toEqual({ status: 'False', reason: 'AsExpected', message: 'no certificate is overdue for renewal by cert-manager' });
+    // Due for renewal since day 60: cert-manager renews at once, a failing one is not yet called out.
+    expect(expiring(day(74))?.status).toBe('False');
+    const overdue = expiring(day(76))!;
+    expect(overdue).toMatchObject({ status: 'True', reason: 'NotRenewed' });
+    expect(overdue.message).toContain(`the members' certificate (Secret orders-tls-member) expires ${day(90).toISOString().slice(0, 10)}`);
+    expect(overdue.message).toContain('kubectl describe certificate orders-tls-member -n shop, and cert-manager Issuer/shop-ca');
+    expect(overdue.message).toContain('the client certificate (Secret orders-tls-client) expires');
+    expect(overdue.message).not.toContain('CA certificate');
+    // Once cert-manager renewed the members' certificate, only the client's is named.
+    const one = expiring(day(76), renewed)!;
+    expect(one.status).toBe('True');
+    expect(one.message).not.toContain('orders-tls-member)');
+    expect(one.message).toContain('orders-tls-client');
+    expect(expiring(day(91))!.message).toContain(`the members' certificate (Secret orders-tls-member) expired ${day(90).toISOString().slice(0, 10)}`);
+    // The issuer's CA (365 days: due from day 243, overdue from day 304) is the issuer's to renew, and the members restart to trust a new one.
+    const ca = certManagerTlsStep(input(cache(renewed, await certManagerSecret(certificate('orders-tls-client'), authority, { now: day(300), days: 90 })), day(305))).certificateExpiring!;
+    expect(ca.status).toBe('True');
+    expect(ca.message).toMatch(/^the members' certificate .* expired .*; the issuer's CA certificate \(ca\.crt of Secret orders-tls-member\) expires .*: renew the CA of cert-manager Issuer\/shop-ca, then restart the members/);
+  }, 60_000);
 
   it('needs no Secret for a cluster whose listeners both run plain', () => {
     const decision = certManagerTlsStep({ ...input(cache()), tls: tlsAsked({ tls: { mode: 'cert-manager', peer: { enabled: false }, client: { enabled: false } } }) });
