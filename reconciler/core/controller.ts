@@ -210,6 +210,7 @@ export class Controller {
       fleet: () => this.fleet,
       writeEchoes: this.writeEchoes,
       podMonitorsServed: servedKindProbe(client, 'monitoring.coreos.com/v1', 'podmonitors', () => clock.now()),
+      certificatesServed: servedKindProbe(client, 'cert-manager.io/v1', 'certificates', () => clock.now()),
       log,
     };
   }

@@ -55,6 +55,8 @@ export interface ReconcileContext {
   readonly writeEchoes: WriteEchoes;
   /** Whether the API server serves PodMonitors (served-kind.ts), asked only while monitoring is on; default: discovery on every call. */
   readonly podMonitorsServed?: () => Promise<boolean>;
+  /** Whether the API server serves cert-manager's Certificates, asked only for a cluster in mode cert-manager; default as podMonitorsServed. */
+  readonly certificatesServed?: () => Promise<boolean>;
 }
 
 /** `Kind/name`: how objects are named in Events, status messages and the controller's memory. */

@@ -43,7 +43,7 @@ import { restoreSourceDecision, restoreSourceReader } from '../day2/restore-sour
 import { decideNetworkPolicy } from '../day2/network-policy-adoption.js';
 import { liveBackupFolder, s3PathClash } from './s3-path-claims.js';
 import { tlsSecretNames } from '../../engines/etcd/tls-files.js';
-import { PLAIN } from '../../model/tls.js';
+import { needsCertificates, PLAIN } from '../../model/tls.js';
 import { migrationStatus, tlsMigration, tlsPlan } from '../day2/tls-migration-step.js';
 import { tlsStep } from '../day2/tls-step.js';
 import { certManagerTlsStep } from '../day2/cert-manager-tls-step.js';
@@ -163,7 +163,10 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   };
   const planned = config.engine === 'etcd' ? tlsPlan(migrationRead) : { render: PLAIN, reach: PLAIN, issue: PLAIN };
   // mode cert-manager: the controller issues nothing, and checks what cert-manager wrote (cert-manager-tls-step.ts).
-  const certManager = planned.issue.mode === 'cert-manager' ? certManagerTlsStep({ tls: planned.issue, identity, namespace, config, secret: labelledSecret, now: new Date(ctx.now()) }) : undefined;
+  const certManager = planned.issue.mode === 'cert-manager' ? certManagerTlsStep({
+    tls: planned.issue, identity, namespace, config, secret: labelledSecret, now: new Date(ctx.now()),
+    certificatesServed: !needsCertificates(planned.issue) || await (ctx.certificatesServed ?? (() => servesKind(ctx.client, 'cert-manager.io/v1', 'certificates')))(),
+  }) : undefined;
   const tlsDecision = certManager ?? await tlsStep({ tls: planned.issue, identity, namespace, config, now: new Date(ctx.now()), detectOnly, secret });
   // A migration does not restart members onto Secrets the controller cannot use: it holds where it is until they are fixed.
   const tlsPlanned = planned.migration && tlsDecision.problem ? tlsPlan({ ...migrationRead, certificatesIssued: false }) : planned;
@@ -225,6 +228,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     if (!(e instanceof InvalidConfigError)) throw e;
     return refuse(ctx, cr, key, owned, 'InvalidConfig', e.problems.map(formatProblem).join('; '));
   }
+  // cert-manager not installed: its Certificates wait for it, said in TLSSecretsReady (cert-manager-tls-step.ts).
+  if (certManager?.withholdCertificates) desired = desired.filter((o) => !(o.apiVersion === 'cert-manager.io/v1' && o.kind === 'Certificate'));
   const now = ctx.now();
   ctx.memory.retain(key, new Set(desired.map(objectName)), now);
 

@@ -40,7 +40,7 @@ import type { TlsDecision } from './tls-step.js';
 /** The `TLSSecretsReady` condition: the Secrets cert-manager writes are there and usable. */
 export interface SecretsReadyCondition {
   readonly status: 'True' | 'False';
-  readonly reason: 'SecretsReady' | 'WaitingForCertManager' | 'SecretInvalid';
+  readonly reason: 'SecretsReady' | 'WaitingForCertManager' | 'SecretInvalid' | 'CertManagerCRDMissing';
   readonly message: string;
 }
 
@@ -48,6 +48,11 @@ export interface CertManagerTlsDecision extends TlsDecision {
   readonly condition?: SecretsReadyCondition;
   /** The Secrets are missing or unusable: a cluster without members gets none until they are right. */
   readonly holdMembers: boolean;
+  /**
+   * The API server serves no Certificate kind (cert-manager is not installed): the cluster's Certificates are left
+   * out of what is applied, rather than fail every reconcile on a kind it does not know, and the condition says so.
+   */
+  readonly withholdCertificates: boolean;
   /** Whether a certificate cert-manager should have renewed runs out (see certManagerExpiring); once both Secrets are there. */
   readonly certificateExpiring?: ExpiringCondition;
 }
@@ -60,7 +65,12 @@ export interface CertManagerTlsInput {
   /** A cached Secret of the cluster's namespace by name, carrying the cluster's labels (cert-manager's secretTemplate puts them there). */
   readonly secret: (name: string) => CachedObject | undefined;
   readonly now: Date;
+  /** The API server serves cert-manager.io/v1 Certificates (reconciler/core/served-kind.ts). */
+  readonly certificatesServed: boolean;
 }
+
+export const CERT_MANAGER_CRD_MISSING = 'spec.tls.mode is cert-manager, but the API server serves no cert-manager.io/v1 Certificate: install cert-manager; '
+  + 'the cluster\'s Certificates are applied once it is served, and a new cluster\'s members start once cert-manager wrote their Secrets (docs/security.md, "cert-manager")';
 
 /** The `CertificateExpiring` condition, as the operator mode's rotation reports it too. */
 export interface ExpiringCondition {
@@ -123,10 +133,19 @@ export function secretProblems(secret: string, data: Readonly<Record<string, str
 }
 
 export function certManagerTlsStep(input: CertManagerTlsInput): CertManagerTlsDecision {
+  const decided = fromSecrets(input);
+  if (input.certificatesServed || !needsCertificates(input.tls)) return decided;
+  // Secrets still there (cert-manager removed after they were written) are used as ever: the members run on them.
+  const problem = [CERT_MANAGER_CRD_MISSING, decided.condition?.reason === 'SecretInvalid' ? decided.problem : undefined].filter(Boolean).join('; ');
+  return { ...decided, withholdCertificates: true, problem, condition: { status: 'False', reason: 'CertManagerCRDMissing', message: CERT_MANAGER_CRD_MISSING } };
+}
+
+/** The step as the Secrets alone decide it. */
+function fromSecrets(input: CertManagerTlsInput): CertManagerTlsDecision {
   const { tls, identity, namespace, config } = input;
   const issuedBy = certManagerIssuer(config);
   const status = { mode: tls.mode, peer: tls.peer, client: tls.client, issuedBy, ...(tls.reason ? { reason: tls.reason } : {}) };
-  if (!needsCertificates(tls)) return { create: [], status, holdMembers: false };
+  if (!needsCertificates(tls)) return { create: [], status, holdMembers: false, withholdCertificates: false };
   const names = tlsSecretNames(config, identity);
   const read = (name: string) => {
     const secret = input.secret(name);
@@ -138,7 +157,7 @@ export function certManagerTlsStep(input: CertManagerTlsInput): CertManagerTlsDe
   const missing = [[names.member, member], [names.client, client]].filter(([, data]) => !data).map(([name]) => `${namespace}/${name}`);
   if (missing.length > 0) {
     const message = `waiting for cert-manager to write Secret ${missing.join(' and Secret ')} (the Certificates of the same names, issued by ${issuedBy}; a Secret needs the cluster's labels, which the Certificates' secretTemplate gives it)`;
-    return { create: [], status, problem: message, holdMembers: true, condition: { status: 'False', reason: 'WaitingForCertManager', message } };
+    return { create: [], status, problem: message, holdMembers: true, withholdCertificates: false, condition: { status: 'False', reason: 'WaitingForCertManager', message } };
   }
   const problems = [
     ...secretProblems(names.member, member!),
@@ -159,12 +178,15 @@ export function certManagerTlsStep(input: CertManagerTlsInput): CertManagerTlsDe
   };
   if (problems.length > 0) {
     const message = problems.join('; ');
-    return { create: [], status: { ...status, ...dates }, problem: message, holdMembers: true, condition: { status: 'False', reason: 'SecretInvalid', message }, certificateExpiring };
+    return {
+      create: [], status: { ...status, ...dates }, problem: message, holdMembers: true, withholdCertificates: false, condition: { status: 'False', reason: 'SecretInvalid', message }, certificateExpiring,
+    };
   }
   return {
     create: [],
     status: { ...status, ...dates },
     holdMembers: false,
+    withholdCertificates: false,
     certificateExpiring,
     condition: { status: 'True', reason: 'SecretsReady', message: `the members' and the client certificate are issued by ${issuedBy} and renewed by cert-manager` },
     clientTls: tls.client ? { ca: client!['ca.crt'], cert: client!['tls.crt'], key: client!['tls.key'] } : undefined,

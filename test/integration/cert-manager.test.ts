@@ -15,6 +15,10 @@
  *   issuer in the same Secrets) is taken with no restart and no failed
  *   request; a Secret of the wrong shape is reported, naming the key, and
  *   nothing is written to the members.
+ * - A cluster in this mode on an API server without cert-manager (a plane of
+ *   its own): its Certificates are withheld and `TLSSecretsReady` says
+ *   cert-manager is missing, instead of every reconcile failing on a kind
+ *   the server does not serve; once the CRDs are installed they are applied.
  *
  * Who plays cert-manager: the real cert-manager controller (its CA issuer
  * and Certificate controllers, v1.21.2, built from the Go module proxy by
@@ -47,6 +51,7 @@ import type { InvariantMonitor } from '../support/invariant-monitor.js';
 import { certManagerSecret, secretObject } from '../support/cert-manager-secrets.js';
 import { hasGo } from '../support/prometheus-tools.js';
 import { synth } from '../generator/support.js';
+import { CERT_MANAGER_CRD_MISSING } from '../../reconciler/day2/cert-manager-tls-step.js';
 import { clusterPath } from './controller-harness.js';
 
 const CRD_ROOT = join(packageRoot(), 'api', 'crds', 'cert-manager');
@@ -286,4 +291,52 @@ describeWithCluster('a cluster on cert-manager\'s certificates, through the cont
     expect((await bed.events('TLSCertificateProblem')).join('\n')).toContain('data.ca.crt');
     expect((await getObject('apps/v1', 'StatefulSet', NAME)).metadata.generation).toBe(sts.metadata.generation);
   }, 60_000);
+});
+
+describeWithCluster('a cluster in mode cert-manager where cert-manager is not installed', () => {
+  let bed: EtcdTestBed;
+
+  beforeAll(async () => {
+    // A plane of its own: the first describe installs cert-manager's CRDs on the shared one.
+    bed = await EtcdTestBed.start({ config, name: NAME, label: 'no-cert-manager', maxMembers: 3 });
+  }, 600_000 + LATER_BINARIES_BUILD_MS);
+
+  afterAll(async () => {
+    await bed?.stop();
+  });
+
+  it('withholds its Certificates and says cert-manager is missing, writing no Certificate and starting no member; applies them once cert-manager\'s CRDs are there', async () => {
+    const { client, namespace } = bed;
+    const cluster = () => client.request('GET', clusterPath(namespace, NAME));
+    const tlsSecretsReady = async () => ((await cluster()).status?.conditions ?? []).find((c: any) => c.type === 'TLSSecretsReady');
+    const exists = (apiVersion: string, kind: string, name: string) => client.request('GET', resourcePath(apiVersion, kind, namespace, name)).then(() => true, (e: unknown) => {
+      if (isApiError(e, 404)) return false;
+      throw e;
+    });
+    await client.request('POST', clusterPath(namespace), {
+      body: { apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', metadata: { name: NAME, namespace }, spec: { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0', tls: { mode: 'cert-manager' } } },
+    });
+    const missing = await eventually('TLSSecretsReady to say cert-manager is missing', async () => {
+      const c = await tlsSecretsReady();
+      return c?.reason === 'CertManagerCRDMissing' ? c : undefined;
+    }, 60_000, 200);
+    expect(missing).toMatchObject({ status: 'False', message: CERT_MANAGER_CRD_MISSING });
+    // The rest of the cluster is applied; no member starts (no Secrets can come), and no Certificate write was tried.
+    const generated = ((await cluster()).status.generatedObjects as { kind: string }[]).map((g) => g.kind);
+    expect(generated).toEqual(expect.arrayContaining(['Service', 'ConfigMap']));
+    expect(generated).not.toContain('Certificate');
+    expect(await exists('apps/v1', 'StatefulSet', NAME)).toBe(false);
+    expect(bed.controllerWrites.filter((w) => w.includes('/apis/cert-manager.io/'))).toEqual([]);
+
+    for (const crd of certManagerCrds()) await establishCrd(client, crd);
+    // A running controller asks discovery again within 30 s (served-kind.ts); one started now asks at once.
+    await bed.controller?.stop();
+    await bed.startController();
+    await eventually('the Certificates applied', async () => ((await exists('cert-manager.io/v1', 'Certificate', 'kv-tls-member')) && (await exists('cert-manager.io/v1', 'Certificate', 'kv-tls-client')) ? true : undefined), 60_000, 200);
+    const waiting = await eventually('TLSSecretsReady to wait for cert-manager\'s Secrets', async () => {
+      const c = await tlsSecretsReady();
+      return c?.reason === 'WaitingForCertManager' ? c : undefined;
+    }, 60_000, 200);
+    expect(waiting.status).toBe('False');
+  }, 180_000);
 });

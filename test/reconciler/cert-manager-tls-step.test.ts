@@ -9,7 +9,7 @@
  * (test/support/cert-manager-secrets.ts), no API server.
  */
 import { loadDefaultConfig, type GeneratorConfig } from '../../api/config.js';
-import { certManagerTlsStep, type CertManagerTlsInput } from '../../reconciler/day2/cert-manager-tls-step.js';
+import { CERT_MANAGER_CRD_MISSING, certManagerTlsStep, type CertManagerTlsInput } from '../../reconciler/day2/cert-manager-tls-step.js';
 import { tlsProviderChangeRefusal } from '../../reconciler/day2/tls-provider-change.js';
 import { clusterIdentity } from '../../model/cluster-identity.js';
 import { tlsAsked } from '../../model/tls.js';
@@ -33,7 +33,9 @@ const certificate = (name: string) => generated.find((o) => o.kind === 'Certific
 
 type Secret = Awaited<ReturnType<typeof certManagerSecret>>;
 const cache = (...secrets: Secret[]) => new Map<string, CachedObject>(secrets.map((s) => [s.metadata.name, secretObject(s) as unknown as CachedObject]));
-const input = (secrets: Map<string, CachedObject>, now = new Date()): CertManagerTlsInput => ({ tls: tlsAsked(resource.spec), identity, namespace: 'shop', config, secret: (name) => secrets.get(name), now });
+const input = (secrets: Map<string, CachedObject>, now = new Date(), certificatesServed = true): CertManagerTlsInput => ({
+  tls: tlsAsked(resource.spec), identity, namespace: 'shop', config, secret: (name) => secrets.get(name), now, certificatesServed,
+});
 
 describe('the cert-manager TLS step', () => {
   let ca: KeyedCertificate;
@@ -126,6 +128,28 @@ describe('the cert-manager TLS step', () => {
     expect(ca.status).toBe('True');
     expect(ca.message).toMatch(/^the members' certificate .* expired .*; the issuer's CA certificate \(ca\.crt of Secret orders-tls-member\) expires .*: renew the CA of cert-manager Issuer\/shop-ca, then restart the members/);
   }, 60_000);
+
+  it('where cert-manager is not installed (no Certificate kind served), withholds the Certificates and says so instead of waiting for Secrets that cannot come; Secrets already written are still used', () => {
+    const none = certManagerTlsStep(input(cache(), new Date(), false));
+    expect(none.withholdCertificates).toBe(true);
+    expect(none.holdMembers).toBe(true);
+    expect(none.condition).toEqual({ status: 'False', reason: 'CertManagerCRDMissing', message: CERT_MANAGER_CRD_MISSING });
+    expect(none.problem).toBe(CERT_MANAGER_CRD_MISSING);
+    expect(CERT_MANAGER_CRD_MISSING).toMatch(/^spec\.tls\.mode is cert-manager, but the API server serves no cert-manager\.io\/v1 Certificate: install cert-manager/);
+    // A running cluster whose cert-manager went away: its members keep running on the Secrets, the controller still calls them.
+    const running = certManagerTlsStep(input(cache(member, client), new Date(), false));
+    expect(running.withholdCertificates).toBe(true);
+    expect(running.holdMembers).toBe(false);
+    expect(running.clientTls).toEqual({ ca: ca.certificate, cert: client.data['tls.crt'], key: client.data['tls.key'] });
+    expect(running.condition?.reason).toBe('CertManagerCRDMissing');
+    // Served: nothing withheld.
+    expect(certManagerTlsStep(input(cache(member, client))).withholdCertificates).toBe(false);
+    expect(certManagerTlsStep(input(cache())).withholdCertificates).toBe(false);
+    // Plain listeners need no Certificate, served or not.
+    const plain = certManagerTlsStep({ ...input(cache(), new Date(), false), tls: tlsAsked({ tls: { mode: 'cert-manager', peer: { enabled: false }, client: { enabled: false } } }) });
+    expect(plain).toMatchObject({ withholdCertificates: false, holdMembers: false });
+    expect(plain.condition).toBeUndefined();
+  });
 
   it('needs no Secret for a cluster whose listeners both run plain', () => {
     const decision = certManagerTlsStep({ ...input(cache()), tls: tlsAsked({ tls: { mode: 'cert-manager', peer: { enabled: false }, client: { enabled: false } } }) });
