@@ -36,8 +36,8 @@ export class InvariantMonitor {
    * Each time a reading named another leader than the reading before it (by
    * member name), as `<from> -> <to>`: an election after the leader stopped, or
    * a transfer. A leader change fails every linearizable read in flight
-   * (etcd's ErrLeaderChanged), which a member's /readyz is: a readiness 503
-   * on a running member is explained by one of these, and by nothing else.
+   * (etcd's ErrLeaderChanged), which a member's /readyz makes: on a voting
+   * member of a formed cluster, a readiness 503 needs one of these.
    */
   readonly leaderChanges: string[] = [];
   private lastLeader?: string;
