@@ -146,6 +146,8 @@ describeOnNode('end-to-end scenarios on a real node, the controller reconciling'
    * A probe of a container that is not running because the test killed it, or the upgrade deleted its pod: refused
    * until the kubelet restarts it, or, once the stopping pod's network is torn down, no route to its address.
    */
+  /** A readiness probe that etcd's /readyz answered 503 (no leader agreed, a learner, a read failed by a leader change): of `pod`, or of any member. */
+  const readiness503 = (pod = `${NAME}-\\d`) => new RegExp(`^Pod/${pod} Unhealthy: Readiness probe failed: HTTP probe failed with statuscode: 503$`);
   const refusedWhileStopped = (pod: string) => new RegExp(`^Pod/${pod} Unhealthy: (Liveness|Readiness) probe failed: .*connect: (connection refused|no route to host)$`);
   /**
    * A new cluster's kubelet warnings until its members are all Ready: only a readiness probe's 503 (/readyz while a
@@ -154,7 +156,7 @@ describeOnNode('end-to-end scenarios on a real node, the controller reconciling'
   const bootstrapWarnings = async (namespace: string): Promise<Map<string, number>> => {
     const seen = await kubeletWarnings(namespace);
     console.log(`${namespace}: kubelet warnings while the members started: ${[...seen].map(([k, n]) => `${k} (${n}x)`).join('; ') || 'none'}`);
-    for (const key of seen.keys()) expect(key).toMatch(/^Pod\/kv-\d Unhealthy: Readiness probe failed: HTTP probe failed with statuscode: 503$/);
+    for (const key of seen.keys()) expect(key).toMatch(readiness503());
     return seen;
   };
   /** Every leader change the invariant monitors saw, as `<from> -> <to>`, since the test file began. */
@@ -166,7 +168,7 @@ describeOnNode('end-to-end scenarios on a real node, the controller reconciling'
    * nothing: a 503 with no leader change has another cause, which the test must show.
    */
   const readinessWhileLeaderChanged = (changesBefore: number): RegExp[] =>
-    leaderChanges.length > changesBefore ? [/^Pod\/kv-\d Unhealthy: Readiness probe failed: HTTP probe failed with statuscode: 503$/] : [];
+    leaderChanges.length > changesBefore ? [readiness503()] : [];
   /** Runs `body` under the invariant monitor on `namespace`'s membership; the monitor's figures are printed and held to. */
   const monitored = async <T>(what: string, namespace: string, size: () => number, body: () => Promise<T>): Promise<T> => {
     const monitor = new InvariantMonitor(membership(namespace, size));
@@ -349,7 +351,7 @@ describeOnNode('end-to-end scenarios on a real node, the controller reconciling'
     });
     expect((await client.request('GET', configMapPath)).data.ETCD_INITIAL_CLUSTER.split(',')).toHaveLength(3);
     // kv-3 joins as a learner, which etcd's /readyz refuses (its non_learner check: 503) until it is promoted.
-    const learner = new RegExp(`^Pod/${NAME}-3 Unhealthy: Readiness probe failed: HTTP probe failed with statuscode: 503$`);
+    const learner = readiness503(`${NAME}-3`);
     expect(await newWarnings(SOURCE, earlier, [learner, refusedWhileStopped(`${NAME}-0`), ...readinessWhileLeaderChanged(changesBefore)])).toEqual([]);
   }, 300_000);
 
