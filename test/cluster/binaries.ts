@@ -41,7 +41,15 @@ function hasExternalBinaries(): boolean {
   return Boolean(process.env.KUBEBUILDER_ASSETS || (process.env.TEST_ASSET_KUBE_APISERVER && process.env.TEST_ASSET_ETCD));
 }
 
+/** Thrown in the fast lane (test/lanes/fast-lane-guard.ts), where nothing is built: the asking file belongs in the integration lane. */
+export function refuseInFastLane(what: string): void {
+  if (process.env.DKV_FAST_LANE === '1') {
+    throw new Error(`${what} in the fast lane, where nothing is built and no control plane runs: test/lanes/component-needs.ts's markers put this file there; add the marker it reaches this by`);
+  }
+}
+
 function checkToolchain(): void {
+  refuseInFastLane('a built binary was asked for');
   if (!hasExternalBinaries() && spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) {
     throw new ControlPlaneUnavailable('no Go toolchain and no KUBEBUILDER_ASSETS / TEST_ASSET_KUBE_APISERVER+TEST_ASSET_ETCD: cannot build or find kube-apiserver and etcd');
   }

@@ -16,7 +16,8 @@
 #                               OUT when IS_BUILT OUT says it is complete (a cache hit);
 #                               else BUILD TMP builds into a fresh directory beside OUT,
 #                               which replaces OUT only once BUILD succeeded (a build
-#                               stopped half-way leaves nothing that looks built)
+#                               stopped half-way leaves nothing that looks built); one
+#                               build of NAME at a time (a flock), a second asker waits
 #   build_stamped OUT BINARY...
 #                               the per-binary cache of build.sh and node/build.sh (below):
 #                               a stamp and a lock per binary in OUT
@@ -40,7 +41,20 @@ cached_build() { # NAME OUT IS_BUILT BUILD
     echo "$out"
     return 0
   fi
-  mkdir -p "$cache_root"
+  mkdir -p "$cache_root/.locks"
+  # One build of NAME at a time: a test that asks while the background build
+  # (test/cluster/build-all.sh) builds it waits for that build, then finds it built.
+  exec 8>"$cache_root/.locks/$name"
+  if command -v flock >/dev/null && ! flock -n 8; then
+    echo "$name: waiting for another build ($cache_root/.locks/$name)" >&2
+    flock 8
+  fi
+  if "$is_built" "$out"; then
+    echo "$name: cache hit (built concurrently): $out" >&2
+    exec 8>&-
+    echo "$out"
+    return 0
+  fi
   tmp="$(mktemp -d "$cache_root/.tmp-$name.XXXXXX")"
   # shellcheck disable=SC2064 # expanded now: the trap must remove this directory
   trap "rm -rf '$tmp'" EXIT
@@ -49,6 +63,7 @@ cached_build() { # NAME OUT IS_BUILT BUILD
   rm -rf "$out"
   mv "$tmp" "$out"
   trap - EXIT
+  exec 8>&-
   echo "$out"
 }
 

@@ -3,10 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { loadDefaultConfig } from '../../api/config.js';
 import { customResourceDefinition } from '../../api/crd.js';
 import { KubeApiError, KubeClient } from '../../kube/client.js';
+import { refuseInFastLane } from './binaries.js';
 import { establishCrd } from '../support/crds.js';
 import { eventually } from '../support/eventually.js';
 
 export { eventually };
+
+refuseInFastLane('test/cluster/kube.ts (the control plane\'s tests) was imported');
 
 export const clusterAvailable = Boolean(process.env.DKV_TEST_KUBECONFIG);
 

@@ -1,0 +1,134 @@
+/**
+ * `npm test`: the whole suite in two lanes, with the components it runs built
+ * in the background meanwhile.
+ *
+ * 1. test/cluster/build-all.sh starts at low CPU priority: the control plane,
+ *    then every other component, in the order the integration lane needs them.
+ * 2. The fast lane runs: every file that needs nothing built and no control
+ *    plane (test/lanes/component-needs.ts decides from each file's imports).
+ * 3. The integration lane runs: the control plane's files first, then by the
+ *    components each needs; each file first waits for its components' builds
+ *    (test/lanes/await-components.ts), a cache hit once built.
+ *
+ * Ends with the lanes' totals in DKV_TEST_SUMMARY (for .ci/run), the 20 files
+ * that took longest with their share of the run, and each component's build
+ * time. With arguments (`npm test -- test/kube`) it is plain jest on the
+ * integration configuration, as before. `--lane fast` runs the fast lane only
+ * (`npm run test:unit`).
+ *
+ * DKV_TEST_BUSY_CORE=1 also keeps one core busy for the whole run (a bounded
+ * burner pinned to the last core, ended at exit): the suite must pass on a
+ * loaded machine, since its tests assert order and mechanism, not seconds.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { ComponentNeeds, packageRoot } from '../test/lanes/component-needs.js';
+
+interface FileTime { readonly path: string; readonly ms: number; readonly failed: number }
+interface Summary { passed: number; failed: number; skipped: number; files: FileTime[] }
+
+const root = packageRoot(join(packageRoot(), 'test', 'lanes'));
+const jestBin = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
+/** The burner's own bound: it stops by itself even if this process is killed without a chance to end it. */
+const BURNER_MAX_MS = 3 * 60 * 60_000;
+
+function allTestFiles(): string[] {
+  const listed = spawnSync(process.execPath, ['--experimental-vm-modules', jestBin, '--listTests'], { cwd: root, encoding: 'utf8', env: { ...process.env, DKV_TEST_LANE: 'fast' } });
+  if (listed.status !== 0) throw new Error(`jest --listTests failed:\n${listed.stderr}`);
+  return listed.stdout.split('\n').filter((line) => line.endsWith('.test.ts')).map((f) => relative(root, f)).sort();
+}
+
+function runJest(lane: 'fast' | 'integration', args: readonly string[]): Promise<Summary> {
+  const dir = mkdtempSync(join(tmpdir(), `dkv-${lane}-lane-`));
+  const summaryFile = join(dir, 'summary.json');
+  const env = { ...process.env, DKV_TEST_SUMMARY: summaryFile, DKV_TEST_LANE: lane };
+  const child = spawn(process.execPath, ['--experimental-vm-modules', jestBin, ...args], { cwd: root, stdio: 'inherit', env });
+  return new Promise((resolve) => {
+    child.on('close', (code) => {
+      let summary: Summary;
+      try {
+        summary = JSON.parse(readFileSync(summaryFile, 'utf8'));
+      } catch {
+        summary = { passed: 0, failed: 1, skipped: 0, files: [] }; // jest ended without a summary: a failure
+      }
+      if (code !== 0 && summary.failed === 0) summary.failed = 1;
+      rmSync(dir, { recursive: true, force: true });
+      resolve(summary);
+    });
+  });
+}
+
+function startBurner(): ChildProcess | undefined {
+  if (process.env.DKV_TEST_BUSY_CORE !== '1') return undefined;
+  const core = String(availableParallelism() - 1);
+  const loop = `const end = Date.now() + ${BURNER_MAX_MS}; let x = 0; while (Date.now() < end) x = (x + 1) % 1e9;`;
+  const burner = spawn('taskset', ['-c', core, process.execPath, '-e', loop], { stdio: 'ignore' });
+  burner.on('error', () => undefined);
+  process.stderr.write(`test-lanes: DKV_TEST_BUSY_CORE=1: a busy process (pid ${burner.pid}) pinned to core ${core} for the whole run\n`);
+  return burner;
+}
+
+function startBuildAll(): { child: ChildProcess; lines: string[]; done: Promise<number> } | undefined {
+  if (process.env.DKV_SKIP_CLUSTER === '1' && process.env.CI !== 'true') return undefined;
+  if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) return undefined; // global setup says so loudly
+  const child = spawn('nice', ['-n', '10', 'bash', join(root, 'test', 'cluster', 'build-all.sh')], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+  const lines: string[] = [];
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => lines.push(...chunk.split('\n').filter(Boolean)));
+  const done = new Promise<number>((resolve) => {
+    child.on('error', () => resolve(1));
+    child.on('close', (code) => resolve(code ?? 1));
+  });
+  return { child, lines, done };
+}
+
+function add(a: Summary, b: Summary): Summary {
+  return { passed: a.passed + b.passed, failed: a.failed + b.failed, skipped: a.skipped + b.skipped, files: [...a.files, ...b.files] };
+}
+
+function printSlowest(summary: Summary, totalMs: number): void {
+  const slowest = [...summary.files].sort((a, b) => b.ms - a.ms).slice(0, 20);
+  process.stdout.write(`\ntest-lanes: the 20 slowest files of ${summary.files.length} (share of the run's ${(totalMs / 1000).toFixed(0)} s):\n`);
+  for (const f of slowest) process.stdout.write(`  ${(f.ms / 1000).toFixed(1).padStart(7)} s  ${((100 * f.ms) / totalMs).toFixed(1).padStart(5)} %  ${f.path}${f.failed ? '  (failed)' : ''}\n`);
+}
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  const fastOnly = args[0] === '--lane' && args[1] === 'fast';
+  const passThrough = fastOnly ? args.slice(2) : args;
+  const started = Date.now();
+  const burner = startBurner();
+  try {
+    if (!fastOnly && passThrough.length > 0) return (await runJest('integration', passThrough)).failed > 0 ? 1 : 0;
+
+    const needs = new ComponentNeeds(root);
+    const files = allTestFiles();
+    const fast = files.filter((f) => needs.rank(f) < 0);
+    const integration = files.filter((f) => needs.rank(f) >= 0);
+    const build = fastOnly ? undefined : startBuildAll();
+    process.stderr.write(`test-lanes: ${fast.length} files in the fast lane, ${integration.length} in the integration lane${build ? '; building the components in the background (test/cluster/build-all.sh)' : ''}\n`);
+
+    let summary = await runJest('fast', ['--runTestsByPath', ...passThrough, ...fast]);
+    const fastMs = Date.now() - started;
+    process.stderr.write(`test-lanes: fast lane done in ${(fastMs / 1000).toFixed(1)} s; components built so far: ${build?.lines.join(', ') || 'none'}\n`);
+    if (!fastOnly) summary = add(summary, await runJest('integration', ['--runTestsByPath', ...integration]));
+
+    if (build) {
+      // Every component was asked for by some file by now; one still building is one no file needed: end it.
+      if (build.child.exitCode === null) process.kill(-build.child.pid!, 'SIGTERM');
+      const code = await build.done;
+      process.stdout.write(`\ntest-lanes: component builds (test/cluster/build-all.sh, in the background): ${build.lines.join(', ') || 'none finished'}\n`);
+      if (code !== 0 && build.lines.some((line) => line.endsWith('FAILED')) && process.env.CI === 'true') summary.failed += 1;
+    }
+    const totalMs = Date.now() - started;
+    printSlowest(summary, totalMs);
+    process.stdout.write(`test-lanes: ${summary.passed} passed, ${summary.failed} failed, ${summary.skipped} skipped in ${(totalMs / 1000).toFixed(0)} s (fast lane ${(fastMs / 1000).toFixed(0)} s)\n`);
+    if (process.env.DKV_TEST_SUMMARY) writeFileSync(process.env.DKV_TEST_SUMMARY, JSON.stringify(summary));
+    return summary.failed > 0 ? 1 : 0;
+  } finally {
+    burner?.kill('SIGKILL');
+  }
+}
+
+process.exitCode = await main();
