@@ -23,14 +23,17 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { ComponentNeeds, packageRoot } from '../test/lanes/component-needs.js';
+import type { TimingFigure } from '../test/support/timing-figures.js';
 
 interface FileTime { readonly path: string; readonly ms: number; readonly failed: number }
 interface Summary { passed: number; failed: number; skipped: number; files: FileTime[] }
 
 const root = packageRoot(join(packageRoot(), 'test', 'lanes'));
 const jestBin = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
+/** Where the tests' timing figures go (test/support/timing-figures.ts), one JSON line each. */
+const timingFigures = join(mkdtempSync(join(tmpdir(), 'dkv-timing-')), 'figures.jsonl');
 /** The burner's own bound: it stops by itself even if this process is killed without a chance to end it. */
 const BURNER_MAX_MS = 3 * 60 * 60_000;
 
@@ -43,7 +46,7 @@ function allTestFiles(): string[] {
 function runJest(lane: 'fast' | 'integration', args: readonly string[]): Promise<Summary> {
   const dir = mkdtempSync(join(tmpdir(), `dkv-${lane}-lane-`));
   const summaryFile = join(dir, 'summary.json');
-  const env = { ...process.env, DKV_TEST_SUMMARY: summaryFile, DKV_TEST_LANE: lane };
+  const env = { ...process.env, DKV_TEST_SUMMARY: summaryFile, DKV_TEST_LANE: lane, DKV_TIMING_FIGURES: timingFigures };
   const child = spawn(process.execPath, ['--experimental-vm-modules', jestBin, ...args], { cwd: root, stdio: 'inherit', env });
   return new Promise((resolve) => {
     child.on('close', (code) => {
@@ -93,6 +96,20 @@ function printSlowest(summary: Summary, totalMs: number): void {
   for (const f of slowest) process.stdout.write(`  ${(f.ms / 1000).toFixed(1).padStart(7)} s  ${((100 * f.ms) / totalMs).toFixed(1).padStart(5)} %  ${f.path}${f.failed ? '  (failed)' : ''}\n`);
 }
 
+function printTimingFigures(): void {
+  let lines: string[];
+  try {
+    lines = readFileSync(timingFigures, 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return; // no test reported one
+  }
+  process.stdout.write(`\ntest-lanes: timing figures (not asserted: the tests assert order and mechanism; test/support/timing-figures.ts):\n`);
+  for (const line of lines) {
+    const f = JSON.parse(line) as TimingFigure;
+    process.stdout.write(`  ${String(f.ms).padStart(7)} ms  bound ${String(f.boundMs).padStart(7)} ms${f.ms > f.boundMs ? '  OVER' : '      '}  ${f.what} (${f.bound})\n`);
+  }
+}
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const fastOnly = args[0] === '--lane' && args[1] === 'fast';
@@ -100,7 +117,11 @@ async function main(): Promise<number> {
   const started = Date.now();
   const burner = startBurner();
   try {
-    if (!fastOnly && passThrough.length > 0) return (await runJest('integration', passThrough)).failed > 0 ? 1 : 0;
+    if (!fastOnly && passThrough.length > 0) {
+      const failed = (await runJest('integration', passThrough)).failed;
+      printTimingFigures();
+      return failed > 0 ? 1 : 0;
+    }
 
     const needs = new ComponentNeeds(root);
     const files = allTestFiles();
@@ -122,12 +143,14 @@ async function main(): Promise<number> {
       if (code !== 0 && build.lines.some((line) => line.endsWith('FAILED')) && process.env.CI === 'true') summary.failed += 1;
     }
     const totalMs = Date.now() - started;
+    printTimingFigures();
     printSlowest(summary, totalMs);
     process.stdout.write(`test-lanes: ${summary.passed} passed, ${summary.failed} failed, ${summary.skipped} skipped in ${(totalMs / 1000).toFixed(0)} s (fast lane ${(fastMs / 1000).toFixed(0)} s)\n`);
     if (process.env.DKV_TEST_SUMMARY) writeFileSync(process.env.DKV_TEST_SUMMARY, JSON.stringify(summary));
     return summary.failed > 0 ? 1 : 0;
   } finally {
     burner?.kill('SIGKILL');
+    rmSync(dirname(timingFigures), { recursive: true, force: true });
   }
 }
 

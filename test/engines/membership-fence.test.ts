@@ -37,13 +37,12 @@ describe('membership calls after the leadership term ended', () => {
 
   it('cuts off a call in flight when the term ends', async () => {
     const term = new AbortController();
-    const started = Date.now();
-    const call = new EtcdMembership(() => ['kv-0'], () => url, 4000, term.signal).addLearner('http://kv-3.kv-peers:2380');
+    // Timeouts far beyond the test's own: only the fence can end the call before jest gives up on the test.
+    const call = new EtcdMembership(() => ['kv-0'], () => url, 10 * 60_000, term.signal).addLearner('http://kv-3.kv-peers:2380');
     const expectation = expect(call).rejects.toThrow(/no member answered/);
     await new Promise((r) => setTimeout(r, 100));
     term.abort();
+    // Both list attempts (linearizable, then serializable) ended by the fence.
     await expectation;
-    // Both list attempts (linearizable, then serializable) ended by the fence, well before their 4 s timeouts.
-    expect(Date.now() - started).toBeLessThan(3000);
   });
 });

@@ -9,6 +9,7 @@ import { packageRoot } from '../../api/package-root.js';
 import { KubeClient, resourcePath } from '../../kube/client.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { createNamespace, describeWithCluster, eventually, installCrd, testClient } from '../cluster/kube.js';
+import { reportTiming } from '../support/timing-figures.js';
 import { clusterPath, converged, createCluster, startController } from './controller-harness.js';
 
 const SPEC = { size: 3, image: 'registry.k8s.io/etcd:3.6.8-0' };
@@ -134,9 +135,10 @@ describeWithCluster('two controller replicas', () => {
     await sampler;
 
     expect(bothLeading).toBe(0);
-    // It must wait for the dead leader's lease to run out (4 s) and no longer than that plus a few retries.
+    // It must wait for the dead leader's lease to run out (4 s, less one 500 ms retry of sampling): the mechanism.
+    // How soon after that it took over is the machine's load: a figure.
     expect(takeoverMs).toBeGreaterThanOrEqual(3000);
-    expect(takeoverMs).toBeLessThan(4000 + 4 * 500 + 2000);
+    reportTiming({ what: 'controller: a follower took the Lease over after the leader was SIGKILLed', ms: takeoverMs, boundMs: 4000 + 4 * 500 + 2000, bound: 'lease 4 s + 4 retries of 500 ms + 2 s' });
 
     // The new leader reconciles: a spec change converges (an image: a size change of an etcd cluster waits for its members, which kwok does not run).
     await client.request('PATCH', clusterPath(namespace, 'ha'), { body: { spec: { image: 'registry.k8s.io/etcd:3.6.9-0' } }, contentType: 'application/merge-patch+json' });
@@ -155,14 +157,19 @@ describeWithCluster('two controller replicas', () => {
     const next = startReplica(process.env.DKV_TEST_KUBECONFIG!, namespace, 'replica-c');
     replicas.push(next);
     await next.healthPort;
+    const leasePath = resourcePath('coordination.k8s.io/v1', 'Lease', namespace, 'dkv-controller');
+    const before = (await client.request('GET', leasePath)).spec;
     const stoppedAt = Date.now();
     const exited = new Promise<number | null>((resolve) => current.process.once('exit', (code) => resolve(code)));
     current.process.kill('SIGTERM');
     await eventually('the new replica to lead after the release', async () => ((await isLeader(next)) ? true : undefined), 20_000);
-    // Released, not expired: well under the 4 s lease duration.
-    expect(Date.now() - stoppedAt).toBeLessThan(3000);
-    const lease = await client.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', namespace, 'dkv-controller'));
+    const lease = await client.request('GET', leasePath);
     expect(lease.spec.holderIdentity).toBe('replica-c');
+    // Released, not expired: the new holder acquired the Lease before the old holder's last renewal we read could have
+    // run out (any renewal after it only moves that expiry later), whatever the machine's load did to the seconds.
+    expect(before.holderIdentity).not.toBe('replica-c');
+    expect(Date.parse(lease.spec.acquireTime)).toBeLessThan(Date.parse(before.renewTime) + before.leaseDurationSeconds * 1000);
+    reportTiming({ what: 'controller: the Lease released on SIGTERM was taken by the next replica', ms: Date.now() - stoppedAt, boundMs: 3000, bound: 'under the 4 s lease' });
     // Releasing the Lease on shutdown is not losing it: a clean exit, not the lost-leadership code 1.
     expect(await exited).toBe(0);
   }, 60_000);

@@ -40,6 +40,7 @@ import { startManualBackupJob } from '../support/manual-backup-job.js';
 import { podMonitorScrapeJob, serviceMonitorScrapeJob } from '../support/monitor-scrape-jobs.js';
 import { describeWithPrometheusTools, prometheusTools } from '../support/prometheus-tools.js';
 import { PrometheusServer, type ActiveAlert } from '../support/prometheus-server.js';
+import { reportTiming } from '../support/timing-figures.js';
 import { alertRuleGroups, durationMs, writeAlertRuleFile } from './alert-rule-file.js';
 
 const NAME = 'kv';
@@ -218,8 +219,9 @@ describeWithPrometheus('a real Prometheus scraping real members and the controll
     // Pending first, firing only once the window has passed (a rule without its for would fire at the first evaluation):
     expect(pendingAt).toBeDefined();
     expect(firedMs).toBeGreaterThanOrEqual(forMs);
-    // and no later than the window plus a scrape and an evaluation to see the stop and one to promote it, with 5 s for a loaded machine.
-    expect(firedMs).toBeLessThanOrEqual(forMs + 3 * INTERVAL_MS + 5000);
+    // How much later than the window it fired is Prometheus' scrapes and evaluations on this machine's load: a figure.
+    reportTiming({ what: 'prometheus: DKVMemberDown firing after a member stopped', ms: firedMs, boundMs: forMs + 3 * INTERVAL_MS + 5000,
+      bound: `its for ${forMs} ms + a scrape and two evaluations of ${INTERVAL_MS} ms + 5 s` });
     expect([...seen].filter((s) => s.startsWith('DKVQuorumLost'))).toEqual([]);
     expect(monitor.violations).toEqual([]);
   }, 180_000);
