@@ -166,10 +166,29 @@ const DATA_LOST = [
 ];
 
 /**
- * The scheduler's words for a pod whose bound volume no node can reach: "node(s) had volume node affinity conflict"
- * (up to Kubernetes 1.3x) and "node(s) didn't match PersistentVolume's node affinity" (1.36, seen in the tests).
+ * The scheduler's words for a node that cannot reach the pod's bound volume: "node(s) had volume node affinity
+ * conflict" (up to Kubernetes 1.3x) and "node(s) didn't match PersistentVolume's node affinity" (1.36).
  */
-const VOLUME_PINNED_ELSEWHERE = /volume node affinity conflict|didn't match PersistentVolume's node affinity/;
+const VOLUME_PINNED_ELSEWHERE = /^(\d+) node\(s\) (?:had volume node affinity conflict|didn't match PersistentVolume's node affinity)$/;
+/** "0/6 nodes are available: 1 node(s) were unschedulable, 5 node(s) had volume node affinity conflict." */
+const NODES_AVAILABLE = /(\d+)\/(\d+) nodes are available: ([^.]*)/;
+
+/**
+ * Whether the scheduler says that no node that exists can reach the pod's volume: every node it counted has a
+ * volume node affinity conflict, so the node (or zone) the volume is pinned to is gone. Had that node been
+ * there, merely cordoned (a drain for a kernel upgrade), short of memory or tainted unreachable, the scheduler
+ * would count it under that reason instead, and the member is only waited for: the volume may come back with
+ * its node, and replacing it would throw away an intact copy for a full resync.
+ */
+export function volumeNodeGone(message: string): boolean {
+  const counted = NODES_AVAILABLE.exec(message);
+  if (!counted || Number(counted[1]) !== 0) return false;
+  const nodes = Number(counted[2]);
+  const conflicting = counted[3].split(',')
+    .map((reason) => VOLUME_PINNED_ELSEWHERE.exec(reason.trim()))
+    .reduce((sum, match) => sum + (match ? Number(match[1]) : 0), 0);
+  return nodes > 0 && conflicting === nodes;
+}
 
 export type Signal =
   | { readonly replace: true; readonly reason: string }
@@ -178,7 +197,8 @@ export type Signal =
 /**
  * Whether a voting member is to be replaced, and why; or why it is only
  * waited for. Immediate: a CORRUPT alarm, a claim being deleted or Lost, a
- * pod that cannot be scheduled because no node can reach its volume, an
+ * pod that cannot be scheduled because no node that exists can reach its
+ * volume (volumeNodeGone: a cordoned or full node waits), an
  * exit etcd makes only on lost data. After the timeout: any other ill health
  * (a data directory wiped on a pod that reports no termination message, a
  * partition that does not end). A restart, a short network loss, a GC pause
@@ -189,7 +209,7 @@ export function replacementSignal(member: MemberStatus, pod: HealingPod | undefi
   if (claim?.deleting) return { replace: true, reason: `its claim ${claim.name} is being deleted` };
   if (claim?.phase === 'Lost') return { replace: true, reason: `its claim ${claim.name} is Lost (its volume is gone)` };
   if (member.healthy) return undefined;
-  if (pod?.unschedulable && VOLUME_PINNED_ELSEWHERE.test(pod.unschedulable)) {
+  if (pod?.unschedulable && volumeNodeGone(pod.unschedulable)) {
     return { replace: true, reason: `its pod cannot be scheduled: no node can reach its volume (${pod.unschedulable})` };
   }
   const lost = pod?.lastTermination && DATA_LOST.find((p) => p.test(pod.lastTermination!));

@@ -84,7 +84,30 @@ function names(members: readonly MemberStatus[]): string {
   return members.map((m) => m.name || `${m.id} (not started)`).join(', ');
 }
 
+/**
+ * The fewest pods the StatefulSet may run: one past the highest ordinal of
+ * any member (a voter or a learner), leaving out one the step's own action
+ * removes. The StatefulSet deletes every pod at or above `replicas`, with its
+ * claim (whenScaled: Delete), so lowering it below a member's ordinal deletes
+ * that member and its data however many members there are.
+ */
+function replicasFloor(members: readonly MemberStatus[], removedId?: string): number {
+  return Math.max(0, ...members.filter((m) => m.id !== removedId).map((m) => (ordinalOf(m) ?? -1) + 1));
+}
+
+/** The step with its plans raised to the floor: no step may lower replicas below a member's ordinal. */
+function floored(step: ScalingStep, members: readonly MemberStatus[]): ScalingStep {
+  const removed = step.action?.type === 'remove' ? step.action.id : undefined;
+  const raise = (plan: MembershipPlan, floor: number): MembershipPlan => (plan.replicas >= floor ? plan : { ...plan, replicas: floor });
+  return { ...step, plan: raise(step.plan, replicasFloor(members, removed)), planIfActionFails: raise(step.planIfActionFails, replicasFloor(members)) };
+}
+
 export function decideScalingStep(input: ScalingInput): ScalingStep {
+  const step = decide(input);
+  return 'members' in input.membership && input.replicas !== undefined ? floored(step, input.membership.members) : step;
+}
+
+function decide(input: ScalingInput): ScalingStep {
   const { size, replicas, membership } = input;
   if (replicas === undefined && input.recorded?.state === 'existing') {
     // The cluster exists; its StatefulSet is being replaced (storage growth) with the members it has.
@@ -129,6 +152,14 @@ export function decideScalingStep(input: ScalingInput): ScalingStep {
   }
 
   const count = voters.length;
+  // Voters at ordinals with gaps below them (kv-0, kv-3, kv-4: kv-1 and kv-2 removed by hand, or left out by a
+  // recovery): the next ordinal is not `count`, and `count` pods would delete voters. Nothing changes until a
+  // human re-adds the missing members (or removes the high ones); the floor keeps every voter's pod.
+  const missing = [...Array(replicasFloor(voters)).keys()].filter((i) => !voters.some((m) => ordinalOf(m) === i)).map(input.pod);
+  if (missing.length > 0) {
+    return hold('Waiting', `voting members ${names(voters)} leave ${missing.join(', ')} out of the membership: the StatefulSet keeps a pod for every voter `
+      + `and no member is added or removed until ${missing.join(', ')} ${missing.length === 1 ? 'is a member' : 'are members'} again (docs/operating.md: gaps in the membership)`, BLOCKED_MS, replicasFloor(voters));
+  }
   const unhealthy = voters.filter((m) => !m.healthy);
   // One pod per member before anything else: finishes a removal whose replicas were not lowered yet
   // (a crash between the two), and brings back a member's pod that someone scaled away.

@@ -65,6 +65,19 @@ describe('what leads to a replacement', () => {
     }
   });
 
+  it('not a pod the scheduler cannot place because its volume\'s node is only cordoned or full (issue 40, defect 3): that waits', () => {
+    for (const message of [
+      // kubectl drain for a kernel upgrade: the volume's node is there, only unschedulable.
+      '0/6 nodes are available: 1 node(s) were unschedulable, 5 node(s) had volume node affinity conflict. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling.',
+      '0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn\'t match PersistentVolume\'s node affinity.',
+      '0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 2 node(s) had volume node affinity conflict.',
+    ]) {
+      const stuck = podOf(1, { unschedulable: message });
+      const s = replacementSignal(member(1, { healthy: false }), stuck, claimOf(1), { ...bounds, unhealthySince: since({ m1: NOW - 5_000 }) });
+      expect(s).toMatchObject({ replace: false, waiting: expect.stringMatching(/unhealthy for 5 s/) });
+    }
+  });
+
   it('an exit etcd makes only on lost data, read from the pod\'s last termination message, without waiting for the timeout', () => {
     for (const log of [
       'panic: tocommit(57) is out of range [lastIndex(0)]. Was the raft log corrupted, truncated, or lost?',

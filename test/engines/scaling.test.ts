@@ -126,3 +126,29 @@ describe('membership-safe scaling, one step at a time', () => {
     expect(s.action).toBeUndefined();
   });
 });
+
+describe('never lowers replicas below a voting member\'s ordinal (issue 40, defect 2)', () => {
+  // Voters kv-0, kv-3 and kv-4: kv-1 and kv-2 removed by hand (etcdctl member remove), or left out by a recovery from kv-4.
+  const gapped = (over: Record<number, Partial<MemberStatus>> = {}) => membership([0, 3, 4].map((i) => member(i, over[i])));
+
+  it('keeps the pods of voters at high ordinals when the membership has gaps, and says why nothing changes', () => {
+    const s = step({ size: 3, replicas: 5, membership: gapped() });
+    // Before the fix: replicas 3, which deletes kv-3 and kv-4 with their claims: the quorum and two members' data.
+    expect(s.plan.replicas).toBe(5);
+    expect(s.planIfActionFails.replicas).toBe(5);
+    expect(s.action).toBeUndefined();
+    expect(s.message).toMatch(/kv-1, kv-2/);
+  });
+
+  it('holds the floor while the quorum is lost too', () => {
+    const s = step({ size: 3, replicas: 5, membership: gapped({ 3: { healthy: false }, 4: { healthy: false } }) });
+    expect(s.phase).toBe('QuorumLost');
+    expect(s.plan.replicas).toBe(5);
+  });
+
+  it('adds no learner at an ordinal a voter already holds', () => {
+    const s = step({ size: 5, replicas: 5, membership: gapped() });
+    expect(s.action).toBeUndefined();
+    expect(s.plan.replicas).toBe(5);
+  });
+});
