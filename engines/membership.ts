@@ -54,6 +54,11 @@ export interface MembershipStatus {
   readonly leaderId?: string;
   /** Every alarm the cluster holds, as the members listed them (empty when none answered). */
   readonly alarms: readonly MemberAlarm[];
+  /**
+   * The member list answered a linearizable read: a quorum agreed to it, so the cluster has a quorum
+   * as etcd sees it, however few members the controller itself reached. Absent: not known (false).
+   */
+  readonly listedLinearizably?: boolean;
 }
 
 export interface Membership {

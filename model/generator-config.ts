@@ -224,6 +224,12 @@ export interface GeneratorConfig {
     readonly unhealthySeconds: number;
     /** How long a learner may take to be promoted before it is removed and added again with an empty volume. */
     readonly learnerCatchUpSeconds: number;
+    /**
+     * How long the controller must see a quorum lost, on every look and with no member reporting a leader,
+     * before it acts on a recovery request (engines/etcd/recovery.ts): an election, a slow status call or a
+     * network fault on the controller's side must not pass for a lost quorum.
+     */
+    readonly quorumLossSeconds: number;
     /** How often the etcd leader compares the members' data (etcd's periodic corruption check, engines/etcd/corruption-check.ts); 0: never. */
     readonly corruptionCheckSeconds: number;
     /** Written on a member's claim with the member's id: the replacement is decided, and every later step reads it there. */

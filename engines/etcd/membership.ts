@@ -62,7 +62,7 @@ export class EtcdMembership implements Membership {
   }
 
   async status(): Promise<MembershipStatus> {
-    const { members, via } = await this.list();
+    const { members, via, linearizable } = await this.list();
     const alarms = await this.alarms(via);
     const statuses = await Promise.all(members.map(async (m): Promise<MemberStatus> => {
       const own = alarms.filter((a) => a.memberId === m.ID).map((a) => a.alarm);
@@ -91,6 +91,7 @@ export class EtcdMembership implements Membership {
       healthyVoters: voters.filter((m) => m.healthy).length,
       leaderId: statuses.find((m) => m.leader)?.id,
       alarms,
+      listedLinearizably: linearizable,
     };
   }
 
@@ -148,14 +149,14 @@ export class EtcdMembership implements Membership {
    * (linearizable) where one exists, else as some member last knew it, so
    * that a cluster without a quorum can still be reported member by member.
    */
-  private async list(): Promise<{ members: EtcdMember[]; via: string }> {
+  private async list(): Promise<{ members: EtcdMember[]; via: string; linearizable: boolean }> {
     const failures: string[] = [];
     for (const linearizable of [true, false]) {
       for (const pod of this.pods()) {
         const via = this.endpoint(pod);
         try {
           const listed = await this.post<{ members?: EtcdMember[] }>(via, '/v3/cluster/member/list', { linearizable });
-          return { members: listed.members ?? [], via };
+          return { members: listed.members ?? [], via, linearizable };
         } catch (e) {
           failures.push(`${pod}${linearizable ? '' : ' (serializable)'}: ${(e as Error).message}`);
         }

@@ -24,10 +24,16 @@
  *                would be judged again), with one Event.
  *
  * Nothing happens without the annotation; while a recovery is under way
- * (its ConfigMap exists) a request for another member is not read.
+ * (its ConfigMap exists) a request for another member is not read. A
+ * refused request is consumed (its annotation removed), so it can never
+ * fire later. Until the source restarts, the recovery is abandoned as soon
+ * as the quorum shows itself (a linearizable member list, or any voter that
+ * reports a leader): the marks are taken off the claims, one per step, and
+ * the request and record removed; the core checks once more immediately
+ * before it deletes the source's pod.
  */
 import { hasQuorum, type MembershipStatus } from '../membership.js';
-import { decideRecovery } from './recovery.js';
+import { decideRecovery, type QuorumLossSeen } from './recovery.js';
 import type { HealingClaim, HealingPod } from './replacement.js';
 
 /** The recovery ConfigMap, as the controller reads it back. */
@@ -55,19 +61,29 @@ export interface RebuildInput {
   readonly livePods: ReadonlyMap<string, HealingPod>;
   readonly claims: ReadonlyMap<string, HealingClaim>;
   readonly now: number;
+  /** What the controller saw of the quorum's loss (quorum-loss-clock.ts). */
+  readonly quorumLoss: QuorumLossSeen;
 }
 
 export type RebuildAction =
   | { readonly type: 'record'; readonly pod: string; readonly memberId: string; readonly id: string; readonly sourcePodUid: string; readonly message: string }
   | { readonly type: 'mark'; readonly pod: string; readonly claim: { readonly name: string; readonly uid: string }; readonly memberId: string }
   | { readonly type: 'restartSource'; readonly pod: string; readonly uid: string }
-  | { readonly type: 'finish'; readonly record: { readonly name: string; readonly uid: string }; readonly message: string };
+  | { readonly type: 'finish'; readonly record: { readonly name: string; readonly uid: string }; readonly message: string }
+  /** A refused request: its annotation is removed (with one Event), so it never fires later. */
+  | { readonly type: 'consume'; readonly message: string }
+  /** A recovery abandoned before its source restarted (the quorum showed itself): a mark comes off a claim. */
+  | { readonly type: 'unmark'; readonly pod: string; readonly claim: { readonly name: string; readonly uid: string } }
+  /** ... then the request and the record go, as in `finish`. */
+  | { readonly type: 'abandon'; readonly record: { readonly name: string; readonly uid: string }; readonly message: string };
 
 export type RebuildStep =
   /** Nothing to do: no request and no recovery under way. */
   | undefined
-  /** The request is refused; nothing is written. */
-  | { readonly kind: 'refused'; readonly message: string }
+  /** The request is refused: it is consumed, nothing else is written. */
+  | { readonly kind: 'refused'; readonly message: string; readonly action: Extract<RebuildAction, { type: 'consume' }> }
+  /** The loss is not proven yet: the request stays, nothing is written. */
+  | { readonly kind: 'waiting'; readonly message: string; readonly requeueAfterMs: number }
   /** A step of the recovery, or a wait for the world to catch up. */
   | { readonly kind: 'recovering'; readonly action?: RebuildAction; readonly message: string; readonly requeueAfterMs: number }
   /** The source holds a quorum again: member replacement (replacement.ts) takes the marked members, one at a time. */
@@ -78,12 +94,25 @@ const SOON_MS = 1_000;
 /** A member id that no rebuilt member has: the mark of a pod that had no member when the quorum was lost. */
 export const NO_MEMBER = 'none';
 
+/** Looked at again this soon while a loss is not proven yet: each look counts towards QUORUM_LOSS_LOOKS. */
+const WAITING_MS = 10_000;
+
+/** The quorum shows itself: a linearizable list, a majority healthy, or any voter that reports a leader. */
+export function quorumShows(membership: MembershipStatus | undefined): string | undefined {
+  if (!membership) return undefined;
+  if (membership.listedLinearizably) return 'the member list answered a linearizable read';
+  if (hasQuorum(membership)) return `${membership.healthyVoters} of ${membership.voters} voting members are healthy`;
+  const leading = membership.members.filter((m) => !m.learner && m.healthy);
+  return leading.length > 0 ? `${leading.map((m) => m.name || m.id).join(', ')} reports a leader` : undefined;
+}
+
 export function decideRebuildStep(input: RebuildInput): RebuildStep {
   const { record, membership } = input;
   if (!record) {
-    const decision = decideRecovery(input.request, membership);
+    const decision = decideRecovery(input.request, membership, input.quorumLoss);
     if (!decision) return undefined;
-    if (decision.kind === 'refused') return { kind: 'refused', message: decision.message };
+    if (decision.kind === 'refused') return { kind: 'refused', message: decision.message, action: { type: 'consume', message: decision.message } };
+    if (decision.kind === 'waiting') return { kind: 'waiting', message: decision.message, requeueAfterMs: WAITING_MS };
     const pod = input.livePods.get(decision.pod);
     if (!pod || pod.deleting) return { kind: 'recovering', message: `${decision.message}; waiting for its pod to run`, requeueAfterMs: SOON_MS };
     return {
@@ -94,6 +123,16 @@ export function decideRebuildStep(input: RebuildInput): RebuildStep {
   const from = `recovering from ${record.pod} (member ${record.memberId})`;
   const source = input.livePods.get(record.pod);
   const rebuilt = membership?.members.find((m) => m.name === record.pod && m.id !== record.memberId && !m.learner);
+  // Before the source restarts, a quorum that shows itself ends the recovery: it would split the cluster.
+  const shown = !rebuilt && source?.uid === record.sourcePodUid && !source.deleting ? quorumShows(membership) : undefined;
+  if (shown) {
+    const marked = input.pods.map((pod) => ({ pod, claim: input.claims.get(pod) })).find((c) => c.claim && !c.claim.deleting && c.claim.replacing !== undefined);
+    const why = `${from} abandoned before ${record.pod} restarted: the cluster has its quorum (${shown})`;
+    if (marked) {
+      return { kind: 'recovering', requeueAfterMs: SOON_MS, message: `${why}; taking the mark off ${marked.pod}'s claim`, action: { type: 'unmark', pod: marked.pod, claim: { name: marked.claim!.name, uid: marked.claim!.uid } } };
+    }
+    return { kind: 'recovering', requeueAfterMs: SOON_MS, message: `${why}; removing the request`, action: { type: 'abandon', record: { name: record.name, uid: record.uid }, message: `${why}; no member was changed` } };
+  }
   // Before the source restarts: every other member's claim is marked, the decision that they join empty.
   if (!rebuilt && source?.uid === record.sourcePodUid && !source.deleting) {
     const unmarked = input.pods

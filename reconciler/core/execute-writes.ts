@@ -16,6 +16,7 @@ import type { StorageWrite } from '../day2/storage-step.js';
 import { describeMembershipAction, type MemberWrite } from '../day2/membership-step.js';
 import { describeReplacementAction } from '../day2/member-replacement.js';
 import { describeRebuildAction, recoveryConfigMap } from '../day2/recovery-step.js';
+import { quorumShows } from '../../engines/etcd/rebuild.js';
 import { objectName, type ReconcileContext } from './reconcile-context.js';
 import type { IssuedSecret } from '../day2/tls-step.js';
 import { withBucketLabel } from './bucket-label.js';
@@ -353,11 +354,26 @@ async function makeRecoveryWrite(ctx: ReconcileContext, write: Extract<MemberWri
         body: { metadata: { uid: action.claim.uid, annotations: { [write.annotation]: action.memberId } } }, contentType: 'application/merge-patch+json',
       });
       return;
-    case 'restartSource':
+    case 'restartSource': {
+      // The last look before the one step that cannot be taken back: a quorum that shows itself now abandons the recovery.
+      const shown = quorumShows(await write.via.status().catch(() => undefined));
+      if (shown) throw new Error(`the recovery is abandoned before ${action.pod} restarts: the cluster has its quorum (${shown})`);
       await ctx.client.request('DELETE', resourcePath('v1', 'Pod', namespace, action.pod), {
         body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: action.uid } },
       }).catch((e) => { if (!absent(e)) throw e; });
       return;
+    }
+    case 'unmark':
+      await ctx.client.request('PATCH', resourcePath('v1', 'PersistentVolumeClaim', namespace, action.claim.name), {
+        body: { metadata: { uid: action.claim.uid, annotations: { [write.annotation]: null } } }, contentType: 'application/merge-patch+json',
+      });
+      return;
+    case 'consume':
+      await ctx.client.request('PATCH', resourcePath(API_VERSION, KIND, namespace, write.cluster), {
+        body: { metadata: { annotations: { [write.recoveryAnnotation]: null } } }, contentType: 'application/merge-patch+json',
+      });
+      return;
+    case 'abandon':
     case 'finish':
       // The request first: a request left without its record would be judged again, a record left without its request is finished next time.
       await ctx.client.request('PATCH', resourcePath(API_VERSION, KIND, namespace, write.cluster), {

@@ -24,7 +24,7 @@ import { readMemberPods } from './member-pods.js';
 /** The Healing condition, as status shows it. */
 export interface HealingReport {
   readonly status: 'True' | 'False';
-  readonly reason: 'Replacing' | 'MemberUnhealthy' | 'Healthy' | 'Replaced' | 'RecoveryRefused' | 'Recovering' | 'Recovered';
+  readonly reason: 'Replacing' | 'MemberUnhealthy' | 'Healthy' | 'Replaced' | 'RecoveryRefused' | 'RecoveryWaiting' | 'Recovering' | 'Recovered';
   readonly message: string;
 }
 

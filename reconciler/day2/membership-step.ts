@@ -19,6 +19,8 @@ import type { KubeClient } from '../../kube/client.js';
 import { hasQuorum, type Membership, type MembershipStatus, type MemberStatus } from '../../engines/membership.js';
 import type { ReplacementAction } from '../../engines/etcd/replacement.js';
 import { recoveryReader, recoveryStep, type RecoveryEvent, type RecoveryReader } from './recovery-step.js';
+import { quorumLossClock, type QuorumLossLooks } from './quorum-loss-clock.js';
+import { quorumShows } from '../../engines/etcd/rebuild.js';
 import type { RebuildAction } from '../../engines/etcd/rebuild.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { clusterIdentity, type ClusterIdentity } from '../../model/cluster-identity.js';
@@ -99,7 +101,11 @@ export type MemberWrite =
   /** One step of a member replacement (engines/etcd/replacement.ts): mark its claim, remove it, delete its claim and pod, add it back, disarm. */
   | { readonly kind: 'healing'; readonly namespace: string; readonly action: ReplacementAction; readonly annotation: string; readonly via: Membership }
   /** One step of a quorum-loss recovery (engines/etcd/rebuild.ts): record it, mark a claim, restart the source, finish. */
-  | { readonly kind: 'recovery'; readonly namespace: string; readonly identity: ClusterIdentity; readonly action: RebuildAction; readonly annotation: string; readonly recoveryAnnotation: string; readonly cluster: string };
+  | {
+    readonly kind: 'recovery'; readonly namespace: string; readonly identity: ClusterIdentity; readonly action: RebuildAction; readonly annotation: string; readonly recoveryAnnotation: string; readonly cluster: string;
+    /** The members, asked once more immediately before the source restarts (quorumShows: the recovery is abandoned then). */
+    readonly via: Membership;
+  };
 
 /** What the membership step decided: what to render and report, and the change to make for it. */
 export interface MembershipDecision {
@@ -127,6 +133,8 @@ export interface MembershipReader {
   readonly healing: HealingReader;
   /** The recovery ConfigMap, fresh: read only while a recovery is asked for or under way. */
   readonly recovery: RecoveryReader;
+  /** What this controller has seen of each cluster's quorum loss, across looks. */
+  readonly quorumLoss: QuorumLossLooks;
   readonly now: () => number;
 }
 
@@ -176,12 +184,15 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
   const answered = 'members' in status ? { status, via: membership } : undefined;
   const warning = sizeWarning(resource.spec.size, members?.filter((m) => !m.learner).length);
 
-  // A recovery is judged while the quorum is lost, and carried on while its record exists.
+  // A recovery request is judged on every look (one made while the quorum holds is refused and removed), and a
+  // recovery carried on while its record exists. Every look also runs the clock the loss must stay on for.
   const quorum = 'members' in status && hasQuorum(status);
-  const recovery = statefulSet && replicas !== undefined && (record || (request && !quorum))
+  const answeredStatus = 'members' in status ? status : undefined;
+  const quorumLoss = read.quorumLoss.look(cr.metadata.uid ?? `${namespace}/${resource.metadata.name}`, answeredStatus !== undefined && !quorumShows(answeredStatus), read.now(), config.healing.quorumLossSeconds * 1000);
+  const recovery = statefulSet && replicas !== undefined && (record || request)
     ? await (async () => {
       const [livePods, claims] = await Promise.all([read.healing.pods(namespace, identity), read.healing.claims(namespace, identity, config.healing.replacementAnnotation)]);
-      return recoveryStep({ request, record, membership: 'members' in status ? status : undefined, size: resource.spec.size, pods: ordinals(), livePods, claims, now: read.now() });
+      return recoveryStep({ request, record, membership: answeredStatus, size: resource.spec.size, pods: ordinals(), livePods, claims, now: read.now(), quorumLoss });
     })()
     : undefined;
   if (recovery && !recovery.replacing) {
@@ -193,7 +204,7 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
     if (!recovery.action || detectOnly) return { result: { ...result, recoveryEvent: recovery.event?.reason === 'RecoveryRefused' ? recovery.event : undefined } };
     return {
       result,
-      write: { kind: 'recovery', namespace, identity, action: recovery.action, annotation: config.healing.replacementAnnotation, recoveryAnnotation: config.healing.recoveryAnnotation, cluster: resource.metadata.name },
+      write: { kind: 'recovery', namespace, identity, action: recovery.action, annotation: config.healing.replacementAnnotation, recoveryAnnotation: config.healing.recoveryAnnotation, cluster: resource.metadata.name, via: membership },
       ifWriteFails: { ...result, recoveryEvent: undefined },
     };
   }
@@ -343,12 +354,15 @@ export function membershipReader(
   client: KubeClient, config: GeneratorConfig, own: { readonly statefulSet?: CachedObject; readonly configMap?: CachedObject },
   options: {
     readonly addresses?: MemberAddresses; readonly timeoutMs?: number; readonly term?: AbortSignal; readonly now?: () => number;
+    /** @default the process's one clock (quorum-loss-clock.ts) */
+    readonly quorumLoss?: QuorumLossLooks;
     /** The TLS the members run, and the controller's client certificate for them (tls-step.ts). */
     readonly tls?: TlsInEffect; readonly clientTls?: EtcdClientTls;
   } = {},
 ): MembershipReader {
   return {
     config, ...own, addresses: options.addresses, tls: options.tls, healing: healingReader(client), recovery: recoveryReader(client), now: options.now ?? Date.now,
+    quorumLoss: options.quorumLoss ?? quorumLossClock,
     members: (pods, endpoint) => new EtcdMembership(pods, endpoint, options.timeoutMs, options.term, options.clientTls),
     memberPods: (namespace, identity) => memberPods(client, namespace, identity),
   };

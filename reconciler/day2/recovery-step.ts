@@ -47,14 +47,20 @@ export function recoveryStep(input: RebuildInput): RecoveryDecision | undefined 
   const step = decideRebuildStep(input);
   if (!step) return undefined;
   if (step.kind === 'refused') {
-    return { report: { status: 'False', reason: 'RecoveryRefused', message: step.message }, event: { type: 'Warning', reason: 'RecoveryRefused', message: step.message } };
+    // Consumed with the refusal: the request is removed, so it cannot start a recovery on a later blip.
+    const message = `${step.message}; the request is removed`;
+    return { report: { status: 'False', reason: 'RecoveryRefused', message }, event: { type: 'Warning', reason: 'RecoveryRefused', message }, action: step.action };
   }
+  if (step.kind === 'waiting') return { report: { status: 'False', reason: 'RecoveryWaiting', message: step.message }, requeueAfterMs: step.requeueAfterMs };
   if (step.kind === 'replacing') return { report: { status: 'True', reason: 'Recovering', message: step.message }, replacing: step.message };
   const { action } = step;
   const event: RecoveryEvent | undefined = action?.type === 'record' ? { type: 'Warning', reason: 'RecoveryStarted', message: `${action.message}; the others join it empty (decision recorded as recovery ${action.id})` }
     : action?.type === 'finish' ? { type: 'Normal', reason: 'Recovered', message: action.message }
-      : action ? { type: 'Normal', reason: 'Recovering', message: describeRebuildAction(action) } : undefined;
-  const report: HealingReport = action?.type === 'finish' ? { status: 'False', reason: 'Recovered', message: action.message } : { status: 'True', reason: 'Recovering', message: step.message };
+      : action?.type === 'abandon' ? { type: 'Warning', reason: 'RecoveryRefused', message: action.message }
+        : action ? { type: 'Normal', reason: 'Recovering', message: describeRebuildAction(action) } : undefined;
+  const report: HealingReport = action?.type === 'finish' ? { status: 'False', reason: 'Recovered', message: action.message }
+    : action?.type === 'abandon' ? { status: 'False', reason: 'RecoveryRefused', message: action.message }
+      : { status: 'True', reason: 'Recovering', message: step.message };
   return { report, event, action, requeueAfterMs: step.requeueAfterMs };
 }
 
@@ -65,6 +71,9 @@ export function describeRebuildAction(action: RebuildAction): string {
     case 'mark': return `marked ${action.pod}'s claim: it joins the rebuilt cluster empty`;
     case 'restartSource': return `restarted ${action.pod}: its init container rebuilds a one-member cluster`;
     case 'finish': return 'removed the recovery request and its ConfigMap';
+    case 'consume': return `removed the refused recovery request (${action.message})`;
+    case 'unmark': return `took the recovery's mark off ${action.pod}'s claim: the cluster has its quorum`;
+    case 'abandon': return 'removed the abandoned recovery\'s request and its ConfigMap';
   }
 }
 

@@ -28,7 +28,9 @@ const claims = (marks: Record<string, string> = {}): Map<string, HealingClaim> =
 const record: RecoveryRecord = { name: 'kv-recovery', uid: 'cm', createdAtMs: NOW - 42_000, pod: 'kv-0', memberId: 'm0', id: 'r1', sourcePodUid: 'uid-kv-0' };
 const lost = membership([answering(0, 3, 40), answering(1, 3, 30), silent(2)]);
 
-const input = (over: Partial<RebuildInput>): RebuildInput => ({ size: 3, pods, livePods: livePods(), claims: claims(), now: NOW, membership: lost, ...over });
+/** A loss the controller has seen long enough, on enough looks (recovery.test.ts judges the clock). */
+const PROVEN = { forMs: 60_000, looks: 3, requiredMs: 60_000 };
+const input = (over: Partial<RebuildInput>): RebuildInput => ({ size: 3, pods, livePods: livePods(), claims: claims(), now: NOW, membership: lost, quorumLoss: PROVEN, ...over });
 
 describe('before a decision', () => {
   it('does nothing without a request, however long the quorum is lost', () => {
@@ -100,5 +102,31 @@ describe('after the source restarted (a controller killed there resumes here)', 
   it('goes on with its record even once the request is gone: the decision is the record', () => {
     const step = decideRebuildStep(input({ record, request: undefined, claims: marked, livePods: livePods({ 'kv-0': 'uid-kv-0-new' }), membership: membership([healthy(0, 'n0')]) }));
     expect(step?.kind).toBe('replacing');
+  });
+});
+
+describe('a quorum that shows itself before the source restarts (issue 40, defect 1)', () => {
+  const shows = { ...membership([answering(0, 3, 40), answering(1, 3, 30), silent(2)]), listedLinearizably: true };
+
+  it('consumes a refused request: its annotation is removed, so it never fires later', () => {
+    expect(decideRebuildStep(input({ request: 'auto', membership: shows }))).toMatchObject({ kind: 'refused', action: { type: 'consume' } });
+  });
+
+  it('abandons a recorded recovery: the marks come off the claims one at a time, then the request and record go; the source is never restarted', () => {
+    const first = decideRebuildStep(input({ request: 'auto', record, membership: shows, claims: claims({ 'kv-1': 'm1', 'kv-2': 'm2' }) }));
+    expect(first).toMatchObject({ kind: 'recovering', action: { type: 'unmark', pod: 'kv-1', claim: { name: 'data-kv-1', uid: 'claim-kv-1' } } });
+    const second = decideRebuildStep(input({ request: 'auto', record, membership: shows, claims: claims({ 'kv-2': 'm2' }) }));
+    expect(second).toMatchObject({ kind: 'recovering', action: { type: 'unmark', pod: 'kv-2' } });
+    const last = decideRebuildStep(input({ request: 'auto', record, membership: shows, claims: claims() }));
+    expect(last).toMatchObject({ kind: 'recovering', action: { type: 'abandon', record: { name: 'kv-recovery', uid: 'cm' }, message: expect.stringMatching(/abandoned before kv-0 restarted.*linearizable/) } });
+  });
+
+  it('abandons it too when a voter reports a leader again', () => {
+    const leader = membership([answering(0, 3, 40), healthy(1, 'm1', { leader: true }), silent(2)]);
+    expect(decideRebuildStep(input({ request: 'auto', record, membership: leader, claims: claims() }))).toMatchObject({ action: { type: 'abandon' } });
+  });
+
+  it('goes on as before while the loss holds', () => {
+    expect(decideRebuildStep(input({ request: 'auto', record, claims: claims({ 'kv-1': 'm1', 'kv-2': 'm2' }) }))).toMatchObject({ action: { type: 'restartSource', pod: 'kv-0' } });
   });
 });

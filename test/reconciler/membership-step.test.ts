@@ -14,6 +14,10 @@ import { membershipNotYet, membershipStep, recordedPlan, type MembershipReader }
 import { synthesizeCluster } from '../../constructs/synthesize.js';
 import type { HealingClaim, HealingPod } from '../../engines/etcd/replacement.js';
 import type { RecoveryRecord } from '../../engines/etcd/rebuild.js';
+import { QuorumLossClock, type QuorumLossLooks } from '../../reconciler/day2/quorum-loss-clock.js';
+
+/** Every look that sees the quorum lost counts as a loss already proven (quorum-loss-clock.ts is tested on its own). */
+const provenLoss: QuorumLossLooks = { look: (_uid, lost, _now, requiredMs) => (lost ? { forMs: requiredMs, looks: 3, requiredMs } : { forMs: 0, looks: 0, requiredMs }) };
 
 const config = loadConfig();
 const ETCD = 'registry.k8s.io/etcd:3.6.8-0';
@@ -59,7 +63,7 @@ function reader(status: MembershipStatus, sts?: CachedObject, pods: MemberPod[] 
   return {
     config, statefulSet: sts, configMap: sts && configMap(sts.spec!.replicas as number), members: () => members(status), memberPods: async () => pods,
     healing: { pods: async () => livePodsOf(replicas), claims: async () => claims ?? claimsOf(replicas) },
-    recovery: { record: async () => record },
+    recovery: { record: async () => record }, quorumLoss: provenLoss,
     now: () => NOW,
   };
 }
@@ -181,10 +185,10 @@ describe('a lost quorum (recovery-step.ts)', () => {
     expect(decision.result.recoveryEvent).toBeUndefined();
   });
 
-  it('refuses a request naming a member that does not answer, with the Healing report and a Warning Event, and writes nothing', async () => {
+  it('refuses a request naming a member that does not answer, with the Healing report and a Warning Event, and removes the request only', async () => {
     const decision = (await membershipStep(reader(lost, statefulSet(3)), annotated('kv-2'), resource(3), false))!;
-    expect(decision.write).toBeUndefined();
-    expect(decision.result.healing).toMatchObject({ status: 'False', reason: 'RecoveryRefused', message: expect.stringMatching(/^recovery from kv-2 refused: it does not answer/) });
+    expect(decision.write).toMatchObject({ kind: 'recovery', action: { type: 'consume' } });
+    expect(decision.result.healing).toMatchObject({ status: 'False', reason: 'RecoveryRefused', message: expect.stringMatching(/^recovery from kv-2 refused: it does not answer.*; the request is removed$/) });
     expect(decision.result.recoveryEvent).toEqual({ type: 'Warning', reason: 'RecoveryRefused', message: decision.result.healing!.message });
   });
 
@@ -202,10 +206,23 @@ describe('a lost quorum (recovery-step.ts)', () => {
     expect(decision.result.recoveryEvent).toBeUndefined();
   });
 
-  it('ignores a request while the quorum holds: healing is the replacement\'s to report', async () => {
+  it('refuses and removes a request made while the quorum holds, so that it can never fire on a later blip (issue 40, defect 1)', async () => {
     const decision = (await membershipStep(reader(statusOf([member(0), member(1), member(2)]), statefulSet(3)), annotated('auto'), resource(3), false))!;
-    expect(decision.result.healing?.reason).toBe('Healthy');
-    expect(decision.result.recoveryEvent).toBeUndefined();
+    // Before the fix: ignored and kept, to be acted on at the first look that sees two members down.
+    expect(decision.write).toMatchObject({ kind: 'recovery', action: { type: 'consume' } });
+    expect(decision.result.healing).toMatchObject({ status: 'False', reason: 'RecoveryRefused', message: expect.stringMatching(/the cluster has a quorum/) });
+    expect(decision.result.recoveryEvent).toMatchObject({ type: 'Warning', reason: 'RecoveryRefused' });
+  });
+
+  it('waits, keeping the request, until the controller has seen the loss on enough looks for long enough', async () => {
+    const clock = new QuorumLossClock();
+    const looks: Array<Awaited<ReturnType<typeof membershipStep>>> = [];
+    for (const at of [0, 10_000, 20_000, 60_000]) looks.push(await membershipStep({ ...reader(lost, statefulSet(3)), quorumLoss: clock, now: () => NOW + at }, annotated('auto'), resource(3), false));
+    for (const early of looks.slice(0, 3)) {
+      expect(early!.write).toBeUndefined();
+      expect(early!.result.healing).toMatchObject({ status: 'False', reason: 'RecoveryWaiting', message: expect.stringMatching(/healing.quorumLossSeconds/) });
+    }
+    expect(looks[3]!.write).toMatchObject({ kind: 'recovery', action: { type: 'record', pod: 'kv-0' } });
   });
 
   it('says each step of a recorded recovery in a Normal Event: a claim marked, then the source restarted', async () => {

@@ -20,6 +20,10 @@ import type { CachedObject } from '../../kube/informer.js';
 import type { KubeObject } from '../../model/kube-object.js';
 import { membershipStep, type MembershipReader } from '../../reconciler/day2/membership-step.js';
 import { storageStep, volumeSizeOf, type StorageReader } from '../../reconciler/day2/storage-step.js';
+import type { QuorumLossLooks } from '../../reconciler/day2/quorum-loss-clock.js';
+
+/** Every look that sees the quorum lost counts as a loss already proven (quorum-loss-clock.ts is tested on its own). */
+const provenLoss: QuorumLossLooks = { look: (_uid, lost, _now, requiredMs) => (lost ? { forMs: requiredMs, looks: 3, requiredMs } : { forMs: 0, looks: 0, requiredMs }) };
 
 const config = loadConfig();
 const HASH = config.hashAnnotation;
@@ -126,6 +130,6 @@ function reader(sts: CachedObject, pods: MemberPod[], leader: string): Membershi
   const claims = new Map([0, 1, 2].map((i) => [`kv-${i}`, { name: `data-kv-${i}`, uid: `claim-${i}`, deleting: false, phase: 'Bound' }]));
   return {
     config, statefulSet: sts, configMap, members: () => membership, memberPods: async () => pods,
-    healing: { pods: async () => new Map(), claims: async () => claims }, recovery: { record: async () => undefined }, now: () => Date.parse('2026-11-26T12:00:00Z'),
+    healing: { pods: async () => new Map(), claims: async () => claims }, recovery: { record: async () => undefined }, quorumLoss: provenLoss, now: () => Date.parse('2026-11-26T12:00:00Z'),
   };
 }
