@@ -222,7 +222,9 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
     ? { status: 'True' as const, reason: 'Recovering' as const, message: healing.step?.phase === 'Replacing' ? `${recovery.replacing}; ${healing.step.message}` : recovery.replacing }
     : healing?.report;
   const learnerRetry = healing ? healing.learnerRetry : (cr.status as DistributedKVStatus | undefined)?.learnerRetry;
-  const healed = { ...(healing ? { healing: report!, unhealthySince: healing.unhealthySince } : {}), learnerRetry };
+  // A refused request was removed with its refusal: the refusal stays in the Healing condition until healing says more.
+  const refusal = !healing && previousHealing?.reason === 'RecoveryRefused' ? { healing: { status: 'False' as const, reason: 'RecoveryRefused' as const, message: previousHealing.message } } : {};
+  const healed = { ...(healing ? { healing: report!, unhealthySince: healing.unhealthySince } : refusal), learnerRetry };
   if (healing?.step?.phase === 'Replacing' && replicas !== undefined) {
     const joinable = healing.step.joinablePods?.map((p) => Number(/-(\d+)$/.exec(p)![1]));
     const plan: MembershipPlan = joinable ? { replicas, state: 'existing', members: joinable } : { replicas, state: 'existing' };

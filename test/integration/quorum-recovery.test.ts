@@ -4,9 +4,10 @@
  * members of five stopped, the controller changes nothing, past the time
  * after which it would replace a member (healing.unhealthySeconds is 4
  * here); a recovery request is judged against the raft positions the
- * surviving members report: one naming a member that does not answer, or
- * one behind another survivor, is refused with the reason, a Healing
- * condition and one Event, and nothing is written; `auto` chooses the most
+ * surviving members report, once the controller has seen the loss on three
+ * looks for healing.quorumLossSeconds: one naming a member that does not
+ * answer, or one behind another survivor, is refused with the reason, a
+ * Healing condition and one Event, and removed; `auto` chooses the most
  * advanced survivor and the recovery is carried out (docs/auto-healing.md,
  * "Quorum loss"): the survivor is rebuilt as a one-member cluster by its
  * recover init container, the other four join it empty one at a time (the
@@ -38,7 +39,9 @@ import { clusterPath, createCluster } from './controller-harness.js';
 
 const defaults = loadDefaultConfig();
 const UNHEALTHY_SECONDS = 4;
-const config = { ...defaults, healing: { ...defaults.healing, unhealthySeconds: UNHEALTHY_SECONDS } };
+/** The loss must be seen this long (and on 3 looks) before a request is acted on: short here, 60 s by default. */
+const QUORUM_LOSS_SECONDS = 2;
+const config = { ...defaults, healing: { ...defaults.healing, unhealthySeconds: UNHEALTHY_SECONDS, quorumLossSeconds: QUORUM_LOSS_SECONDS } };
 const RECOVER = config.healing.recoveryAnnotation;
 const NAME = 'kv';
 const SIZE = 5;
@@ -184,18 +187,21 @@ describeWithCluster('quorum loss on a real etcd cluster of 5: hands-off, a recov
 
     // A member that does not answer cannot be judged.
     await request('kv-2');
+    // Judged once the controller has seen the loss on 3 looks for 2 s (a look every 10 s while a request waits).
     const silent = await eventually('kv-2 refused', async () => {
       const healing = await condition('Healing');
       return healing?.reason === 'RecoveryRefused' && /kv-2/.test(healing.message) ? healing : undefined;
-    }, 30_000, 200);
-    expect(silent.message).toMatch(/kv-2 refused: it does not answer .*the most advanced voting member that answers is kv-0 \(term \d+, index \d+/);
+    }, 60_000, 200);
+    expect(silent.message).toMatch(/kv-2 refused: it does not answer .*the most advanced voting member that answers is kv-0 \(term \d+, index \d+.*; the request is removed$/);
+    // Refused for good: the request is gone, so it can never start a recovery later.
+    await eventually('the refused request removed', async () => ((await status()).metadata.annotations?.[RECOVER] === undefined ? true : undefined), 30_000, 200);
 
     // A member behind another survivor: the refusal names the one ahead.
     await request('kv-4');
     const behind = await eventually('kv-4 refused', async () => {
       const healing = await condition('Healing');
       return healing?.reason === 'RecoveryRefused' && /^recovery from kv-4/.test(healing.message) ? healing : undefined;
-    }, 30_000, 200);
+    }, 60_000, 200);
     expect(behind.message).toMatch(/recovery from kv-4 \(term \d+, index \d+.*refused: kv-0 \(term \d+, index \d+.* is more advanced/);
     // One Event per refusal, however many reconciles saw it.
     await new Promise((r) => setTimeout(r, 3000)); // a measured window: further reconciles must not repeat the Event
@@ -209,7 +215,7 @@ describeWithCluster('quorum loss on a real etcd cluster of 5: hands-off, a recov
     expect(survivor.size).toBe(KEYS);
     const requestedAt = Date.now();
     await request('auto');
-    const started = await eventually('RecoveryStarted', async () => (await events('RecoveryStarted'))[0], 30_000, 200);
+    const started = await eventually('RecoveryStarted', async () => (await events('RecoveryStarted'))[0], 60_000, 200);
     expect(started).toMatch(/^recovering from kv-0 \(term \d+, index \d+, revision \d+\), the most advanced of the 2 voting members that answer; the others join it empty/);
     const record = (await client.request('GET', resourcePath('v1', 'ConfigMap', namespace, `${NAME}-recovery`))).data;
     expect(record).toMatchObject({ DKV_RECOVERY_POD: 'kv-0', DKV_RECOVERY_MEMBER_ID: positions.kv0.id });

@@ -1,0 +1,124 @@
+/**
+ * The safety invariants of docs/invariants.md, checked against every pure
+ * Day-2 decision function over thousands of random states per run (fast-check,
+ * with shrinking; the seed is printed and DKV_PROPERTY_SEED replays it). The
+ * states the scenarios never thought of are where the defects of issue 40
+ * lived: each of those is also kept below as a fixed example.
+ */
+import fc from 'fast-check';
+import { decideScalingStep } from '../../engines/etcd/scaling.js';
+import { decideRecovery, QUORUM_LOSS_LOOKS, type QuorumLossSeen } from '../../engines/etcd/recovery.js';
+import { decideRebuildStep, type RecoveryRecord } from '../../engines/etcd/rebuild.js';
+import { replacementSignal, volumeNodeGone, type HealingClaim, type HealingPod } from '../../engines/etcd/replacement.js';
+import { decideDefragmentationStep } from '../../engines/etcd/defragmentation.js';
+import { hasQuorum, type MembershipStatus } from '../../engines/membership.js';
+import { membershipArb, ordinalOf, pod, propertySeed, quorumVisible, RUNS, unschedulableArb } from '../support/day2-arbitraries.js';
+
+const seed = propertySeed('day2-invariants.test.ts');
+const check = <T>(property: fc.IProperty<T>, examples: T[] = []) => fc.assert(property, { seed, numRuns: RUNS, examples });
+const NOW = 1_800_000_000_000;
+const voters = (m: MembershipStatus) => m.members.filter((x) => !x.learner);
+
+describe('scaling (decideScalingStep)', () => {
+  const scalingArb = fc.record({ membership: membershipArb, size: fc.integer({ min: 1, max: 9 }), replicas: fc.integer({ min: 0, max: 9 }), podsSettled: fc.boolean() });
+  const decide = (s: { membership: MembershipStatus; size: number; replicas: number; podsSettled: boolean }) => decideScalingStep({ ...s, pod, recorded: { replicas: s.replicas, state: 'existing' } });
+  // Defect 2: voters at ordinals 0, 3 and 4.
+  const gapped: MembershipStatus = { members: [0, 3, 4].map((i) => ({ id: `m${i}`, name: pod(i), peerUrls: [], learner: false, healthy: true, leader: i === 0, alarms: [] })), voters: 3, healthyVoters: 3, alarms: [] };
+
+  it('never lowers replicas below a member\'s ordinal, whether its action succeeds or fails', () => check(fc.property(scalingArb, (s) => {
+    const step = decide(s);
+    const removed = step.action?.type === 'remove' ? step.action.id : undefined;
+    const highest = (ignore?: string) => Math.max(0, ...s.membership.members.filter((m) => m.name && m.id !== ignore).map((m) => ordinalOf(m.name) + 1));
+    return step.plan.replicas >= highest(removed) && step.planIfActionFails.replicas >= highest();
+  }), [[{ membership: gapped, size: 3, replicas: 5, podsSettled: true }]]));
+
+  it('changes the membership only with a quorum, every voter healthy and no learner left half-added', () => check(fc.property(scalingArb, (s) => {
+    const { action } = decide(s);
+    if (!action || action.type === 'promote') return action?.type !== 'promote' || hasQuorum(s.membership);
+    return hasQuorum(s.membership) && voters(s.membership).every((m) => m.healthy) && !s.membership.members.some((m) => m.learner);
+  })));
+
+  it('removes a voter only when the voters left keep a healthy majority, and never the leader', () => check(fc.property(scalingArb, (s) => {
+    const { action } = decide(s);
+    if (action?.type !== 'remove') return true;
+    const left = voters(s.membership).filter((m) => m.id !== action.id);
+    const leader = s.membership.members.find((m) => m.id === action.id)?.leader;
+    return !leader && left.filter((m) => m.healthy).length > left.length / 2;
+  })));
+
+  it('adds a learner only at an ordinal no member holds', () => check(fc.property(scalingArb, (s) => {
+    const { action } = decide(s);
+    return action?.type !== 'addLearner' || !s.membership.members.some((m) => m.name === action.pod);
+  })));
+});
+
+describe('quorum-loss recovery (decideRecovery, decideRebuildStep)', () => {
+  const seenArb: fc.Arbitrary<QuorumLossSeen> = fc.record({ forMs: fc.integer({ min: 0, max: 300_000 }), looks: fc.integer({ min: 0, max: 10 }), requiredMs: fc.constantFrom(60_000, 5_000) });
+  const requestArb = fc.constantFrom('auto', 'kv-0', 'kv-1', 'kv-2', 'kv-4', 'kv-8');
+  // Defect 1: kv-0 answers without a leader, the others do not, but the member list answered a linearizable read.
+  const listedByQuorum: MembershipStatus = {
+    members: [{ id: 'm0', name: 'kv-0', peerUrls: [], learner: false, healthy: false, leader: false, problem: 'no leader', raftTerm: 4, raftIndex: 90, revision: 80, alarms: [] },
+      ...[1, 2].map((i) => ({ id: `m${i}`, name: pod(i), peerUrls: [], learner: false, healthy: false, leader: false, problem: 'context deadline exceeded', alarms: [] }))],
+    voters: 3, healthyVoters: 0, alarms: [], listedLinearizably: true,
+  };
+
+  it('never chooses a source while the members show a quorum, or before the loss was seen long enough on enough looks', () => check(fc.property(requestArb, membershipArb, seenArb, (request, membership, seen) => {
+    const decision = decideRecovery(request, membership, seen);
+    if (decision?.kind !== 'chosen') return true;
+    return !quorumVisible(membership) && seen.forMs >= seen.requiredMs && seen.looks >= QUORUM_LOSS_LOOKS;
+  }), [['auto', listedByQuorum, { forMs: 600_000, looks: 10, requiredMs: 60_000 }]]));
+
+  it('chooses a voting member that answered, with no answering voter ahead of it in applied data', () => check(fc.property(requestArb, membershipArb, seenArb, (request, membership, seen) => {
+    const decision = decideRecovery(request, membership, seen);
+    if (decision?.kind !== 'chosen') return true;
+    const source = membership.members.find((m) => m.name === decision.pod)!;
+    return !source.learner && source.revision !== undefined
+      && voters(membership).every((m) => m.revision === undefined || m.revision <= source.revision!);
+  })));
+
+  it('never marks a claim or restarts the source while the members show a quorum', () => {
+    const record: RecoveryRecord = { name: 'kv-recovery', uid: 'cm', createdAtMs: NOW - 10_000, pod: 'kv-0', memberId: 'm0', id: 'r', sourcePodUid: 'pod-kv-0' };
+    check(fc.property(membershipArb, fc.boolean(), seenArb, (membership, marked, seen) => {
+      const pods = Array.from({ length: 9 }, (_, i) => pod(i));
+      const livePods = new Map<string, HealingPod>(pods.map((p) => [p, { name: p, uid: `pod-${p}`, deleting: false, createdAtMs: NOW - 60_000 }]));
+      const claims = new Map<string, HealingClaim>(pods.map((p) => [p, { name: `data-${p}`, uid: `c-${p}`, deleting: false, phase: 'Bound', replacing: marked && p !== 'kv-0' ? 'm' : undefined }]));
+      const step = decideRebuildStep({ request: 'auto', record, membership, size: 3, pods, livePods, claims, now: NOW, quorumLoss: seen });
+      const action = step && 'action' in step ? step.action : undefined;
+      return !quorumVisible(membership) || (action?.type !== 'mark' && action?.type !== 'restartSource');
+    }));
+  });
+});
+
+describe('member replacement (replacementSignal)', () => {
+  const bounds = (unhealthyForMs: number) => ({ unhealthySince: new Map([['m1', NOW - unhealthyForMs]]), now: NOW, unhealthyAfterMs: 600_000 });
+  const member = (healthy: boolean) => ({ id: 'm1', name: 'kv-1', peerUrls: [], learner: false, healthy, leader: false, alarms: [], problem: healthy ? undefined : 'connect ECONNREFUSED' });
+  const claim: HealingClaim = { name: 'data-kv-1', uid: 'c1', deleting: false, phase: 'Bound' };
+  // Defect 3: the volume's node only cordoned.
+  const drained = { message: '0/6 nodes are available: 1 node(s) were unschedulable, 5 node(s) had volume node affinity conflict.', everyNodeConflicts: false };
+
+  it('replaces an unschedulable member at once only when every node the scheduler counted conflicts with its volume', () => check(fc.property(unschedulableArb, fc.integer({ min: 0, max: 599_000 }), (scheduling, unhealthyForMs) => {
+    const stuck: HealingPod = { name: 'kv-1', uid: 'p1', deleting: false, createdAtMs: NOW - 3_600_000, unschedulable: scheduling.message };
+    const signal = replacementSignal(member(false), stuck, claim, bounds(unhealthyForMs));
+    return signal?.replace === scheduling.everyNodeConflicts && volumeNodeGone(scheduling.message) === scheduling.everyNodeConflicts;
+  }), [[drained, 5_000]]));
+
+  it('never replaces a healthy member whose data nothing condemns (no CORRUPT alarm, its claim bound and kept)', () => check(fc.property(fc.option(unschedulableArb), fc.integer({ min: 0, max: 10_000_000 }), (scheduling, unhealthyForMs) => {
+    const p: HealingPod = { name: 'kv-1', uid: 'p1', deleting: false, createdAtMs: NOW - 3_600_000, unschedulable: scheduling?.message };
+    return replacementSignal(member(true), p, claim, bounds(unhealthyForMs)) === undefined;
+  })));
+
+  it('replaces a member unhealthy for a reason a restart or a network fault can give only after healing.unhealthySeconds', () => check(fc.property(fc.integer({ min: 0, max: 1_200_000 }), (unhealthyForMs) => {
+    const p: HealingPod = { name: 'kv-1', uid: 'p1', deleting: false, createdAtMs: NOW - 3_600_000 };
+    return (replacementSignal(member(false), p, claim, bounds(unhealthyForMs))?.replace === true) === (unhealthyForMs >= 600_000);
+  })));
+});
+
+describe('defragmentation (decideDefragmentationStep)', () => {
+  it('takes a member down for defragmentation only with a quorum, every voter healthy, a leader, no learner and no other step', () => check(fc.property(membershipArb, fc.option(fc.constant('an upgrade')), (membership, otherStep) => {
+    const step = decideDefragmentationStep({
+      membership, quotaBytes: 80 << 20, minFreePercent: 10, minSizeBytes: 0, intervalMs: 0, nospaceMarginPercent: 10, lastDefragmented: {}, otherStep: otherStep ?? undefined, now: NOW,
+    });
+    if (step.action?.type !== 'defragment') return true;
+    return !otherStep && hasQuorum(membership) && voters(membership).every((m) => m.healthy) && !membership.members.some((m) => m.learner) && voters(membership).some((m) => m.leader);
+  })));
+});
