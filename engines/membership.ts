@@ -61,6 +61,12 @@ export interface MembershipStatus {
   readonly listedLinearizably?: boolean;
 }
 
+/** A member's hash of its key space at one revision (etcd's HashKV). */
+export interface KeyHash {
+  readonly hash: number;
+  readonly compactRevision: number;
+}
+
 export interface Membership {
   /** Reads the membership from any member that answers, and each member's health from itself. Throws when none answers. */
   status(): Promise<MembershipStatus>;
@@ -88,6 +94,12 @@ export interface Membership {
   compact(revision: number): Promise<void>;
   /** Disarms one alarm of one member, cluster-wide. */
   disarm(alarm: MemberAlarm): Promise<void>;
+  /**
+   * One member's (by pod name) hash of its keys up to `revision`, and the compaction it starts from: two
+   * members hold the same data up to `revision` when both agree. A CORRUPT alarm is judged on these
+   * (replacement.ts), because the leader that raises it cannot tell its own corruption from a follower's.
+   */
+  hashKV(pod: string, revision: number): Promise<KeyHash>;
 }
 
 /** Whether a majority of voters is healthy: below it, nothing may be changed. */

@@ -6,7 +6,7 @@
  * TLS with the client certificate where the members run client TLS.
  */
 import type { Agent } from 'node:https';
-import type { MemberAlarm, Membership, MemberStatus, MembershipStatus } from '../membership.js';
+import type { KeyHash, MemberAlarm, Membership, MemberStatus, MembershipStatus } from '../membership.js';
 import { tlsAgent, type EtcdAnswer, type EtcdClientTls } from './etcd-http.js';
 import { postAs } from './etcd-auth.js';
 
@@ -125,6 +125,11 @@ export class EtcdMembership implements Membership {
     const { via } = await this.list();
     // physical: the call returns once the compaction is applied, so a defragmentation after it finds the pages free.
     await this.post(via, '/v3/kv/compaction', { revision: String(revision), physical: true }, DEFRAGMENT_TIMEOUT_MS);
+  }
+
+  async hashKV(pod: string, revision: number): Promise<KeyHash> {
+    const answer = await this.post<{ hash?: number; compact_revision?: string }>(this.endpoint(pod), '/v3/maintenance/hashkv', { revision: String(revision) });
+    return { hash: answer.hash ?? 0, compactRevision: int64(answer.compact_revision) ?? 0 };
   }
 
   async disarm(alarm: MemberAlarm): Promise<void> {

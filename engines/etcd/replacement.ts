@@ -29,7 +29,7 @@
  * waits to be added back is removed before either is added (each removal,
  * each add and each promotion still one step; never two learners).
  */
-import { hasQuorum, type MemberStatus, type MembershipStatus } from '../membership.js';
+import { hasQuorum, type KeyHash, type MemberStatus, type MembershipStatus } from '../membership.js';
 
 /** A member pod as replacement reads it. */
 export interface HealingPod {
@@ -78,6 +78,8 @@ export interface ReplacementInput {
   readonly unhealthyAfterMs: number;
   /** How long a learner may take to be promoted before it is removed and added again, the first time (learnerCatchUpBoundMs). */
   readonly learnerCatchUpMs: number;
+  /** The voting members' hashes of their keys at one revision, read while a CORRUPT alarm stands; absent otherwise. */
+  readonly corruptionHashes?: CorruptionHashes;
   /** A pod whose learner was already removed for not catching up, and how many times (status.learnerRetry). */
   readonly learnerRetry?: LearnerRetry;
   /** Another change under way (an upgrade, a storage step, a defragmentation), in words: no replacement starts. */
@@ -148,6 +150,8 @@ export interface ReplacementStep {
    * than the membership has). Absent when every pod has a member.
    */
   readonly joinablePods?: readonly string[];
+  /** Waiting on a CORRUPT alarm the members' hashes do not pin on one member: a human decides. */
+  readonly corruptionHeld?: true;
   /** Set when the step removes a learner for not catching up: the pod and how many of its learners were, this one included. */
   readonly learnerRetry?: LearnerRetry;
 }
@@ -192,7 +196,39 @@ export function volumeNodeGone(message: string): boolean {
 
 export type Signal =
   | { readonly replace: true; readonly reason: string }
-  | { readonly replace: false; readonly waiting: string; readonly dueInMs?: number };
+  /** `corruption`: a CORRUPT alarm the hashes do not pin on this member: held for a human, the alarm kept. */
+  | { readonly replace: false; readonly waiting: string; readonly dueInMs?: number; readonly corruption?: true };
+
+/** What every voting member answered to HashKV at one revision (by member id; a member that did not answer is absent). */
+export interface CorruptionHashes {
+  readonly revision: number;
+  /** How many voting members there are: a majority is of all of them, not of those that answered. */
+  readonly voters: number;
+  readonly byMember: ReadonlyMap<string, KeyHash>;
+}
+
+const hashKey = (h: KeyHash) => `${h.compactRevision}:${h.hash}`;
+/** How often a CORRUPT alarm held for a human is judged again (each time every member hashes its key space). */
+const CORRUPTION_HELD_LOOK_MS = 60_000;
+
+/**
+ * Whether the voters' own hashes pin a CORRUPT alarm on this member: a strict majority of all voting members
+ * agrees on one hash, and this member's differs. etcd's check is run by the leader against its own hash, so it
+ * cannot tell a corrupt leader from corrupt followers; replacing on its word alone would wipe good members and
+ * re-seed them from the bad one. Anything short of a majority against it is held for a human.
+ */
+export function corruptionVerdict(memberId: string, hashes: CorruptionHashes | undefined): { readonly minority: true; readonly reason: string } | { readonly minority: false; readonly why: string } {
+  if (!hashes) return { minority: false, why: 'the voting members\' hashes could not be read' };
+  const own = hashes.byMember.get(memberId);
+  const counts = new Map<string, number>();
+  for (const h of hashes.byMember.values()) counts.set(hashKey(h), (counts.get(hashKey(h)) ?? 0) + 1);
+  const [majority, agreeing] = [...counts.entries()].sort((a, b) => b[1] - a[1])[0] ?? ['', 0];
+  const told = `${agreeing} of ${hashes.voters} voting members agree on one hash at revision ${hashes.revision}`;
+  if (!own) return { minority: false, why: `it did not answer HashKV at revision ${hashes.revision} (${told})` };
+  if (agreeing <= hashes.voters / 2) return { minority: false, why: `no majority agrees on the data (${told}): which copy is good cannot be told` };
+  if (hashKey(own) === majority) return { minority: false, why: `its hash at revision ${hashes.revision} is the majority's (${told}): the member that raised the alarm may be the corrupt one` };
+  return { minority: true, reason: `a CORRUPT alarm, and its hash at revision ${hashes.revision} differs from the one ${agreeing} of ${hashes.voters} voting members agree on` };
+}
 
 /**
  * Whether a voting member is to be replaced, and why; or why it is only
@@ -204,8 +240,15 @@ export type Signal =
  * partition that does not end). A restart, a short network loss, a GC pause
  * end before it.
  */
-export function replacementSignal(member: MemberStatus, pod: HealingPod | undefined, claim: HealingClaim | undefined, input: Pick<ReplacementInput, 'unhealthySince' | 'now' | 'unhealthyAfterMs'>): Signal | undefined {
-  if (member.alarms.includes('CORRUPT')) return { replace: true, reason: 'a CORRUPT alarm: its data differs from the others\'' };
+export function replacementSignal(member: MemberStatus, pod: HealingPod | undefined, claim: HealingClaim | undefined, input: Pick<ReplacementInput, 'unhealthySince' | 'now' | 'unhealthyAfterMs' | 'corruptionHashes'>): Signal | undefined {
+  if (member.alarms.includes('CORRUPT')) {
+    const verdict = corruptionVerdict(member.id, input.corruptionHashes);
+    if (verdict.minority) return { replace: true, reason: verdict.reason };
+    // Other signals still count (its claim gone, its node gone): they do not rest on the alarm.
+    const other = replacementSignal({ ...member, alarms: member.alarms.filter((a) => a !== 'CORRUPT') }, pod, claim, input);
+    if (other?.replace) return other;
+    return { replace: false, corruption: true, waiting: `a CORRUPT alarm on ${member.name || member.id} is kept and not acted on: ${verdict.why}; a human decides which member to replace (docs/auto-healing.md: CORRUPT)` };
+  }
   if (claim?.deleting) return { replace: true, reason: `its claim ${claim.name} is being deleted` };
   if (claim?.phase === 'Lost') return { replace: true, reason: `its claim ${claim.name} is Lost (its volume is gone)` };
   if (member.healthy) return undefined;
@@ -362,7 +405,12 @@ function decideStep(input: ReplacementInput, podOf: (m: MemberStatus) => string 
     const waiting = judged.map((j) => j.signal as Extract<Signal, { replace: false }>);
     if (waiting.length === 0) return undefined;
     const next = Math.min(...waiting.map((w) => w.dueInMs ?? 5_000));
-    return { phase: 'Waiting', message: waiting.map((w) => w.waiting).join('; '), requeueAfterMs: Math.max(1_000, Math.min(5_000, next)) };
+    // A held CORRUPT alarm alone waits for a human: each look hashes every member's key space, so not every 5 s.
+    const corruptionOnly = waiting.every((w) => w.corruption);
+    return {
+      phase: 'Waiting', message: waiting.map((w) => w.waiting).join('; '), requeueAfterMs: corruptionOnly ? CORRUPTION_HELD_LOOK_MS : Math.max(1_000, Math.min(5_000, next)),
+      ...(waiting.some((w) => w.corruption) ? { corruptionHeld: true as const } : {}),
+    };
   }
   const reason = (due.signal as Extract<Signal, { replace: true }>).reason;
   const holdOff = (why: string): ReplacementStep => ({ phase: 'Waiting', pod: due.pod, message: `${due.pod} is to be replaced (${reason}); waits: ${why}`, requeueAfterMs: 5_000 });

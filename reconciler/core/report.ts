@@ -60,7 +60,7 @@ export function describeHeld(field: HeldField): string {
  * cluster's status nor this process has reported the same message for the
  * same reason. A problem that persists is reported once.
  */
-function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: DegradedReason | 'QuorumLost' | 'SizeWarning' | 'QuotaTooSmall' | 'RecoveryRefused', message: string): boolean {
+function isNews(ctx: ReconcileContext, cr: CachedObject, key: string, reason: DegradedReason | 'QuorumLost' | 'SizeWarning' | 'QuotaTooSmall' | 'RecoveryRefused' | 'CorruptionUnresolved', message: string): boolean {
   const news = ctx.memory.isNews(key, reason, message);
   const inStatus = (cr.status as DistributedKVStatus | undefined)?.conditions?.some((c) => c.reason === reason && c.message === message);
   return news && !inStatus;
@@ -104,6 +104,9 @@ export async function reportOutcome(ctx: ReconcileContext, report: ReconcileRepo
   if (membership?.restarted) events.push(record('Normal', 'MemberRestarted', membership.restarted));
   if (membership?.healingEvent) events.push(record('Normal', membership.healingEvent.reason, membership.healingEvent.message));
   if (membership?.phase === 'QuorumLost' && isNews(ctx, cr, key, 'QuorumLost', membership.message)) events.push(record('Warning', 'QuorumLost', membership.message));
+  // A CORRUPT alarm held for a human stands until someone acts: reported once per message.
+  const held = membership?.healing?.reason === 'CorruptionUnresolved' ? membership.healing.message : '';
+  if (held && isNews(ctx, cr, key, 'CorruptionUnresolved', held)) events.push(record('Warning', 'CorruptionUnresolved', held));
   const recovery = membership?.recoveryEvent;
   // A refusal repeats on every reconcile while it stands: reported once. A start or an end is a step made: reported as made.
   if (recovery && (recovery.reason !== 'RecoveryRefused' || isNews(ctx, cr, key, recovery.reason, recovery.message))) events.push(record(recovery.type, recovery.reason, recovery.message));

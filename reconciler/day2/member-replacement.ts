@@ -13,8 +13,8 @@ import { resourcePath, type KubeClient } from '../../kube/client.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { equalitySelector } from '../../kube/label-selector.js';
 import type { DistributedKVStatus } from '../../imports/distributedkv.js';
-import { decideReplacementStep, learnerRetryAfter, type HealingClaim, type LearnerRetry, type HealingPod, type ReplacementAction, type ReplacementStep } from '../../engines/etcd/replacement.js';
-import type { MembershipStatus, MemberStatus } from '../../engines/membership.js';
+import { decideReplacementStep, learnerRetryAfter, type CorruptionHashes, type HealingClaim, type LearnerRetry, type HealingPod, type ReplacementAction, type ReplacementStep } from '../../engines/etcd/replacement.js';
+import type { KeyHash, MembershipStatus, MemberStatus } from '../../engines/membership.js';
 import type { ClusterIdentity } from '../../model/cluster-identity.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
 import { metaTime } from '../../model/meta-time.js';
@@ -24,7 +24,7 @@ import { readMemberPods } from './member-pods.js';
 /** The Healing condition, as status shows it. */
 export interface HealingReport {
   readonly status: 'True' | 'False';
-  readonly reason: 'Replacing' | 'MemberUnhealthy' | 'Healthy' | 'Replaced' | 'RecoveryRefused' | 'RecoveryWaiting' | 'Recovering' | 'Recovered';
+  readonly reason: 'Replacing' | 'MemberUnhealthy' | 'CorruptionUnresolved' | 'Healthy' | 'Replaced' | 'RecoveryRefused' | 'RecoveryWaiting' | 'Recovering' | 'Recovered';
   readonly message: string;
 }
 
@@ -47,6 +47,26 @@ export interface HealingInput {
   readonly now: number;
   /** Another change under way, in words (an upgrade, a storage step): no replacement starts. */
   readonly otherChange?: string;
+  /** Asks one member (by pod) for its hash of the keys at a revision: read only while a CORRUPT alarm stands. */
+  readonly hashKV?: (pod: string, revision: number) => Promise<KeyHash>;
+}
+
+/**
+ * While a CORRUPT alarm stands, every voting member's hash of its keys at one revision: the lowest any voter has
+ * applied, so that every one can answer for it. Undefined without an alarm, or without a way to ask.
+ */
+async function readCorruptionHashes(membership: MembershipStatus, hashKV: HealingInput['hashKV']): Promise<CorruptionHashes | undefined> {
+  if (!hashKV || !membership.alarms.some((a) => a.alarm === 'CORRUPT')) return undefined;
+  const voters = membership.members.filter((m) => !m.learner);
+  const revisions = voters.map((m) => m.revision).filter((r): r is number => r !== undefined);
+  if (revisions.length === 0) return undefined;
+  const revision = Math.min(...revisions);
+  const byMember = new Map<string, KeyHash>();
+  await Promise.all(voters.filter((m) => m.name).map(async (m) => {
+    const hash = await hashKV(m.name, revision).catch(() => undefined);
+    if (hash) byMember.set(m.id, hash);
+  }));
+  return { revision, voters: voters.length, byMember };
 }
 
 export interface HealingDecision {
@@ -84,11 +104,12 @@ export async function healingStep(read: HealingReader, input: HealingInput): Pro
   const [pods, claims] = look
     ? await Promise.all([read.pods(input.namespace, input.identity), read.claims(input.namespace, input.identity, annotation)])
     : [new Map<string, HealingPod>(), await read.claims(input.namespace, input.identity, annotation)];
+  const corruptionHashes = await readCorruptionHashes(membership, input.hashKV);
   const step = decideReplacementStep({
     size: input.size, replicas: input.replicas, membership, pod: input.pod, peerUrl: input.peerUrl, pods, claims,
     unhealthySince: new Map(membership.members.filter((m) => unhealthySince.has(statusName(m))).map((m) => [m.id, Date.parse(unhealthySince.get(statusName(m))!)])),
     now, unhealthyAfterMs: input.config.healing.unhealthySeconds * 1000, learnerCatchUpMs: input.config.healing.learnerCatchUpSeconds * 1000,
-    otherChange: input.otherChange, learnerRetry: previous?.learnerRetry,
+    otherChange: input.otherChange, learnerRetry: previous?.learnerRetry, corruptionHashes,
   });
   const learnerRetry = learnerRetryAfter(previous?.learnerRetry, step, membership, input.size);
   if (step?.phase === 'Replacing') {
@@ -101,7 +122,7 @@ export async function healingStep(read: HealingReader, input: HealingInput): Pro
   if (previousHealing?.reason === 'Replacing' && learner) {
     return { step, report: { status: 'True', reason: 'Replacing', message: `${statusName(learner)} joined as a learner; promoted once it has caught up` }, unhealthySince, learnerRetry };
   }
-  if (step?.phase === 'Waiting') return { step, report: { status: 'False', reason: 'MemberUnhealthy', message: step.message }, unhealthySince, learnerRetry };
+  if (step?.phase === 'Waiting') return { step, report: { status: 'False', reason: step.corruptionHeld ? 'CorruptionUnresolved' : 'MemberUnhealthy', message: step.message }, unhealthySince, learnerRetry };
   if (previousHealing?.reason === 'Replacing') return { step, report: { status: 'False', reason: 'Replaced', message: `${previousHealing.message.replace(/^replacing (\S+?):.*$/, '$1')} replaced: every member votes again` }, unhealthySince, learnerRetry };
   return { step, report: (previousHealing?.reason === 'Replaced' || previousHealing?.reason === 'Recovered') && membership.members.every((m) => m.healthy) ? previousHealing as HealingReport : healthy, unhealthySince, learnerRetry };
 }

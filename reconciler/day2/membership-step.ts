@@ -214,7 +214,7 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
     ? await healingStep(read.healing, {
       config, namespace, identity, size: resource.spec.size, replicas, membership: status, previous: cr.status as DistributedKVStatus | undefined,
       pod: (i) => memberName(identity, i), peerUrl: (pod) => addresses.peer(namespace, pod, identity), now: read.now(),
-      otherChange: otherChange(statefulSet, resource, podsSettled),
+      otherChange: otherChange(statefulSet, resource, podsSettled), hashKV: (pod, revision) => membership.hashKV(pod, revision),
     })
     : undefined;
   // A recovery whose rebuilt member holds a quorum: the replacement's steps bring the others back, reported as the recovery's.

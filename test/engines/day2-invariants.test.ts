@@ -113,6 +113,23 @@ describe('member replacement (replacementSignal)', () => {
   })));
 });
 
+describe('a CORRUPT alarm (replacementSignal with the voters\' hashes)', () => {
+  const hashesArb = fc.record({ voters: fc.integer({ min: 1, max: 7 }), answers: fc.array(fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }), { minLength: 7, maxLength: 7 }) });
+  // Defect 4: the leader is the corrupt one; the alarmed follower holds the hash the other four agree on.
+  const corruptLeader = { voters: 5, answers: [2, 1, 1, 1, 1, undefined, undefined] };
+
+  it('never replaces a member for CORRUPT unless a strict majority of all voters agrees on a hash its own differs from', () => check(fc.property(hashesArb, ({ voters, answers }) => {
+    const byMember = new Map(answers.slice(0, voters).flatMap((hash, i) => (hash === undefined ? [] : [[`m${i}`, { hash, compactRevision: 0 }] as const])));
+    const signal = replacementSignal({ id: 'm1', name: 'kv-1', peerUrls: [], learner: false, healthy: true, leader: false, alarms: ['CORRUPT'] }, undefined,
+      { name: 'data-kv-1', uid: 'c1', deleting: false, phase: 'Bound' }, { unhealthySince: new Map(), now: NOW, unhealthyAfterMs: 600_000, corruptionHashes: { revision: 9, voters, byMember } });
+    if (!signal?.replace) return true;
+    const own = byMember.get('m1');
+    const agreeing = Math.max(0, ...[...byMember.values()].map((h) => [...byMember.values()].filter((x) => x.hash === h.hash).length));
+    const majorityHash = [...byMember.values()].find((h) => [...byMember.values()].filter((x) => x.hash === h.hash).length === agreeing)?.hash;
+    return own !== undefined && agreeing > voters / 2 && own.hash !== majorityHash;
+  }), [[corruptLeader]]));
+});
+
 describe('defragmentation (decideDefragmentationStep)', () => {
   it('takes a member down for defragmentation only with a quorum, every voter healthy, a leader, no learner and no other step', () => check(fc.property(membershipArb, fc.option(fc.constant('an upgrade')), (membership, otherStep) => {
     const step = decideDefragmentationStep({

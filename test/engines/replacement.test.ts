@@ -45,9 +45,15 @@ const since = (entries: Record<string, number>) => new Map(Object.entries(entrie
 describe('what leads to a replacement', () => {
   const bounds = { unhealthySince: new Map<string, number>(), now: NOW, unhealthyAfterMs: 600_000 };
 
-  it('a CORRUPT alarm, even on a member that answers', () => {
-    expect(replacementSignal(member(1, { alarms: ['CORRUPT'] }), podOf(1), claimOf(1), bounds)).toMatchObject({ replace: true, reason: expect.stringMatching(/CORRUPT/) });
+  const hashes = (byOrdinal: Record<number, number>, voters = 5) => ({
+    revision: 120, voters, byMember: new Map(Object.entries(byOrdinal).map(([i, hash]) => [`m${i}`, { hash, compactRevision: 7 }])),
   });
+
+  it('a CORRUPT alarm, even on a member that answers, when a majority of the voters agree on a hash and its own differs', () => {
+    const signal = replacementSignal(member(1, { alarms: ['CORRUPT'] }), podOf(1), claimOf(1), { ...bounds, corruptionHashes: hashes({ 0: 11, 1: 99, 2: 11, 3: 11, 4: 11 }) });
+    expect(signal).toMatchObject({ replace: true, reason: 'a CORRUPT alarm, and its hash at revision 120 differs from the one 4 of 5 voting members agree on' });
+  });
+
 
   it('a claim being deleted or Lost, even while the member still serves from the mounted volume', () => {
     expect(replacementSignal(member(1), podOf(1), claimOf(1, { deleting: true }), bounds)).toMatchObject({ replace: true, reason: expect.stringMatching(/data-kv-1 is being deleted/) });
@@ -160,9 +166,10 @@ describe('starting a replacement, and its gates', () => {
     expect(s!.action).toBeUndefined();
   });
 
-  it('a member with a CORRUPT alarm in a cluster of 3 with the other two healthy is replaced', () => {
+  it('a member with a CORRUPT alarm in a cluster of 3 with the other two healthy, and agreeing on a hash its own differs from, is replaced', () => {
     const members = [member(0), member(1, { alarms: ['CORRUPT'] }), member(2)];
-    expect(decideReplacementStep(input(3, members))).toMatchObject({ action: { type: 'mark', pod: 'kv-1', memberId: 'm1' } });
+    const corruptionHashes = { revision: 50, voters: 3, byMember: new Map([['m0', { hash: 1, compactRevision: 0 }], ['m1', { hash: 2, compactRevision: 0 }], ['m2', { hash: 1, compactRevision: 0 }]]) };
+    expect(decideReplacementStep(input(3, members, { corruptionHashes }))).toMatchObject({ action: { type: 'mark', pod: 'kv-1', memberId: 'm1' } });
   });
 
   it('not during another change: an upgrade, a storage step, a defragmentation', () => {
@@ -315,5 +322,42 @@ describe('resuming a replacement from the world, whatever step a controller was 
     expect(decideReplacementStep(withAlarm)?.action?.type).not.toBe('disarm');
     const s = decideReplacementStep({ ...input(5, four), membership: membership(four, [{ memberId: 'm2', alarm: 'CORRUPT' }]) });
     expect(s).toMatchObject({ action: { type: 'disarm', memberId: 'm2' } });
+  });
+});
+
+describe('a CORRUPT alarm the members\' own hashes do not pin on the member (issue 40, defect 4): kept, and held for a human', () => {
+  const bounds = { unhealthySince: new Map<string, number>(), now: NOW, unhealthyAfterMs: 600_000 };
+  const hashes = (byOrdinal: Record<number, number>, voters = 5) => ({
+    revision: 120, voters, byMember: new Map(Object.entries(byOrdinal).map(([i, hash]) => [`m${i}`, { hash, compactRevision: 7 }])),
+  });
+  const alarmed = member(1, { alarms: ['CORRUPT'] });
+
+  it('when the leader that raised it is the corrupt one: the alarmed follower holds the majority\'s hash', () => {
+    // Before the fix: replaced at once, re-seeded from the corrupt leader's data, check after check.
+    const signal = replacementSignal(alarmed, podOf(1), claimOf(1), { ...bounds, corruptionHashes: hashes({ 0: 66, 1: 11, 2: 11, 3: 11, 4: 11 }) });
+    expect(signal).toMatchObject({ replace: false, corruption: true, waiting: expect.stringMatching(/is kept and not acted on: its hash at revision 120 is the majority's/) });
+  });
+
+  it('when no majority agrees, when the member does not answer HashKV, or when the hashes could not be read', () => {
+    expect(replacementSignal(alarmed, podOf(1), claimOf(1), { ...bounds, corruptionHashes: hashes({ 0: 1, 1: 2, 2: 3, 3: 1, 4: 2 }) })).toMatchObject({ replace: false, waiting: expect.stringMatching(/no majority agrees/) });
+    // Two of five agree and the member differs: two is not a majority of five.
+    expect(replacementSignal(alarmed, podOf(1), claimOf(1), { ...bounds, corruptionHashes: hashes({ 0: 5, 1: 9, 2: 5 }) })).toMatchObject({ replace: false, waiting: expect.stringMatching(/2 of 5 voting members agree/) });
+    expect(replacementSignal(alarmed, podOf(1), claimOf(1), { ...bounds, corruptionHashes: hashes({ 0: 5, 2: 5, 3: 5, 4: 5 }) })).toMatchObject({ replace: false, waiting: expect.stringMatching(/did not answer HashKV/) });
+    expect(replacementSignal(alarmed, podOf(1), claimOf(1), bounds)).toMatchObject({ replace: false, waiting: expect.stringMatching(/hashes could not be read/) });
+  });
+
+  it('compares hashes only over the same compaction', () => {
+    const split = { revision: 120, voters: 3, byMember: new Map([['m0', { hash: 5, compactRevision: 7 }], ['m1', { hash: 5, compactRevision: 9 }], ['m2', { hash: 5, compactRevision: 7 }]]) };
+    expect(replacementSignal(alarmed, podOf(1), claimOf(1), { ...bounds, corruptionHashes: split })).toMatchObject({ replace: true });
+  });
+
+  it('still replaces on a signal that does not rest on the alarm (its claim Lost)', () => {
+    expect(replacementSignal(alarmed, podOf(1), claimOf(1, { phase: 'Lost' }), bounds)).toMatchObject({ replace: true, reason: expect.stringMatching(/Lost/) });
+  });
+
+  it('reports the hold as a Waiting step that says so, looked at again in a minute', () => {
+    const step = decideReplacementStep(input(5, five({ 1: { alarms: ['CORRUPT'] } }), { corruptionHashes: hashes({ 0: 66, 1: 11, 2: 11, 3: 11, 4: 11 }) }));
+    expect(step).toMatchObject({ phase: 'Waiting', corruptionHeld: true, requeueAfterMs: 60_000, message: expect.stringMatching(/a human decides/) });
+    expect(step!.action).toBeUndefined();
   });
 });

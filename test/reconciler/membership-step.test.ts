@@ -37,7 +37,9 @@ const statusOf = (members: MemberStatus[]): MembershipStatus =>
 /** Members that answer `status` and refuse to be changed by the step itself. */
 function members(status: MembershipStatus): Membership {
   const refuse = async (): Promise<never> => { throw new Error('the step changed the membership itself'); };
-  return { status: async () => status, addLearner: refuse, promote: refuse, remove: refuse, updatePeerUrls: refuse, moveLeader: refuse, defragment: refuse, compact: refuse, disarm: refuse };
+  return {
+    status: async () => status, addLearner: refuse, promote: refuse, remove: refuse, updatePeerUrls: refuse, moveLeader: refuse, defragment: refuse, compact: refuse, disarm: refuse, hashKV: refuse,
+  };
 }
 
 function statefulSet(replicas: number, image = ETCD, status: Record<string, unknown> = {}): CachedObject {

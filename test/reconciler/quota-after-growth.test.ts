@@ -123,7 +123,7 @@ function reader(sts: CachedObject, pods: MemberPod[], leader: string): Membershi
   const status: MembershipStatus = { members, voters: 3, healthyVoters: 3, leaderId: members.find((m) => m.leader)!.id, alarms: [] };
   const refuse = async (): Promise<never> => { throw new Error('the step changed the members itself'); };
   const membership: Membership = {
-    status: async () => status, addLearner: refuse, promote: refuse, remove: refuse, updatePeerUrls: refuse, moveLeader: refuse, defragment: refuse, compact: refuse, disarm: refuse,
+    status: async () => status, addLearner: refuse, promote: refuse, remove: refuse, updatePeerUrls: refuse, moveLeader: refuse, defragment: refuse, compact: refuse, disarm: refuse, hashKV: refuse,
   };
   const configMap = { metadata: { name: 'kv-members' }, data: { ETCD_INITIAL_CLUSTER: 'kv-0=a,kv-1=b,kv-2=c', ETCD_INITIAL_CLUSTER_STATE: 'new' } } as unknown as CachedObject;
   // Every member's claim bound: nothing to heal.
