@@ -7,9 +7,12 @@
  *   schema's pattern bounds every value; cron.ts finds the rest);
  * - a compaction retention etcd would read otherwise than meant (a duration
  *   in mode revision: engines/etcd/compaction.ts);
- * - a quota larger than the member's volume: the database would fill the
- *   volume (ENOSPC, a crashed member) before etcd's NOSPACE alarm could stop
- *   the writes.
+ * - a quota that leaves no room on the member's volume for etcd's
+ *   write-ahead log and snapshots: the database would fill the volume
+ *   (ENOSPC, a crashed member) before etcd's NOSPACE alarm could stop the
+ *   writes;
+ * - a quota of 0, which etcd reads as its own default (2 GiB), whatever the
+ *   volume.
  *
  * A quota above etcd's recommended 8 GiB is not refused (etcd runs it, and
  * logs a warning): quotaWarning says so, as `dkv validate` prints it.
@@ -46,14 +49,28 @@ export function maintenanceProblems(spec: Record<string, any> | undefined, engin
   }
   const quota = typeof maintenance.quota === 'string' && !isReported(QUOTA) ? quantityValue(maintenance.quota) : undefined;
   const size = spec?.storage?.size;
-  if (quota !== undefined && typeof size === 'string' && !isReported(['spec', 'storage', 'size']) && quota > volumeBytes(spec as DistributedKVSpec)) {
-    problems.push({
-      segments: QUOTA,
-      message: `must be at most storage.size (${size}), the member's whole volume (got ${JSON.stringify(maintenance.quota)}): the database would fill the volume, beside the write-ahead log and snapshots, before etcd's NOSPACE alarm stopped the writes; leave quota unset (half the volume, at most 8Gi) or grow storage.size`,
-    });
+  if (quota === 0) {
+    problems.push({ segments: QUOTA, message: `must be more than 0 (got ${JSON.stringify(maintenance.quota)}): etcd reads a quota of 0 as its own default, 2Gi, whatever the volume; leave quota unset (half the volume, at most 8Gi)` });
+  } else if (quota !== undefined && typeof size === 'string' && !isReported(['spec', 'storage', 'size'])) {
+    const volume = volumeBytes(spec as DistributedKVSpec);
+    const room = walRoomBytes(volume);
+    if (quota > volume - room) {
+      problems.push({
+        segments: QUOTA,
+        message: `must be at most storage.size (${size}) less ${mib(room)} for etcd's write-ahead log and snapshots, ${mib(volume - room)} (got ${JSON.stringify(maintenance.quota)}): `
+          + 'the database would fill the volume before etcd\'s NOSPACE alarm stopped the writes; leave quota unset (half the volume, at most 8Gi) or grow storage.size',
+      });
+    }
   }
   return problems;
 }
+
+/** etcd keeps 5 write-ahead log files of 64 MiB: that much of the volume stays free of the database (a quarter of a small one). */
+function walRoomBytes(volume: number): number {
+  return Math.min(5 * 64 * 2 ** 20, Math.floor(volume / 4));
+}
+
+const mib = (bytes: number) => `${Math.floor(bytes / 2 ** 20)}Mi`;
 
 /** A quota etcd runs, but above the size it recommends; undefined otherwise. */
 export function quotaWarning(spec: Pick<DistributedKVSpec, 'maintenance'>): string | undefined {

@@ -116,7 +116,7 @@ export interface DistributedKVSpec {
       retention?: string;
     };
     /**
-     * The largest each member's database may grow (etcd's --quota-backend-bytes), in binary units (e.g. `4Gi`). Past it, etcd raises the NOSPACE alarm and refuses writes until space is freed. Unset: half of storage.size (room for the defragmentation's copy, the write-ahead log and snapshots on the same volume), at most 8Gi (etcd's recommended maximum). At most storage.size. Growing storage.size raises the derived quota, member by member.
+     * The largest each member's database may grow (etcd's --quota-backend-bytes), in binary units (e.g. `4Gi`). Past it, etcd raises the NOSPACE alarm and refuses writes until space is freed. Unset: half of storage.size (room for the defragmentation's copy, the write-ahead log and snapshots on the same volume), at most 8Gi (etcd's recommended maximum). At most storage.size less room for the write-ahead log (320Mi, or a quarter of a smaller volume); not 0, which etcd reads as its own 2Gi default. Growing storage.size raises the derived quota, member by member.
      */
     quota?: string;
     /**

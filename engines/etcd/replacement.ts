@@ -46,6 +46,10 @@ export interface HealingPod {
    * log when it exited.
    */
   readonly lastTermination?: string;
+  /** When that termination finished (ms since the epoch). */
+  readonly lastTerminationAtMs?: number;
+  /** The member container runs now (its state is `running`, not `waiting` or `terminated`). */
+  readonly running?: boolean;
 }
 
 /** A member's claim as replacement reads it. */
@@ -158,6 +162,9 @@ export interface ReplacementStep {
 
 const SOON_MS = 2_000;
 
+/** An exit this recent, with the container not running since, is the member's state now (a crash loop's backoff is at most 5 minutes). */
+const RECENT_EXIT_MS = 10 * 60_000;
+
 /** Messages etcd exits with when its data directory cannot serve the member it belongs to. */
 const DATA_LOST = [
   /has already been bootstrapped/,
@@ -255,7 +262,10 @@ export function replacementSignal(member: MemberStatus, pod: HealingPod | undefi
   if (pod?.unschedulable && volumeNodeGone(pod.unschedulable)) {
     return { replace: true, reason: `its pod cannot be scheduled: no node can reach its volume (${pod.unschedulable})` };
   }
-  const lost = pod?.lastTermination && DATA_LOST.find((p) => p.test(pod.lastTermination!));
+  // Only an exit that is the member's state now: not running, and recent. A message kept from an old exit (a
+  // learner's first start says "member count is unequal") must not turn later ill health into an immediate replacement.
+  const exitNow = pod?.lastTermination !== undefined && pod.running !== true && pod.lastTerminationAtMs !== undefined && input.now - pod.lastTerminationAtMs <= RECENT_EXIT_MS;
+  const lost = exitNow && DATA_LOST.find((p) => p.test(pod!.lastTermination!));
   if (lost) return { replace: true, reason: `etcd exited on data it cannot use (${pod.lastTermination!.match(lost)![0]})` };
   const since = input.unhealthySince.get(member.id) ?? input.now;
   const unhealthyMs = input.now - since;

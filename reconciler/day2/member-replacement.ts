@@ -142,7 +142,7 @@ export function describeReplacementAction(action: ReplacementAction): string {
 interface PodObject extends CachedObject {
   status?: {
     conditions?: { type: string; status: string; reason?: string; message?: string }[];
-    containerStatuses?: { lastState?: { terminated?: { message?: string } } }[];
+    containerStatuses?: { state?: { running?: unknown }; lastState?: { terminated?: { message?: string; finishedAt?: string } } }[];
   };
 }
 
@@ -158,6 +158,8 @@ export function healingReader(client: KubeClient): HealingReader {
           createdAtMs: Date.parse(p.metadata.creationTimestamp ?? '') || 0,
           unschedulable: scheduled?.status === 'False' && scheduled.reason === 'Unschedulable' ? scheduled.message ?? '' : undefined,
           lastTermination: p.status?.containerStatuses?.[0]?.lastState?.terminated?.message,
+          lastTerminationAtMs: Date.parse(p.status?.containerStatuses?.[0]?.lastState?.terminated?.finishedAt ?? '') || undefined,
+          running: Boolean(p.status?.containerStatuses?.[0]?.state?.running),
         };
         return [p.metadata.name, pod];
       }));

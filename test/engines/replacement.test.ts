@@ -89,7 +89,17 @@ describe('what leads to a replacement', () => {
       'panic: tocommit(57) is out of range [lastIndex(0)]. Was the raft log corrupted, truncated, or lost?',
       '{"level":"fatal","msg":"discovery failed","error":"member 8e9e05c52164694d has already been bootstrapped"}',
     ]) {
-      expect(replacementSignal(member(1, { healthy: false }), podOf(1, { lastTermination: log }), claimOf(1), bounds)).toMatchObject({ replace: true });
+      const crashing = podOf(1, { lastTermination: log, lastTerminationAtMs: NOW - 30_000, running: false });
+      expect(replacementSignal(member(1, { healthy: false }), crashing, claimOf(1), bounds)).toMatchObject({ replace: true });
+    }
+  });
+
+  it('not an old exit message (issue 40): a container that runs now, or an exit long ago, waits as any other ill health', () => {
+    const log = 'member count is unequal'; // a learner's first start, kept in lastState for as long as the container does not exit again
+    const runningNow = podOf(1, { lastTermination: log, lastTerminationAtMs: NOW - 30_000, running: true });
+    const longAgo = podOf(1, { lastTermination: log, lastTerminationAtMs: NOW - 3 * 3_600_000, running: false });
+    for (const pod of [runningNow, longAgo, podOf(1, { lastTermination: log })]) {
+      expect(replacementSignal(member(1, { healthy: false }), pod, claimOf(1), { ...bounds, unhealthySince: since({ m1: NOW - 5_000 }) })).toMatchObject({ replace: false });
     }
   });
 

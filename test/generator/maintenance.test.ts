@@ -192,10 +192,18 @@ describe('maintenance settings etcd would not run as meant are refused', () => {
 
   it('a quota larger than the volume', () => {
     expect(problems({ storage: { size: '4Gi' }, maintenance: { quota: '6Gi' } })).toEqual([
-      expect.stringMatching(/^spec\.maintenance\.quota: must be at most storage\.size \(4Gi\), the member's whole volume \(got "6Gi"\)/),
+      expect.stringMatching(/^spec\.maintenance\.quota: must be at most storage\.size \(4Gi\) less 320Mi for etcd's write-ahead log and snapshots, 3776Mi \(got "6Gi"\)/),
     ]);
     expect(problems({ maintenance: { quota: '11Gi' } })).toEqual([expect.stringMatching(/must be at most storage\.size \(10Gi\)/)]);
-    expect(problems({ storage: { size: '4Gi' }, maintenance: { quota: '4Gi' } })).toEqual([]);
+    expect(problems({ storage: { size: '4Gi' }, maintenance: { quota: '3Gi' } })).toEqual([]);
+  });
+
+  it('a quota that leaves the write-ahead log no room, or is 0, which etcd reads as its 2Gi default (issue 40)', () => {
+    // Before: accepted, and the database could fill the whole volume.
+    expect(problems({ storage: { size: '4Gi' }, maintenance: { quota: '4Gi' } })).toEqual([expect.stringMatching(/^spec\.maintenance\.quota: must be at most storage\.size \(4Gi\) less 320Mi/)]);
+    expect(problems({ storage: { size: '1Gi' }, maintenance: { quota: '800Mi' } })).toEqual([expect.stringMatching(/less 256Mi .* 768Mi \(got "800Mi"\)/)]);
+    expect(problems({ storage: { size: '1Gi' }, maintenance: { quota: '768Mi' } })).toEqual([]);
+    expect(problems({ maintenance: { quota: '0Ki' } })).toEqual([expect.stringMatching(/^spec\.maintenance\.quota: must be more than 0 \(got "0Ki"\): etcd reads a quota of 0 as its own default, 2Gi/)]);
   });
 
   it('a defragmentation window whose schedule does not parse, or runs a range backwards', () => {
