@@ -20,6 +20,7 @@ import type { GeneratorConfig } from '../../model/generator-config.js';
 import { metaTime } from '../../model/meta-time.js';
 import { DATA_VOLUME } from '../../constructs/stateful-set.js';
 import { readMemberPods } from './member-pods.js';
+import type { UnhealthyLooks } from './unhealthy-memory.js';
 
 /** The Healing condition, as status shows it. */
 export interface HealingReport {
@@ -47,6 +48,11 @@ export interface HealingInput {
   readonly now: number;
   /** Another change under way, in words (an upgrade, a storage step): no replacement starts. */
   readonly otherChange?: string;
+  /**
+   * What this process saw at its last look, and the cluster's uid: a member's clock is carried over from status
+   * only when this process saw it unhealthy then (unhealthy-memory.ts). Absent: status is trusted as it is.
+   */
+  readonly seen?: { readonly memory: UnhealthyLooks; readonly uid: string };
   /** Asks one member (by pod) for its hash of the keys at a revision: read only while a CORRUPT alarm stands. */
   readonly hashKV?: (pod: string, revision: number) => Promise<KeyHash>;
 }
@@ -91,10 +97,13 @@ export async function healingStep(read: HealingReader, input: HealingInput): Pro
   const { membership, previous, now } = input;
   const before = new Map((previous?.members ?? []).map((m) => [m.name, m]));
   const unhealthySince = new Map<string, string>();
+  const seenBefore = input.seen?.memory.previous(input.seen.uid);
   for (const m of membership.members.filter((x) => !x.healthy)) {
     const earlier = before.get(statusName(m));
-    unhealthySince.set(statusName(m), earlier && !earlier.healthy && earlier.unhealthySince ? earlier.unhealthySince : metaTime(new Date(now)));
+    const trusted = earlier && !earlier.healthy && earlier.unhealthySince && (!seenBefore || seenBefore.has(statusName(m)));
+    unhealthySince.set(statusName(m), trusted ? earlier.unhealthySince! : metaTime(new Date(now)));
   }
+  input.seen?.memory.remember(input.seen.uid, unhealthySince.keys());
   const previousHealing = previous?.conditions?.find((c) => c.type === 'Healing');
   const healthy: HealingReport = { status: 'False', reason: 'Healthy', message: 'no member needs replacing' };
   // A claim deleted under a healthy member is seen on the next look at the claims, which a healthy cluster reads

@@ -20,6 +20,7 @@ import { hasQuorum, type Membership, type MembershipStatus, type MemberStatus } 
 import type { ReplacementAction } from '../../engines/etcd/replacement.js';
 import { recoveryReader, recoveryStep, type RecoveryEvent, type RecoveryReader } from './recovery-step.js';
 import { quorumLossClock, type QuorumLossLooks } from './quorum-loss-clock.js';
+import { unhealthyMemory, type UnhealthyLooks } from './unhealthy-memory.js';
 import { quorumShows } from '../../engines/etcd/rebuild.js';
 import type { RebuildAction } from '../../engines/etcd/rebuild.js';
 import type { CachedObject } from '../../kube/informer.js';
@@ -135,6 +136,8 @@ export interface MembershipReader {
   readonly recovery: RecoveryReader;
   /** What this controller has seen of each cluster's quorum loss, across looks. */
   readonly quorumLoss: QuorumLossLooks;
+  /** Which members this controller saw unhealthy at its last look (the replacement clock's trust). */
+  readonly unhealthy: UnhealthyLooks;
   readonly now: () => number;
 }
 
@@ -215,6 +218,7 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
       config, namespace, identity, size: resource.spec.size, replicas, membership: status, previous: cr.status as DistributedKVStatus | undefined,
       pod: (i) => memberName(identity, i), peerUrl: (pod) => addresses.peer(namespace, pod, identity), now: read.now(),
       otherChange: otherChange(statefulSet, resource, podsSettled), hashKV: (pod, revision) => membership.hashKV(pod, revision),
+      seen: { memory: read.unhealthy, uid: cr.metadata.uid ?? `${namespace}/${resource.metadata.name}` },
     })
     : undefined;
   // A recovery whose rebuilt member holds a quorum: the replacement's steps bring the others back, reported as the recovery's.
@@ -364,7 +368,7 @@ export function membershipReader(
 ): MembershipReader {
   return {
     config, ...own, addresses: options.addresses, tls: options.tls, healing: healingReader(client), recovery: recoveryReader(client), now: options.now ?? Date.now,
-    quorumLoss: options.quorumLoss ?? quorumLossClock,
+    quorumLoss: options.quorumLoss ?? quorumLossClock, unhealthy: unhealthyMemory,
     members: (pods, endpoint) => new EtcdMembership(pods, endpoint, options.timeoutMs, options.term, options.clientTls),
     memberPods: (namespace, identity) => memberPods(client, namespace, identity),
   };

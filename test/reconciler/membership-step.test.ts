@@ -15,8 +15,11 @@ import { synthesizeCluster } from '../../constructs/synthesize.js';
 import type { HealingClaim, HealingPod } from '../../engines/etcd/replacement.js';
 import type { RecoveryRecord } from '../../engines/etcd/rebuild.js';
 import { QuorumLossClock, type QuorumLossLooks } from '../../reconciler/day2/quorum-loss-clock.js';
+import { UnhealthyMemory, type UnhealthyLooks } from '../../reconciler/day2/unhealthy-memory.js';
 
 /** Every look that sees the quorum lost counts as a loss already proven (quorum-loss-clock.ts is tested on its own). */
+/** As if this process had looked before and seen what status says (unhealthy-memory.ts is tested on its own). */
+const trustedStatus: UnhealthyLooks = { previous: () => ({ has: () => true }) as unknown as ReadonlySet<string>, remember: () => undefined };
 const provenLoss: QuorumLossLooks = { look: (_uid, lost, _now, requiredMs) => (lost ? { forMs: requiredMs, looks: 3, requiredMs } : { forMs: 0, looks: 0, requiredMs }) };
 
 const config = loadConfig();
@@ -65,7 +68,7 @@ function reader(status: MembershipStatus, sts?: CachedObject, pods: MemberPod[] 
   return {
     config, statefulSet: sts, configMap: sts && configMap(sts.spec!.replicas as number), members: () => members(status), memberPods: async () => pods,
     healing: { pods: async () => livePodsOf(replicas), claims: async () => claims ?? claimsOf(replicas) },
-    recovery: { record: async () => record }, quorumLoss: provenLoss,
+    recovery: { record: async () => record }, quorumLoss: provenLoss, unhealthy: trustedStatus,
     now: () => NOW,
   };
 }
@@ -125,6 +128,21 @@ describe('the membership step', () => {
       // 11 minutes: longer than the default 10.
       expect(later.write).toMatchObject({ kind: 'healing', action: { type: 'mark', pod: 'kv-1', memberId: 'id1', claim: { name: 'data-kv-1', uid: 'claim-1' } }, annotation: config.healing.replacementAnnotation });
       expect(later.result).toMatchObject({ phase: 'Replacing', plan: { replicas: 3, state: 'existing' }, healing: { status: 'True', reason: 'Replacing' }, healingEvent: { reason: 'MemberReplacing' } });
+    });
+
+    it('trusts a clock carried in status only for a member this process saw unhealthy at its last look (issue 40): a restarted controller starts it again', async () => {
+      const sick = statusOf([member(0), member(1, { healthy: false }), member(2)]);
+      const old = withStatus([{ name: 'kv-1', healthy: false, unhealthySince: '2026-11-26T11:00:00Z' }]);
+      const memory = new UnhealthyMemory();
+      const look = () => membershipStep({ ...reader(sick, statefulSet(3)), unhealthy: memory }, old, resource(3), false);
+      // Before the fix: an hour-old clock from a status written before the controller was down, and kv-1 replaced at once.
+      const first = (await look())!;
+      expect(first.write).toBeUndefined();
+      expect(first.result.unhealthySince).toEqual(new Map([['kv-1', '2026-11-26T12:00:00Z']]));
+      // Seen unhealthy at the last look by this process: status's clock is its own, carried on.
+      const second = (await look())!;
+      expect(second.result.unhealthySince).toEqual(new Map([['kv-1', '2026-11-26T11:00:00Z']]));
+      expect(second.write).toMatchObject({ kind: 'healing', action: { type: 'mark', pod: 'kv-1' } });
     });
 
     it('holds the StatefulSet at its size while the removed member is one short, where scaling would have lowered replicas', async () => {

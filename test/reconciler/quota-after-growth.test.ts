@@ -21,8 +21,11 @@ import type { KubeObject } from '../../model/kube-object.js';
 import { membershipStep, type MembershipReader } from '../../reconciler/day2/membership-step.js';
 import { storageStep, volumeSizeOf, type StorageReader } from '../../reconciler/day2/storage-step.js';
 import type { QuorumLossLooks } from '../../reconciler/day2/quorum-loss-clock.js';
+import type { UnhealthyLooks } from '../../reconciler/day2/unhealthy-memory.js';
 
 /** Every look that sees the quorum lost counts as a loss already proven (quorum-loss-clock.ts is tested on its own). */
+/** As if this process had looked before and seen what status says (unhealthy-memory.ts is tested on its own). */
+const trustedStatus: UnhealthyLooks = { previous: () => ({ has: () => true }) as unknown as ReadonlySet<string>, remember: () => undefined };
 const provenLoss: QuorumLossLooks = { look: (_uid, lost, _now, requiredMs) => (lost ? { forMs: requiredMs, looks: 3, requiredMs } : { forMs: 0, looks: 0, requiredMs }) };
 
 const config = loadConfig();
@@ -130,6 +133,6 @@ function reader(sts: CachedObject, pods: MemberPod[], leader: string): Membershi
   const claims = new Map([0, 1, 2].map((i) => [`kv-${i}`, { name: `data-kv-${i}`, uid: `claim-${i}`, deleting: false, phase: 'Bound' }]));
   return {
     config, statefulSet: sts, configMap, members: () => membership, memberPods: async () => pods,
-    healing: { pods: async () => new Map(), claims: async () => claims }, recovery: { record: async () => undefined }, quorumLoss: provenLoss, now: () => Date.parse('2026-11-26T12:00:00Z'),
+    healing: { pods: async () => new Map(), claims: async () => claims }, recovery: { record: async () => undefined }, quorumLoss: provenLoss, unhealthy: trustedStatus, now: () => Date.parse('2026-11-26T12:00:00Z'),
   };
 }

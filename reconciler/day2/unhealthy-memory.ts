@@ -1,0 +1,32 @@
+/**
+ * Which members this controller process itself saw unhealthy at its last
+ * look at each cluster. A member's `status.members[].unhealthySince` is the
+ * clock of its replacement; status outlives the process that wrote it, so a
+ * controller that was down for an hour (or a shard that just took the
+ * cluster over) would read an old clock and turn a blip into an immediate
+ * replacement. The clock is carried over from status only for a member this
+ * process saw unhealthy at its previous look; any other starts again now. A
+ * replacement is at most delayed by that; it never comes early.
+ */
+/** What the healing step asks of the memory (a test hands it one that trusts status). */
+export interface UnhealthyLooks {
+  previous(uid: string): ReadonlySet<string>;
+  remember(uid: string, unhealthy: Iterable<string>): void;
+}
+
+export class UnhealthyMemory implements UnhealthyLooks {
+  private readonly seen = new Map<string, ReadonlySet<string>>();
+
+  /** The members (by status name) seen unhealthy at the last look at cluster `uid`; empty before the first. */
+  previous(uid: string): ReadonlySet<string> {
+    return this.seen.get(uid) ?? new Set();
+  }
+
+  /** Records this look's unhealthy members of cluster `uid`. */
+  remember(uid: string, unhealthy: Iterable<string>): void {
+    this.seen.set(uid, new Set(unhealthy));
+  }
+}
+
+/** One per controller process: the controller's reconciles of every cluster share it. */
+export const unhealthyMemory = new UnhealthyMemory();
