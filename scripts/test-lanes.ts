@@ -6,9 +6,9 @@
  *    then every other component, in the order the integration lane needs them.
  * 2. The fast lane runs: every file that needs nothing built and no control
  *    plane (test/lanes/component-needs.ts decides from each file's imports).
- * 3. The integration lane runs: the control plane's files first, then by the
- *    components each needs; each file first waits for its components' builds
- *    (test/lanes/await-components.ts), a cache hit once built.
+ * 3. Beside it, the integration lane: the control plane's files first, then
+ *    by the components each needs; each file first waits for its components'
+ *    builds (test/lanes/await-components.ts), a cache hit once built.
  *
  * Ends with the lanes' totals in DKV_TEST_SUMMARY (for .ci/run), the 20 files
  * that took longest with their share of the run, and each component's build
@@ -21,7 +21,7 @@
  * loaded machine, since its tests assert order and mechanism, not seconds.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { ComponentNeeds, packageRoot } from '../test/lanes/component-needs.js';
@@ -43,11 +43,14 @@ function allTestFiles(): string[] {
   return listed.stdout.split('\n').filter((line) => line.endsWith('.test.ts')).map((f) => relative(root, f)).sort();
 }
 
-function runJest(lane: 'fast' | 'integration', args: readonly string[]): Promise<Summary> {
+/** Runs one lane's jest; its output goes to the terminal, or to `logFile` when another lane runs beside it. */
+function runJest(lane: 'fast' | 'integration', args: readonly string[], logFile?: string): Promise<Summary> {
   const dir = mkdtempSync(join(tmpdir(), `dkv-${lane}-lane-`));
   const summaryFile = join(dir, 'summary.json');
   const env = { ...process.env, DKV_TEST_SUMMARY: summaryFile, DKV_TEST_LANE: lane, DKV_TIMING_FIGURES: timingFigures };
-  const child = spawn(process.execPath, ['--experimental-vm-modules', jestBin, ...args], { cwd: root, stdio: 'inherit', env });
+  const log = logFile === undefined ? undefined : openSync(logFile, 'w');
+  const child = spawn(process.execPath, ['--experimental-vm-modules', jestBin, ...args], { cwd: root, stdio: log === undefined ? 'inherit' : ['ignore', log, log], env });
+  if (log !== undefined) closeSync(log);
   return new Promise((resolve) => {
     child.on('close', (code) => {
       let summary: Summary;
@@ -92,7 +95,7 @@ function add(a: Summary, b: Summary): Summary {
 
 function printSlowest(summary: Summary, totalMs: number): void {
   const slowest = [...summary.files].sort((a, b) => b.ms - a.ms).slice(0, 20);
-  process.stdout.write(`\ntest-lanes: the 20 slowest files of ${summary.files.length} (share of the run's ${(totalMs / 1000).toFixed(0)} s):\n`);
+  process.stdout.write(`\ntest-lanes: the 20 slowest files of ${summary.files.length} (share of the run's ${(totalMs / 1000).toFixed(0)} s; the two lanes run side by side):\n`);
   for (const f of slowest) process.stdout.write(`  ${(f.ms / 1000).toFixed(1).padStart(7)} s  ${((100 * f.ms) / totalMs).toFixed(1).padStart(5)} %  ${f.path}${f.failed ? '  (failed)' : ''}\n`);
 }
 
@@ -130,10 +133,26 @@ async function main(): Promise<number> {
     const build = fastOnly ? undefined : startBuildAll();
     process.stderr.write(`test-lanes: ${fast.length} files in the fast lane, ${integration.length} in the integration lane${build ? '; building the components in the background (test/cluster/build-all.sh)' : ''}\n`);
 
-    let summary = await runJest('fast', ['--runTestsByPath', ...passThrough, ...fast]);
-    const fastMs = Date.now() - started;
-    process.stderr.write(`test-lanes: fast lane done in ${(fastMs / 1000).toFixed(1)} s; components built so far: ${build?.lines.join(', ') || 'none'}\n`);
-    if (!fastOnly) summary = add(summary, await runJest('integration', ['--runTestsByPath', ...integration]));
+    if (fastOnly) {
+      const summary = await runJest('fast', ['--runTestsByPath', ...passThrough, ...fast]);
+      printSlowest(summary, Date.now() - started);
+      return summary.failed > 0 ? 1 : 0;
+    }
+    // Both lanes at once: the integration lane waits in its global setup for the control plane's build (cold) or
+    // starts at once (warm), and the fast lane needs neither. The fast lane's output is kept apart and shown at the
+    // end, whole if it failed, so the two do not interleave.
+    const fastLog = join(dirname(timingFigures), 'fast-lane.log');
+    let fastMs = 0;
+    const fastLane = runJest('fast', ['--runTestsByPath', ...fast], fastLog).then((s) => {
+      fastMs = Date.now() - started;
+      process.stderr.write(`test-lanes: fast lane done in ${(fastMs / 1000).toFixed(1)} s: ${s.passed} passed, ${s.failed} failed; components built so far: ${build?.lines.join(', ') || 'none'}\n`);
+      return s;
+    });
+    const [fastSummary, integrationSummary] = await Promise.all([fastLane, runJest('integration', ['--runTestsByPath', ...integration])]);
+    const fastOutput = readFileSync(fastLog, 'utf8');
+    process.stdout.write(fastSummary.failed > 0 ? `\ntest-lanes: the fast lane FAILED; its whole output:\n${fastOutput}\n`
+      : `\ntest-lanes: the fast lane's closing lines:\n${fastOutput.trimEnd().split('\n').slice(-6).join('\n')}\n`);
+    const summary = add(fastSummary, integrationSummary);
 
     if (build) {
       // Every component was asked for by some file by now; one still building is one no file needed: end it.
