@@ -93,7 +93,14 @@ function add(a: Summary, b: Summary): Summary {
   return { passed: a.passed + b.passed, failed: a.failed + b.failed, skipped: a.skipped + b.skipped, files: [...a.files, ...b.files] };
 }
 
+/** A file that takes over a minute says why in its first line: `// Slow: <why>`. */
+const SLOW_MS = 60_000;
+const SLOW_REASON = /^\/\/ Slow: \S/;
+
 function printSlowest(summary: Summary, totalMs: number): void {
+  // Reported, never failed: how long a file takes is the machine's load as much as the file's.
+  const unexplained = summary.files.filter((f) => f.ms > SLOW_MS && !SLOW_REASON.test(readFileSync(join(root, f.path), 'utf8').split('\n', 1)[0]));
+  for (const f of unexplained) process.stdout.write(`test-lanes: ${f.path} took ${(f.ms / 1000).toFixed(0)} s and its first line does not say why (// Slow: ...)\n`);
   const slowest = [...summary.files].sort((a, b) => b.ms - a.ms).slice(0, 20);
   process.stdout.write(`\ntest-lanes: the 20 slowest files of ${summary.files.length} (share of the run's ${(totalMs / 1000).toFixed(0)} s; the two lanes run side by side):\n`);
   for (const f of slowest) process.stdout.write(`  ${(f.ms / 1000).toFixed(1).padStart(7)} s  ${((100 * f.ms) / totalMs).toFixed(1).padStart(5)} %  ${f.path}${f.failed ? '  (failed)' : ''}\n`);
