@@ -31,6 +31,8 @@ export interface MemberStatus {
   readonly revision?: number;
   readonly raftIndex?: number;
   readonly raftTerm?: number;
+  /** The last raft entry it applied to its data (behind raftIndex while it replays its log or takes a snapshot). */
+  readonly raftAppliedIndex?: number;
   /**
    * Alarms raised against this member (NOSPACE, CORRUPT). An alarm is not
    * ill health: a member with NOSPACE still answers, knows its leader and
@@ -100,6 +102,40 @@ export interface Membership {
    * (replacement.ts), because the leader that raises it cannot tell its own corruption from a follower's.
    */
   hashKV(pod: string, revision: number): Promise<KeyHash>;
+}
+
+/**
+ * How many raft entries a healthy member may have left to apply behind the leader's commit index and still
+ * count as caught up. A follower under load trails by a handful; one that replays its log after a restart or
+ * takes a snapshot trails by thousands, and taking another member down meanwhile could cost the quorum.
+ */
+export const CAUGHT_UP_ENTRIES = 1000;
+
+/**
+ * Why a healthy member is not caught up with its leader (it knows a leader, but has not applied what the
+ * leader committed), or undefined when it is, or when either position is unknown.
+ */
+export function catchingUp(member: MemberStatus, membership: Pick<MembershipStatus, 'members'>): string | undefined {
+  const leader = membership.members.find((m) => m.leader);
+  if (!leader || leader === member || leader.raftIndex === undefined || member.raftAppliedIndex === undefined) return undefined;
+  const behind = leader.raftIndex - member.raftAppliedIndex;
+  return behind > CAUGHT_UP_ENTRIES ? `applied ${member.raftAppliedIndex} of the leader's ${leader.raftIndex} entries` : undefined;
+}
+
+/**
+ * The voting members not ready to carry the quorum through a change, in words ("unhealthy: kv-2 (connection
+ * refused); catching up: kv-1 (applied 10 of the leader's 9000 entries)"), or undefined when every one is.
+ */
+export function notReady(membership: Pick<MembershipStatus, 'members'>): string | undefined {
+  const voters = membership.members.filter((m) => !m.learner);
+  const named = (m: MemberStatus, problem: string) => `${m.name || m.id} (${problem})`;
+  const unhealthy = voters.filter((m) => !m.healthy).map((m) => named(m, m.problem ?? 'unhealthy'));
+  const lagging = voters.filter((m) => m.healthy).flatMap((m) => {
+    const behind = catchingUp(m, membership);
+    return behind ? [named(m, behind)] : [];
+  });
+  const parts = [unhealthy.length ? `unhealthy: ${unhealthy.join(', ')}` : '', lagging.length ? `catching up: ${lagging.join(', ')}` : ''].filter(Boolean);
+  return parts.length ? parts.join('; ') : undefined;
 }
 
 /** Whether a majority of voters is healthy: below it, nothing may be changed. */

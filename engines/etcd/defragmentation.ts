@@ -27,7 +27,7 @@
  * (raise the quota or the volume) instead of defragmenting in a loop.
  */
 import { CronExpressionParser } from 'cron-parser';
-import { hasQuorum, type MemberAlarm, type MemberStatus, type MembershipStatus } from '../membership.js';
+import { notReady, hasQuorum, type MemberAlarm, type MemberStatus, type MembershipStatus } from '../membership.js';
 
 const MIB = 2 ** 20;
 
@@ -135,8 +135,8 @@ function decide(input: DefragmentationInput): DefragmentationStep {
   // The gates: nothing else may take a member down meanwhile.
   if (input.otherStep) return held(`waiting for ${input.otherStep} to finish`);
   if (!hasQuorum(membership)) return held(`no quorum: ${membership.healthyVoters} of ${membership.voters} voting members healthy`);
-  const unhealthy = voters.filter((m) => !m.healthy);
-  if (unhealthy.length > 0) return held(`waiting for every member to be healthy; unhealthy: ${unhealthy.map((m) => `${m.name || m.id} (${m.problem ?? 'unhealthy'})`).join(', ')}`);
+  const unready = notReady(membership);
+  if (unready) return held(`waiting for every member to be healthy; ${unready}`);
   const learner = membership.members.find((m) => m.learner);
   if (learner) return held(`waiting for the learner ${learner.name || learner.id} to be promoted`);
   const leader = voters.find((m) => m.leader);

@@ -17,7 +17,7 @@ interface EtcdMember { ID: string; name?: string; peerURLs?: string[]; clientURL
 interface EtcdStatus {
   header?: { member_id?: string; revision?: string };
   leader?: string; version?: string; errors?: string[]; isLearner?: boolean;
-  dbSize?: string; dbSizeInUse?: string; raftIndex?: string; raftTerm?: string;
+  dbSize?: string; dbSizeInUse?: string; raftIndex?: string; raftTerm?: string; raftAppliedIndex?: string;
 }
 interface EtcdAlarm { memberID?: string; alarm?: string }
 
@@ -77,7 +77,7 @@ export class EtcdMembership implements Membership {
         return {
           ...base, healthy: !problem, leader: s.leader === m.ID, version: s.version, problem,
           dbSizeBytes: int64(s.dbSize), dbSizeInUseBytes: int64(s.dbSizeInUse),
-          revision: int64(s.header?.revision), raftIndex: int64(s.raftIndex), raftTerm: int64(s.raftTerm),
+          revision: int64(s.header?.revision), raftIndex: int64(s.raftIndex), raftTerm: int64(s.raftTerm), raftAppliedIndex: int64(s.raftAppliedIndex),
         };
       } catch (e) {
         return { ...base, healthy: false, leader: false, problem: (e as Error).message };

@@ -17,7 +17,7 @@
  * Without a quorum, nothing changes.
  */
 import type { MembershipPlan } from '../engine.js';
-import { hasQuorum, type MemberStatus, type MembershipStatus } from '../membership.js';
+import { hasQuorum, notReady, type MemberStatus, type MembershipStatus } from '../membership.js';
 
 /** `Replacing`: a member replacement (replacement.ts) holds the membership; no scaling step runs meanwhile. */
 export type ScalingPhase = 'Stable' | 'ScalingOut' | 'ScalingIn' | 'Waiting' | 'Unreachable' | 'QuorumLost' | 'Replacing';
@@ -172,9 +172,8 @@ function decide(input: ScalingInput): ScalingStep {
   if (input.podsSettled === false) {
     return hold(size > count ? 'ScalingOut' : 'ScalingIn', `the change from ${count} to ${size} members waits for the StatefulSet to run exactly ${count} pods`, SOON_MS, count);
   }
-  if (unhealthy.length > 0) {
-    return hold('Waiting', `the change from ${count} to ${size} members waits for every member to be healthy; unhealthy: ${unhealthy.map((m) => `${m.name || m.id} (${m.problem ?? 'unhealthy'})`).join(', ')}`, WAIT_MS, count);
-  }
+  const unready = notReady(membership);
+  if (unready) return hold('Waiting', `the change from ${count} to ${size} members waits for every member to be healthy; ${unready}`, WAIT_MS, count);
 
   if (size > count) {
     const pod = input.pod(count);

@@ -16,7 +16,7 @@
  * without anyone deleting pods by hand. An updated member that never becomes
  * healthy stops the rollout there (the gate names it).
  */
-import { hasQuorum, type MemberStatus, type MembershipStatus } from '../membership.js';
+import { hasQuorum, notReady, type MemberStatus, type MembershipStatus } from '../membership.js';
 
 /** One pod of the StatefulSet, as the upgrade reads it. */
 export interface MemberPod {
@@ -104,8 +104,8 @@ export function decideUpgradeStep(input: UpgradeInput): UpgradeStep {
     if (!hasQuorum(membership)) return hold(`no quorum: ${membership.healthyVoters} of ${membership.voters} voting members healthy`);
     return { ...base, upgrading: true, message: `replacing ${brokenOutdated.name}, which is outdated and unhealthy`, action: { type: 'deletePod', pod: brokenOutdated, reason: 'outdated and unhealthy', change: change(brokenOutdated) }, requeueAfterMs: SOON_MS };
   }
-  const unhealthy = voters.filter((m) => !m.healthy);
-  if (unhealthy.length > 0) return hold(`waiting for every member to be healthy before the next restart; unhealthy: ${unhealthy.map((m) => `${m.name || m.id} (${m.problem ?? 'unhealthy'})`).join(', ')}`);
+  const unready = notReady(membership);
+  if (unready) return hold(`waiting for every member to be healthy before the next restart; ${unready}`);
   if (membership.members.some((m) => m.learner)) return hold('waiting for the learner to be promoted');
   const leader = voters.find((m) => m.leader);
   if (!leader) return hold('waiting for a leader');

@@ -11,7 +11,7 @@ import { decideRecovery, QUORUM_LOSS_LOOKS, type QuorumLossSeen } from '../../en
 import { decideRebuildStep, type RecoveryRecord } from '../../engines/etcd/rebuild.js';
 import { replacementSignal, volumeNodeGone, type HealingClaim, type HealingPod } from '../../engines/etcd/replacement.js';
 import { decideDefragmentationStep } from '../../engines/etcd/defragmentation.js';
-import { hasQuorum, type MembershipStatus } from '../../engines/membership.js';
+import { hasQuorum, notReady, type MembershipStatus } from '../../engines/membership.js';
 import { membershipArb, ordinalOf, pod, propertySeed, quorumVisible, RUNS, unschedulableArb } from '../support/day2-arbitraries.js';
 
 const seed = propertySeed('day2-invariants.test.ts');
@@ -32,10 +32,10 @@ describe('scaling (decideScalingStep)', () => {
     return step.plan.replicas >= highest(removed) && step.planIfActionFails.replicas >= highest();
   }), [[{ membership: gapped, size: 3, replicas: 5, podsSettled: true }]]));
 
-  it('changes the membership only with a quorum, every voter healthy and no learner left half-added', () => check(fc.property(scalingArb, (s) => {
+  it('changes the membership only with a quorum, every voter healthy and caught up, and no learner left half-added', () => check(fc.property(scalingArb, (s) => {
     const { action } = decide(s);
     if (!action || action.type === 'promote') return action?.type !== 'promote' || hasQuorum(s.membership);
-    return hasQuorum(s.membership) && voters(s.membership).every((m) => m.healthy) && !s.membership.members.some((m) => m.learner);
+    return hasQuorum(s.membership) && notReady(s.membership) === undefined && !s.membership.members.some((m) => m.learner);
   })));
 
   it('removes a voter only when the voters left keep a healthy majority, and never the leader', () => check(fc.property(scalingArb, (s) => {
@@ -131,11 +131,11 @@ describe('a CORRUPT alarm (replacementSignal with the voters\' hashes)', () => {
 });
 
 describe('defragmentation (decideDefragmentationStep)', () => {
-  it('takes a member down for defragmentation only with a quorum, every voter healthy, a leader, no learner and no other step', () => check(fc.property(membershipArb, fc.option(fc.constant('an upgrade')), (membership, otherStep) => {
+  it('takes a member down for defragmentation only with a quorum, every voter healthy and caught up, a leader, no learner and no other step', () => check(fc.property(membershipArb, fc.option(fc.constant('an upgrade')), (membership, otherStep) => {
     const step = decideDefragmentationStep({
       membership, quotaBytes: 80 << 20, minFreePercent: 10, minSizeBytes: 0, intervalMs: 0, nospaceMarginPercent: 10, lastDefragmented: {}, otherStep: otherStep ?? undefined, now: NOW,
     });
     if (step.action?.type !== 'defragment') return true;
-    return !otherStep && hasQuorum(membership) && voters(membership).every((m) => m.healthy) && !membership.members.some((m) => m.learner) && voters(membership).some((m) => m.leader);
+    return !otherStep && hasQuorum(membership) && notReady(membership) === undefined && !membership.members.some((m) => m.learner) && voters(membership).some((m) => m.leader);
   })));
 });

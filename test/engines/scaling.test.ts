@@ -152,3 +152,19 @@ describe('never lowers replicas below a voting member\'s ordinal (issue 40, defe
     expect(s.plan.replicas).toBe(5);
   });
 });
+
+describe('a member that knows a leader but has not applied what it committed (issue 40)', () => {
+  // kv-2 restarted and replays its log, or takes a snapshot: healthy by its status, thousands of entries behind.
+  const replaying = () => membership([member(0, { raftIndex: 9_000, raftAppliedIndex: 9_000 }), member(1, { raftIndex: 9_000, raftAppliedIndex: 8_998 }), member(2, { raftIndex: 9_000, raftAppliedIndex: 1_200 })]);
+
+  it('holds a scale-in until it has caught up: removing another member meanwhile could cost the quorum', () => {
+    const s = step({ size: 1, replicas: 3, membership: replaying() });
+    expect(s.action).toBeUndefined();
+    expect(s).toMatchObject({ phase: 'Waiting', message: expect.stringMatching(/catching up: kv-2 \(applied 1200 of the leader's 9000 entries\)/) });
+  });
+
+  it('goes on once it trails by no more than a follower under load does', () => {
+    const caughtUp = membership([member(0, { raftIndex: 9_000, raftAppliedIndex: 9_000 }), member(1, { raftIndex: 9_000 }), member(2, { raftIndex: 9_000, raftAppliedIndex: 8_500 })]);
+    expect(step({ size: 5, replicas: 3, membership: caughtUp }).action).toEqual({ type: 'addLearner', pod: 'kv-3' });
+  });
+});

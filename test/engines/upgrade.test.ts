@@ -37,6 +37,12 @@ describe('quorum-aware upgrades, one member at a time', () => {
     expect(after.action).toMatchObject({ type: 'deletePod', pod: { name: 'kv-0' } });
   });
 
+  it('waits while a restarted member knows a leader but is still applying what it missed (issue 40)', () => {
+    const s = step([pod(0, 'old'), pod(1, 'old'), pod(2, 'new')], [member(0, { leader: true, raftIndex: 50_000 }), member(1, { raftAppliedIndex: 49_990 }), member(2, { raftAppliedIndex: 3 })]);
+    expect(s.action).toBeUndefined();
+    expect(s.message).toMatch(/catching up: kv-2 \(applied 3 of the leader's 50000 entries\)/);
+  });
+
   it('waits while a restarted pod is being recreated or its member is not healthy yet, naming it', () => {
     const gone = step([pod(0, 'old'), pod(1, 'old')], [member(0, { leader: true }), member(1), member(2, { healthy: false })], { replicas: 3 });
     expect(gone.action).toBeUndefined();

@@ -30,6 +30,8 @@ interface MemberDraft {
   readonly term: number;
   readonly index: number;
   readonly revision: number;
+  /** How many committed entries it has yet to apply: a handful under load, thousands while it replays its log. */
+  readonly applyLag: number;
   readonly corrupt: boolean;
   readonly nospace: boolean;
 }
@@ -43,6 +45,7 @@ const draft = (ordinal: number): fc.Arbitrary<MemberDraft> => fc.record({
   term: fc.integer({ min: 1, max: 6 }),
   index: fc.integer({ min: 10, max: 500 }),
   revision: fc.integer({ min: 1, max: 400 }),
+  applyLag: fc.oneof(fc.integer({ min: 0, max: 20 }), fc.integer({ min: 0, max: 5000 })),
   corrupt: fc.constantFrom(false, false, false, false, false, false, true),
   nospace: fc.constantFrom(false, false, false, false, false, false, true),
 });
@@ -54,7 +57,7 @@ function toMember(d: MemberDraft, leaderOrdinal: number | undefined): MemberStat
   const healthy = d.knowsLeader;
   return {
     ...base, name: pod(d.ordinal), healthy, leader: healthy && leaderOrdinal === d.ordinal, problem: healthy ? undefined : 'no leader',
-    raftTerm: d.term, raftIndex: d.index, revision: d.revision, dbSizeBytes: 64 << 20, dbSizeInUseBytes: 32 << 20, version: '3.6.8',
+    raftTerm: d.term, raftIndex: d.index * 20, raftAppliedIndex: Math.max(0, d.index * 20 - d.applyLag), revision: d.revision, dbSizeBytes: 64 << 20, dbSizeInUseBytes: 32 << 20, version: '3.6.8',
   };
 }
 
