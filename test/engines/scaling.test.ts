@@ -155,7 +155,9 @@ describe('never lowers replicas below a voting member\'s ordinal (issue 40, defe
 
 describe('a member that knows a leader but has not applied what it committed (issue 40)', () => {
   // kv-2 restarted and replays its log, or takes a snapshot: healthy by its status, thousands of entries behind.
-  const replaying = () => membership([member(0, { raftIndex: 9_000, raftAppliedIndex: 9_000 }), member(1, { raftIndex: 9_000, raftAppliedIndex: 8_998 }), member(2, { raftIndex: 9_000, raftAppliedIndex: 1_200 })]);
+  const replaying = () => membership([
+    member(0, { raftIndex: 9_000, raftAppliedIndex: 9_000 }), member(1, { raftIndex: 9_000, raftAppliedIndex: 8_998 }), member(2, { raftIndex: 9_000, raftAppliedIndex: 1_200 }),
+  ]);
 
   it('holds a scale-in until it has caught up: removing another member meanwhile could cost the quorum', () => {
     const s = step({ size: 1, replicas: 3, membership: replaying() });
