@@ -17,6 +17,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # Mirrors COMPONENT_ORDER in test/lanes/component-needs.ts (a unit test compares them).
 steps=(
   "control-plane|build.sh etcd kube-apiserver dkv-pki"
+  "porcupine|porcupine/build.sh"
   "kwok-nodes|build.sh kube-controller-manager kube-scheduler kwok kubectl"
   "backup-tools|backup-tools/build.sh"
   "prometheus|prometheus/build.sh prometheus"

@@ -18,6 +18,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 /** In build order: test/cluster/build-all.sh builds them in exactly this order. */
 export const COMPONENT_ORDER = [
   'control-plane',
+  'porcupine',
   'kwok-nodes',
   'backup-tools',
   'prometheus',
@@ -32,6 +33,7 @@ export type Component = (typeof COMPONENT_ORDER)[number];
 /** Each component's build script under test/cluster/ and its arguments (as build-all.sh runs it). */
 export const BUILD_COMMANDS: Readonly<Record<Component, readonly string[]>> = {
   'control-plane': ['build.sh', 'etcd', 'kube-apiserver', 'dkv-pki'],
+  porcupine: ['porcupine/build.sh'],
   'kwok-nodes': ['build.sh', 'kube-controller-manager', 'kube-scheduler', 'kwok', 'kubectl'],
   'backup-tools': ['backup-tools/build.sh'],
   prometheus: ['prometheus/build.sh', 'prometheus'],
@@ -61,6 +63,7 @@ const MARKERS: readonly Marker[] = [
   // control-plane.ts imports nodes.ts, so whatever starts a control plane waits for kwok too: a
   // few minutes on a cold cache, built right after the core.
   { component: 'kwok-nodes', module: 'test/cluster/nodes.ts' },
+  { component: 'porcupine', text: /'porcupine',\s*'build\.sh'/ },
   { component: 'backup-tools', text: /'backup-tools'/ },
   { component: 'prometheus', text: /'prometheus',\s*'build\.sh'/ },
   { component: 'csi-snapshotter', text: /'csi-snapshotter'/ },
