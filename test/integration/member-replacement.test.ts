@@ -20,6 +20,7 @@ import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 import type { EtcdKubelet } from '../support/etcd-kubelet.js';
 import { countOrders, writeOrders, type LocalEtcdCluster } from '../support/etcd-members.js';
 import { EtcdTestBed } from '../support/etcd-test-bed.js';
+import { expectLinearizable, HistoryRecorder } from '../support/linearizability.js';
 import { InvariantMonitor, type Reading } from '../support/invariant-monitor.js';
 import { clusterPath, createCluster } from './controller-harness.js';
 
@@ -63,6 +64,8 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
     rmSync(data, { recursive: true, force: true });
     kubelet.revive(pod); // started again on an empty directory, as a pod whose volume was wiped
   };
+  /** The client URLs of the members whose processes run now: where a load's clients go. */
+  const runningMembers = () => pods.filter((p) => cluster.members.has(p)).map((p) => cluster.addressOf(p).clientUrl);
   const everyKeyOnEveryMember = async () => {
     for (const pod of pods) expect({ pod, keys: await countOrders(cluster.addressOf(pod).clientUrl) }).toEqual({ pod, keys: KEYS });
   };
@@ -116,6 +119,8 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
   it('replaces a member whose data directory was wiped: removed, added back empty as a learner, promoted; every key intact, at most one member down', async () => {
     const monitor = new InvariantMonitor(membership());
     monitor.start();
+    const load = new HistoryRecorder(runningMembers);
+    load.start();
     const started = Date.now();
     const old = (await membership().status()).members.find((m) => m.name === 'kv-2')!;
     const claimBefore = (await client.request('GET', claimPath('kv-2'))).metadata.uid;
@@ -123,6 +128,7 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
     await eventually('kv-2 replaced', async () => ((await events('MemberReplaced')).some((m) => m.startsWith('kv-2 replaced')) ? true : undefined), 150_000, 200);
     const after = await settled();
     await monitor.stop();
+    await expectLinearizable('the replacement of a wiped member of 5', load, cluster.addressOf('kv-0').clientUrl);
     const replaced = after.members.find((m) => m.name === 'kv-2')!;
     expect(replaced.id).not.toBe(old.id);
     expect((await client.request('GET', claimPath('kv-2'))).metadata.uid).not.toBe(claimBefore);
@@ -190,6 +196,8 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
   it('replaces a member whose database etcd\'s own corruption check finds different from the others (CORRUPT), and disarms the alarm it leaves', async () => {
     const monitor = new InvariantMonitor(membership());
     monitor.start();
+    const load = new HistoryRecorder(runningMembers);
+    load.start();
     const started = Date.now();
     // A follower: the leader compares the others' hashes with its own (a corrupt leader would find every other member different).
     const victim = (await membership().status()).members.find((m) => !m.leader && !m.learner && m.name)!;
@@ -216,6 +224,7 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
     await eventually(`${pod} replaced`, async () => ((await events('MemberReplaced')).length > replacedBefore ? true : undefined), 120_000, 200);
     const after = await settled();
     await monitor.stop();
+    await expectLinearizable('a CORRUPT member\'s replacement', load, cluster.addressOf(after.members.find((m) => m.leader)!.name).clientUrl);
     expect(after.members.find((m) => m.name === pod)!.id).not.toBe(victim.id);
     // Judged on the members' own hashes: the four others agree, the corrupted one differs.
     expect((await events('MemberReplacing')).filter((m) => !replacingBefore.includes(m))).toEqual([

@@ -163,3 +163,17 @@ export async function checkLinearizable(history: readonly HistoryOperation[], fa
     ...(line.result === 'Illegal' ? { visualization } : {}),
   };
 }
+
+/**
+ * Stops `load`, reads every key once more through `finalEndpoint`, checks the history with porcupine and prints
+ * its figures: the history is linearizable (no acknowledged write lost), and the load ran through the action.
+ */
+export async function expectLinearizable(action: string, load: HistoryRecorder, finalEndpoint: string): Promise<LinearizabilityResult> {
+  const history = await load.stop(finalEndpoint);
+  const checked = await checkLinearizable(history, load.failedReadCount);
+  console.log(`linearizability under ${action}: ${checked.result}; ${checked.operations} operations on ${checked.keys} keys, ${checked.acknowledgedWrites} acknowledged writes, `
+    + `${checked.unknownWrites} of unknown outcome, ${checked.failedReads} failed reads left out${checked.visualization ? `; violation drawn in ${checked.visualization}` : ''}`);
+  expect(checked.result).toBe('Ok');
+  expect(checked.acknowledgedWrites).toBeGreaterThan(100); // the load ran through the action: the check is not vacuous
+  return checked;
+}
