@@ -14,6 +14,7 @@
  * `maxOperationsPerClient`.
  */
 import { spawn, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,6 +67,8 @@ export class HistoryRecorder {
   private clients: Promise<void>[] = [];
   private failedReads = 0;
   private readonly options: Required<LoadOptions>;
+  /** Keys of their own: every key starts absent, which is the model's first state, whatever earlier loads wrote. */
+  private readonly prefix = `lin/${randomBytes(4).toString('hex')}/`;
 
   constructor(private readonly endpoints: () => readonly string[], options: LoadOptions = {}) {
     this.options = { clients: 8, keys: 8, pauseMs: 25, maxOperationsPerClient: 2000, timeoutMs: 3000, ...options };
@@ -85,7 +88,7 @@ export class HistoryRecorder {
     this.running = false;
     await Promise.all(this.clients);
     for (let k = 0; k < this.options.keys; k++) {
-      const key = `lin/${k}`;
+      const key = `${this.prefix}${k}`;
       const call = this.now();
       const read = await etcdPost(finalEndpoint, '/v3/kv/range', { key: b64(key) }, 10_000);
       this.operations.push({ client: this.options.clients, kind: 'get', key, found: decode(read.kvs?.[0]?.value), known: true, call, return: this.now() });
@@ -105,7 +108,7 @@ export class HistoryRecorder {
     for (let n = 0; this.running && n < maxOperationsPerClient; n++) {
       const endpoints = this.endpoints();
       const endpoint = endpoints[(client + n) % endpoints.length];
-      const key = `lin/${(client * 7 + n * 3) % keys}`;
+      const key = `${this.prefix}${(client * 7 + n * 3) % keys}`;
       const value = `c${client}-${n}`;
       const pick = (client * 31 + n * 17) % 20;
       const call = this.now();
