@@ -375,6 +375,10 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
 
       monitor = new InvariantMonitor(new EtcdMembership(() => pods.slice(0, 5), (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, clientTls));
       monitor.start();
+      // The load runs through the growth, the restarts onto the raised quota and the controller's crash between delete and create.
+      const load = new HistoryRecorder(runningMembers);
+      load.start();
+      stopAtTheEnd.push(async () => void await load.stop(cluster.addressOf('kv-0').clientUrl).catch(() => undefined));
       await client.request('PATCH', '/apis/storage.k8s.io/v1/storageclasses/kwok-volume', { body: { allowVolumeExpansion: true }, contentType: mergePatch });
       await bed.controller!.stop(); // it waits a minute on a blocked growth; a new controller looks at once
       await bed.startController();
@@ -421,6 +425,7 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
       }, 60_000, 200);
       await settledAt(5, 120_000);
       await monitor.stop();
+      await linearizable('storage growth, the restarts onto the raised quota and a controller crash between delete and create', load);
       // No member restarted for the crash: the pods were orphaned and adopted, never deleted.
       expect(await podUids()).toEqual(uidsAfterRoll);
       expect(monitor.violations).toEqual([]);
