@@ -375,8 +375,9 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
 
       monitor = new InvariantMonitor(new EtcdMembership(() => pods.slice(0, 5), (pod) => cluster.addressOf(pod).clientUrl, 1000, undefined, clientTls));
       monitor.start();
-      // The load runs through the growth, the restarts onto the raised quota and the controller's crash between delete and create.
-      const load = new HistoryRecorder(runningMembers);
+      // The load runs through the growth, the restarts onto the raised quota and the controller's crash between delete and create
+      // (minutes: at a slower pace, so that 6,000 operations per client outlast them).
+      const load = new HistoryRecorder(runningMembers, { pauseMs: 60 });
       load.start();
       stopAtTheEnd.push(async () => void await load.stop(cluster.addressOf('kv-0').clientUrl).catch(() => undefined));
       await client.request('PATCH', '/apis/storage.k8s.io/v1/storageclasses/kwok-volume', { body: { allowVolumeExpansion: true }, contentType: mergePatch });

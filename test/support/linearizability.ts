@@ -71,7 +71,7 @@ export class HistoryRecorder {
   private readonly prefix = `lin/${randomBytes(4).toString('hex')}/`;
 
   constructor(private readonly endpoints: () => readonly string[], options: LoadOptions = {}) {
-    this.options = { clients: 8, keys: 8, pauseMs: 25, maxOperationsPerClient: 2000, timeoutMs: 3000, ...options };
+    this.options = { clients: 8, keys: 8, pauseMs: 25, maxOperationsPerClient: 6000, timeoutMs: 3000, ...options };
   }
 
   private now(): number {
