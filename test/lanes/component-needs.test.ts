@@ -37,6 +37,16 @@ describe('test lanes: which built components a test file needs', () => {
     expect(needs.rank('test/a/node.test.ts')).toBe(COMPONENT_ORDER.indexOf('real-node'));
   });
 
+  it('counts a text marker where a file asks for a component, not in the module that defines it', () => {
+    write('test/cluster/nodes.ts', "export function startNodes(o: { withNodes?: boolean }) { return o; }\n");
+    write('test/cluster/control-plane.ts', "import { startNodes } from './nodes.js';\nimport { x } from './binaries.js';\nexport const plane = [startNodes, x];\n");
+    write('test/a/core.test.ts', "import { plane } from '../cluster/control-plane.js';\n");
+    write('test/a/nodes.test.ts', "import { plane } from '../cluster/control-plane.js';\nconst p = plane({ withNodes: {} });\n");
+    const needs = new ComponentNeeds(root);
+    expect(needs.of('test/a/core.test.ts')).toEqual(['control-plane']);
+    expect(needs.of('test/a/nodes.test.ts')).toEqual(['control-plane', 'kwok-nodes']);
+  });
+
   it('reads a compiled path (lib/...js) as its TypeScript source', () => {
     write('test/a/kube.test.ts', "import { y } from '../cluster/kube.js';\n");
     expect(new ComponentNeeds(root).of(join(root, 'lib', 'test', 'a', 'kube.test.js'))).toEqual(['control-plane']);

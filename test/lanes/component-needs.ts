@@ -60,9 +60,11 @@ const MARKERS: readonly Marker[] = [
   { component: 'control-plane', module: 'test/cluster/binaries.ts' },
   { component: 'control-plane', module: 'test/cluster/kube.ts' },
   { component: 'control-plane', text: /DKV_TEST_KUBECONFIG|build\.sh/ },
-  // control-plane.ts imports nodes.ts, so whatever starts a control plane waits for kwok too: a
-  // few minutes on a cold cache, built right after the core.
-  { component: 'kwok-nodes', module: 'test/cluster/nodes.ts' },
+  // What asks for the `withNodes` components or kubectl by name, not what merely imports the module that
+  // defines them (control-plane.ts imports nodes.ts for every plane): the files that need only etcd and the
+  // API server then run while kwok builds. A file this misses still waits, in its own hook, for the build.
+  // (The demo's test runs the compiled script, whose plane has nodes: it names the script, not an import.)
+  { component: 'kwok-nodes', text: /\bwithNodes\b|LATER_BINARIES_BUILD_MS|Binaries\(\[[^\]]*'(kubectl|kube-controller-manager|kube-scheduler|kwok)'|'demo\.js'/ },
   { component: 'porcupine', text: /'porcupine',\s*'build\.sh'/ },
   { component: 'backup-tools', text: /'backup-tools'/ },
   { component: 'prometheus', text: /'prometheus',\s*'build\.sh'/ },
@@ -71,6 +73,9 @@ const MARKERS: readonly Marker[] = [
   { component: 'real-node', module: 'test/cluster/real-node.ts' },
   { component: 'etcd-previous', text: /'etcd-previous'/ },
 ];
+
+/** Where the binaries, the nodes and the control plane are defined: their text names every marker. */
+const DEFINITIONS = ['test/cluster/binaries.ts', 'test/cluster/nodes.ts', 'test/cluster/control-plane.ts', 'test/cluster/global-setup.ts'];
 
 const IMPORT = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
 
@@ -119,15 +124,17 @@ export class ComponentNeeds {
   private read(file: string): { needs: Set<Component>; imports: string[] } | undefined {
     const cached = this.own.get(file);
     if (cached) return cached;
-    // Product code never reaches a built component (nor imports test code): only the test side is read.
-    // test/lanes/ names every marker in its own text, and needs nothing itself.
+    // Product code never reaches a built component (nor imports test code): only the test side is read, and
+    // test/lanes/ needs nothing itself.
     const rel = relative(this.root, file);
     const testSide = ['test/', 'scripts/', 'bench/'].some((dir) => rel.startsWith(dir)) && !rel.startsWith('test/lanes/');
     if (!testSide || !existsSync(file)) return undefined;
     const text = readFileSync(file, 'utf8');
+    // The modules that define what the text markers ask for name them all: only their module markers count.
+    const definition = DEFINITIONS.includes(rel);
     const needs = new Set<Component>();
     for (const marker of MARKERS) {
-      if (marker.module === rel || (marker.text && marker.text.test(text))) needs.add(marker.component);
+      if (marker.module === rel || (!definition && marker.text && marker.text.test(text))) needs.add(marker.component);
     }
     const imports: string[] = [];
     for (const match of text.matchAll(IMPORT)) {
