@@ -1,3 +1,4 @@
+// Slow: a real etcd cluster of every size from 1 to 9 is started and checked (about 1.5 minutes).
 /**
  * The etcd engine against real etcd: for every size 1-9, one etcd process per
  * member, started with exactly the arguments the generated StatefulSet gives

@@ -1,3 +1,4 @@
+// Slow: 3 and then 5 real members migrate from plain to TLS under load, one restart at a time (about 2.5 minutes).
 /**
  * A running plain-HTTP cluster moved to TLS by the controller, on real etcd
  * 3.6 members (the test bed: the API server, kube-controller-manager, kwok's

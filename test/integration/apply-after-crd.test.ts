@@ -1,3 +1,4 @@
+// Slow: the CRD is deleted and created again and again on a plane of its own, each time until the API server has forgotten the kind (1 to 3 minutes).
 /**
  * What `npm run demo` and a user do: apply the install bundle (with the
  * final-backup finalizer policy), wait for the CRD to be Established, and

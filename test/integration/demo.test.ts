@@ -1,3 +1,4 @@
+// Slow: `npm run demo` end to end, on a control plane with nodes of its own (about a minute; more while kwok builds on a cold cache).
 /**
  * `npm run demo` keeps working: run as a user runs it (the compiled script,
  * in its own process, on its own control plane), it ends by itself with

@@ -1,3 +1,4 @@
+// Slow: real etcd members scaled 1 -> 3 -> 5 -> 3, upgraded and grown by the real controller, each step waiting for members to start and catch up (about 4 minutes).
 /**
  * Membership-safe scaling of a real etcd cluster, on real components: the
  * API server, kube-controller-manager (StatefulSet controller, volume

@@ -1,3 +1,4 @@
+// Slow: real members are filled to their quota (NOSPACE) and recovered by the controller with no human step (about 1.5 minutes).
 /**
  * NOSPACE recovery through the whole controller, on real components (the
  * API server, kube-controller-manager, kwok's nodes, real etcd members run

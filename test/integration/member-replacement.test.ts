@@ -1,3 +1,4 @@
+// Slow: six replacements of real members, each waiting for healing.unhealthySeconds (8 s here), a learner to catch up, or a node to go (about 4 minutes).
 /**
  * Member replacement on real components (API server, kube-controller-manager,
  * kwok nodes) and real etcd members (test/support/etcd-kubelet.ts runs each

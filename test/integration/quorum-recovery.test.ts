@@ -1,3 +1,4 @@
+// Slow: 5 real members lose their quorum, the loss must last, then one is rebuilt and four rejoin it one at a time (about 2 minutes).
 /**
  * Quorum loss on real components (API server, kube-controller-manager, kwok
  * nodes) and real etcd members (test/support/etcd-kubelet.ts): with three

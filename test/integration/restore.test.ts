@@ -1,3 +1,4 @@
+// Slow: real members are backed up to S3 (versitygw) and restored into new clusters (about 1.5 minutes).
 /**
  * Restore, on real components: the API server, kube-controller-manager,
  * kube-scheduler and kwok's nodes run the pods; real etcd processes are the

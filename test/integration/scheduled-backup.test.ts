@@ -1,3 +1,4 @@
+// Slow: scheduled backups of real members run to S3, with retention, through the generated CronJob (about 1.5 minutes).
 /**
  * Scheduled backups that really run, on real components: kube-controller-
  * manager's CronJob and Job controllers start the runs on the schedule

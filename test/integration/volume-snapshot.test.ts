@@ -1,3 +1,4 @@
+// Slow: real members' volumes are snapshotted through the CSI snapshot controller beside a backup (about 1 minute).
 /**
  * CSI VolumeSnapshots in backups and restores, on real components: the API
  * server, kube-controller-manager (StatefulSets, PV binding, garbage

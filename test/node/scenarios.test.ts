@@ -1,3 +1,4 @@
+// Slow: Day-2 scenarios on the real node: containers killed, the cluster scaled and upgraded (about 1.5 minutes; more on a cold cache).
 /**
  * Issue 33's end-to-end scenarios that kwok cannot prove, on the real node
  * (kubelet, containerd, runc; test/cluster/README.md "Real node"), with the
