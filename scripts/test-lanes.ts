@@ -6,9 +6,11 @@
  *    then every other component, in the order the integration lane needs them.
  * 2. The fast lane runs: every file that needs nothing built and no control
  *    plane (test/lanes/component-needs.ts decides from each file's imports).
- * 3. Beside it, the integration lane: the control plane's files first, then
- *    by the components each needs; each file first waits for its components'
- *    builds (test/lanes/await-components.ts), a cache hit once built.
+ * 3. Beside it, the integration lane, in two shards side by side and then
+ *    the real node's files alone (test/lanes/integration-shards.ts): in each,
+ *    the control plane's files first, then by the components each needs;
+ *    each file first waits for its components' builds
+ *    (test/lanes/await-components.ts), a cache hit once built.
  *
  * Ends with the lanes' totals in DKV_TEST_SUMMARY (for .ci/run), the 20 files
  * that took longest with their share of the run, and each component's build
@@ -24,7 +26,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { ComponentNeeds, packageRoot } from '../test/lanes/component-needs.js';
+import { COMPONENT_ORDER, ComponentNeeds, packageRoot } from '../test/lanes/component-needs.js';
+import { planIntegration } from '../test/lanes/integration-shards.js';
 import type { TimingFigure } from '../test/support/timing-figures.js';
 
 interface FileTime { readonly path: string; readonly ms: number; readonly failed: number }
@@ -87,6 +90,21 @@ function startBuildAll(): { child: ChildProcess; lines: string[]; done: Promise<
     child.on('close', (code) => resolve(code ?? 1));
   });
   return { child, lines, done };
+}
+
+const EMPTY: Summary = { passed: 0, failed: 0, skipped: 0, files: [] };
+
+/** A file's weight for the shards: its size, three times over when its first line says it is slow. */
+function weightOf(file: string): number {
+  const text = readFileSync(join(root, file), 'utf8');
+  return text.length * (SLOW_REASON.test(text.split('\n', 1)[0]) ? 3 : 1);
+}
+
+/** A lane's output kept apart while another wrote to the terminal: whole if anything in it failed, else its last lines. */
+function printKeptOutput(what: string, logFile: string, summary: Summary): void {
+  const output = readFileSync(logFile, 'utf8');
+  process.stdout.write(summary.failed > 0 ? `\ntest-lanes: ${what}'s whole output (something failed there or beside it):\n${output}\n`
+    : `\ntest-lanes: ${what}'s closing lines:\n${output.trimEnd().split('\n').slice(-6).join('\n')}\n`);
 }
 
 function add(a: Summary, b: Summary): Summary {
@@ -155,10 +173,15 @@ async function main(): Promise<number> {
       process.stderr.write(`test-lanes: fast lane done in ${(fastMs / 1000).toFixed(1)} s: ${s.passed} passed, ${s.failed} failed; components built so far: ${build?.lines.join(', ') || 'none'}\n`);
       return s;
     });
-    const [fastSummary, integrationSummary] = await Promise.all([fastLane, runJest('integration', ['--runTestsByPath', ...integration])]);
-    const fastOutput = readFileSync(fastLog, 'utf8');
-    process.stdout.write(fastSummary.failed > 0 ? `\ntest-lanes: the fast lane FAILED; its whole output:\n${fastOutput}\n`
-      : `\ntest-lanes: the fast lane's closing lines:\n${fastOutput.trimEnd().split('\n').slice(-6).join('\n')}\n`);
+    // The integration lane in two shards side by side, then the real node's files alone (integration-shards.ts).
+    const plan = planIntegration(integration, weightOf, (f) => needs.rank(f) >= COMPONENT_ORDER.indexOf('real-node'));
+    process.stderr.write(`test-lanes: integration shards of ${plan.shards[0].length} and ${plan.shards[1].length} files side by side, then ${plan.alone.length} on the real node alone\n`);
+    const secondLog = join(dirname(timingFigures), 'integration-shard-2.log');
+    const shard = (files: readonly string[], log?: string) => (files.length > 0 ? runJest('integration', ['--runTestsByPath', ...files], log) : Promise.resolve(EMPTY));
+    const shards = Promise.all([shard(plan.shards[0]), shard(plan.shards[1], secondLog)]).then(async ([first, second]) => add(add(first, second), await shard(plan.alone)));
+    const [fastSummary, integrationSummary] = await Promise.all([fastLane, shards]);
+    printKeptOutput('the fast lane', fastLog, fastSummary);
+    if (plan.shards[1].length > 0) printKeptOutput('the second integration shard', secondLog, integrationSummary);
     const summary = add(fastSummary, integrationSummary);
 
     if (build) {
