@@ -34,6 +34,8 @@ export interface HistoryOperation {
   /** Microseconds on the recorder's monotonic clock. */
   readonly call: number;
   readonly return: number;
+  /** Why a write's outcome is unknown (for a reader of the history; the checker ignores it). */
+  readonly error?: string;
 }
 
 export interface LoadOptions {
@@ -57,6 +59,9 @@ export interface LinearizabilityResult {
   readonly visualization?: string;
 }
 
+/** A call that failed before any byte reached a member: nothing it asked for can have happened. */
+const NEVER_SENT = /ECONNREFUSED|connect ECONNREFUSED|ENOTFOUND|EHOSTUNREACH/;
+
 const decode = (v: string | undefined) => (v === undefined ? undefined : Buffer.from(v, 'base64').toString());
 
 /** Records a history of concurrent operations against whatever members `endpoints` names at each call. */
@@ -66,6 +71,7 @@ export class HistoryRecorder {
   private running = false;
   private clients: Promise<void>[] = [];
   private failedReads = 0;
+  private unsentWrites = 0;
   private readonly options: Required<LoadOptions>;
   /** Keys of their own: every key starts absent, which is the model's first state, whatever earlier loads wrote. */
   private readonly prefix = `lin/${randomBytes(4).toString('hex')}/`;
@@ -102,6 +108,11 @@ export class HistoryRecorder {
     return this.failedReads;
   }
 
+  /** Writes that never reached a member (its port refused the connection): left out, as they changed nothing. */
+  get unsentWriteCount(): number {
+    return this.unsentWrites;
+  }
+
   private async client(client: number): Promise<void> {
     const { keys, pauseMs, maxOperationsPerClient, timeoutMs } = this.options;
     let lastSeen: string | undefined;
@@ -131,12 +142,16 @@ export class HistoryRecorder {
           }, timeoutMs);
           this.operations.push({ client, kind: 'cas', key, value, expect, swapped: answer.succeeded === true, known: true, call, return: this.now() });
         }
-      } catch {
-        // A read that failed changed nothing; a write that failed may have been applied before the answer was lost.
+      } catch (e) {
+        // A read that failed changed nothing, nor did a write the member never received (refused connection). Any
+        // other write that failed may have been applied before the answer was lost: its outcome is unknown.
+        const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+        const error = [(e as Error).message, cause?.code ?? cause?.message ?? ''].join(' ').trim();
         if (pick >= 7 && pick < 14) this.failedReads++;
-        else if (pick < 7) this.operations.push({ client, kind: 'put', key, value, known: false, call, return: 0 });
-        else if (pick < 16) this.operations.push({ client, kind: 'delete', key, known: false, call, return: 0 });
-        else this.operations.push({ client, kind: 'cas', key, value, expect: lastSeen ?? value, known: false, call, return: 0 });
+        else if (NEVER_SENT.test(error)) this.unsentWrites++;
+        else if (pick < 7) this.operations.push({ client, kind: 'put', key, value, known: false, call, return: 0, error });
+        else if (pick < 16) this.operations.push({ client, kind: 'delete', key, known: false, call, return: 0, error });
+        else this.operations.push({ client, kind: 'cas', key, value, expect: lastSeen ?? value, known: false, call, return: 0, error });
       }
       await new Promise((r) => setTimeout(r, pauseMs));
     }
@@ -150,11 +165,11 @@ function checker(): string {
 }
 
 /** Checks a recorded history with porcupine; a visualization of a violation is left in a temporary directory. */
-export async function checkLinearizable(history: readonly HistoryOperation[], failedReads = 0): Promise<LinearizabilityResult> {
+export async function checkLinearizable(history: readonly HistoryOperation[], failedReads = 0, timeoutSeconds = 120): Promise<LinearizabilityResult> {
   const visualization = join(mkdtempSync(join(tmpdir(), 'dkv-linearizability-')), 'violation.html');
   const historyFile = join(visualization, '..', 'history.json');
   writeFileSync(historyFile, JSON.stringify(history));
-  const child = spawn(checker(), ['-visualize', visualization, '-timeout', '120s'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(checker(), ['-visualize', visualization, '-timeout', `${timeoutSeconds}s`], { stdio: ['pipe', 'pipe', 'inherit'] });
   child.stdin.end(JSON.stringify(history));
   let stdout = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -175,7 +190,8 @@ export async function expectLinearizable(action: string, load: HistoryRecorder, 
   const history = await load.stop(finalEndpoint);
   const checked = await checkLinearizable(history, load.failedReadCount);
   console.log(`linearizability under ${action}: ${checked.result}; ${checked.operations} operations on ${checked.keys} keys, ${checked.acknowledgedWrites} acknowledged writes, `
-    + `${checked.unknownWrites} of unknown outcome, ${checked.failedReads} failed reads left out${checked.visualization ? `; violation drawn in ${checked.visualization}` : ''}`);
+    + `${checked.unknownWrites} of unknown outcome, ${checked.failedReads} failed reads and ${load.unsentWriteCount} writes never sent left out`
+    + `${checked.visualization ? `; violation drawn in ${checked.visualization}` : ''}`);
   expect(checked.result).toBe('Ok');
   expect(checked.acknowledgedWrites).toBeGreaterThan(100); // the load ran through the action: the check is not vacuous
   return checked;
