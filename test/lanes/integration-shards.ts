@@ -2,8 +2,9 @@
  * The integration lane in two shards that run side by side, each a jest
  * process with its control plane of its own (so a test that reads the API
  * server's own counters still sees only its own shard's requests), then the
- * real node's files alone: one real node at a time on a machine (kubelet's
- * ports, the host's iptables and sysctls). Most integration files spend their
+ * files that must run alone: the real node's (one real node at a time on a
+ * machine: kubelet's ports, the host's iptables and sysctls) and those whose
+ * controllers run on leases of seconds (the caller says which). Most integration files spend their
  * time waiting on members, controllers and looks, not on the CPU: two at a
  * time on two cores nearly halves the lane, and the tests assert order and
  * mechanism, not seconds, so the load does not fail them.
