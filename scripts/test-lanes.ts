@@ -180,9 +180,9 @@ async function main(): Promise<number> {
       process.stderr.write(`test-lanes: fast lane done in ${(fastMs / 1000).toFixed(1)} s: ${s.passed} passed, ${s.failed} failed; components built so far: ${build?.lines.join(', ') || 'none'}\n`);
       return s;
     });
-    // The integration lane in two shards side by side, then the real node's files alone (integration-shards.ts).
+    // The integration lane in two shards side by side, then the files that must run alone (integration-shards.ts).
     const plan = planIntegration(integration, weightOf, (f) => needs.rank(f) >= COMPONENT_ORDER.indexOf('real-node') || SHORT_LEASES.test(readFileSync(join(root, f), 'utf8')));
-    process.stderr.write(`test-lanes: integration shards of ${plan.shards[0].length} and ${plan.shards[1].length} files side by side, then ${plan.alone.length} on the real node alone\n`);
+    process.stderr.write(`test-lanes: integration shards of ${plan.shards[0].length} and ${plan.shards[1].length} files side by side, then ${plan.alone.length} alone (the real node's, and those on leases of seconds)\n`);
     const secondLog = join(dirname(timingFigures), 'integration-shard-2.log');
     const shard = (files: readonly string[], log?: string) => (files.length > 0 ? runJest('integration', ['--runTestsByPath', ...files], log) : Promise.resolve(EMPTY));
     const shards = Promise.all([shard(plan.shards[0]), shard(plan.shards[1], secondLog)]).then(async ([first, second]) => add(add(first, second), await shard(plan.alone)));
