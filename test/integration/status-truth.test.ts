@@ -1,3 +1,4 @@
+// Slow: real kube-controller-manager controllers (StatefulSet, Job, CronJob) act on what the reconciler creates, and each check waits for them (about 1 minute under load).
 /**
  * The DistributedKV status tells the truth when real controllers act on what
  * the reconciler creates: kube-controller-manager (StatefulSet, Job, CronJob,
