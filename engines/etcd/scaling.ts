@@ -155,10 +155,11 @@ function decide(input: ScalingInput): ScalingStep {
   // Voters at ordinals with gaps below them (kv-0, kv-3, kv-4: kv-1 and kv-2 removed by hand, or left out by a
   // recovery): the next ordinal is not `count`, and `count` pods would delete voters. Nothing changes until a
   // human re-adds the missing members (or removes the high ones); the floor keeps every voter's pod.
-  const missing = [...Array(replicasFloor(voters)).keys()].filter((i) => !voters.some((m) => ordinalOf(m) === i)).map(input.pod);
+  const voterFloor = replicasFloor(voters);
+  const missing = [...Array(voterFloor).keys()].filter((i) => !voters.some((m) => ordinalOf(m) === i)).map(input.pod);
   if (missing.length > 0) {
     return hold('Waiting', `voting members ${names(voters)} leave ${missing.join(', ')} out of the membership: the StatefulSet keeps a pod for every voter `
-      + `and no member is added or removed until ${missing.join(', ')} ${missing.length === 1 ? 'is a member' : 'are members'} again (docs/operating.md: gaps in the membership)`, BLOCKED_MS, replicasFloor(voters));
+      + `and no member is added or removed until ${missing.join(', ')} ${missing.length === 1 ? 'is a member' : 'are members'} again (docs/operating.md: gaps in the membership)`, BLOCKED_MS, voterFloor);
   }
   const unhealthy = voters.filter((m) => !m.healthy);
   // One pod per member before anything else: finishes a removal whose replicas were not lowered yet

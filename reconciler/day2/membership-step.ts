@@ -21,8 +21,7 @@ import type { ReplacementAction } from '../../engines/etcd/replacement.js';
 import { recoveryReader, recoveryStep, type RecoveryEvent, type RecoveryReader } from './recovery-step.js';
 import { quorumLossClock, type QuorumLossLooks } from './quorum-loss-clock.js';
 import { unhealthyMemory, type UnhealthyLooks } from './unhealthy-memory.js';
-import { quorumShows } from '../../engines/etcd/rebuild.js';
-import type { RebuildAction } from '../../engines/etcd/rebuild.js';
+import { quorumShows, type RebuildAction } from '../../engines/etcd/rebuild.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { clusterIdentity, type ClusterIdentity } from '../../model/cluster-identity.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
@@ -191,7 +190,9 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
   // recovery carried on while its record exists. Every look also runs the clock the loss must stay on for.
   const quorum = 'members' in status && hasQuorum(status);
   const answeredStatus = 'members' in status ? status : undefined;
-  const quorumLoss = read.quorumLoss.look(cr.metadata.uid ?? `${namespace}/${resource.metadata.name}`, answeredStatus !== undefined && !quorumShows(answeredStatus), read.now(), config.healing.quorumLossSeconds * 1000);
+  // The key of this cluster in the process's memories (quorum-loss-clock.ts, unhealthy-memory.ts).
+  const clusterKey = cr.metadata.uid ?? `${namespace}/${resource.metadata.name}`;
+  const quorumLoss = read.quorumLoss.look(clusterKey, answeredStatus !== undefined && !quorumShows(answeredStatus), read.now(), config.healing.quorumLossSeconds * 1000);
   const recovery = statefulSet && replicas !== undefined && (record || request)
     ? await (async () => {
       const [livePods, claims] = await Promise.all([read.healing.pods(namespace, identity), read.healing.claims(namespace, identity, config.healing.replacementAnnotation)]);
@@ -218,7 +219,7 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
       config, namespace, identity, size: resource.spec.size, replicas, membership: status, previous: cr.status as DistributedKVStatus | undefined,
       pod: (i) => memberName(identity, i), peerUrl: (pod) => addresses.peer(namespace, pod, identity), now: read.now(),
       otherChange: otherChange(statefulSet, resource, podsSettled), hashKV: (pod, revision) => membership.hashKV(pod, revision),
-      seen: { memory: read.unhealthy, uid: cr.metadata.uid ?? `${namespace}/${resource.metadata.name}` },
+      seen: { memory: read.unhealthy, uid: clusterKey },
     })
     : undefined;
   // A recovery whose rebuilt member holds a quorum: the replacement's steps bring the others back, reported as the recovery's.
@@ -360,15 +361,13 @@ export function membershipReader(
   client: KubeClient, config: GeneratorConfig, own: { readonly statefulSet?: CachedObject; readonly configMap?: CachedObject },
   options: {
     readonly addresses?: MemberAddresses; readonly timeoutMs?: number; readonly term?: AbortSignal; readonly now?: () => number;
-    /** @default the process's one clock (quorum-loss-clock.ts) */
-    readonly quorumLoss?: QuorumLossLooks;
     /** The TLS the members run, and the controller's client certificate for them (tls-step.ts). */
     readonly tls?: TlsInEffect; readonly clientTls?: EtcdClientTls;
   } = {},
 ): MembershipReader {
   return {
     config, ...own, addresses: options.addresses, tls: options.tls, healing: healingReader(client), recovery: recoveryReader(client), now: options.now ?? Date.now,
-    quorumLoss: options.quorumLoss ?? quorumLossClock, unhealthy: unhealthyMemory,
+    quorumLoss: quorumLossClock, unhealthy: unhealthyMemory,
     members: (pods, endpoint) => new EtcdMembership(pods, endpoint, options.timeoutMs, options.term, options.clientTls),
     memberPods: (namespace, identity) => memberPods(client, namespace, identity),
   };

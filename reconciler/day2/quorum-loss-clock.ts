@@ -29,11 +29,6 @@ export class QuorumLossClock implements QuorumLossLooks {
     this.seen.set(uid, entry);
     return { forMs: now - entry.since, looks: entry.looks, requiredMs };
   }
-
-  /** A cluster that is gone (or no longer this controller's) leaves no entry behind. */
-  forget(uid: string): void {
-    this.seen.delete(uid);
-  }
 }
 
 /** One per controller process: the controller's reconciles of every cluster share it. */
