@@ -19,10 +19,10 @@
  *
  * NOSPACE (the quota reached: the cluster refuses writes) is recovered as
  * etcd's documentation says (op-guide/maintenance.md, "Space quota"):
- * compact at the current revision, defragment every member that is over the
- * target one at a time (the same gates, but no window, threshold or interval:
- * the cluster is read-only until it is done), then disarm once every member's
- * file is below the quota with a margin. When the keys in use alone do not
+ * compact at the current revision, defragment every member one at a time
+ * (the same gates, but no window, threshold or interval: the cluster is
+ * read-only until it is done), then disarm once every member's file is below
+ * the quota with a margin. When the keys in use alone do not
  * fit below that target, no defragmentation can help: the step says so
  * (raise the quota or the volume) instead of defragmenting in a loop.
  */
@@ -182,18 +182,27 @@ export function recoveryTarget(input: Pick<DefragmentationInput, 'quotaBytes' | 
 type Candidates = { kind: 'candidates'; members: MemberStatus[]; why: string } | { kind: 'step'; step: DefragmentationStep };
 
 /**
- * Under NOSPACE: every voter over the target not yet defragmented since the
- * compaction. One that was, and is still over it, holds that much in use:
+ * Under NOSPACE: every voter not yet defragmented since the compaction, as
+ * etcd's guide does, not only those over the target: every member holds the
+ * same keys, and one left just below the target (its file grew slower, its
+ * freed pages pinned by fewer open reads) would be the next to raise NOSPACE,
+ * for the second of a cluster already read-only that defragmenting it costs.
+ * One defragmented since, and still over the target, holds that much in use:
  * no defragmentation can help. (Its size in use alone says less: pages a
  * compaction freed stay "pending" in the file's count until the next write,
- * and a cluster under NOSPACE writes nothing.)
+ * and a cluster under NOSPACE writes nothing.) Without a compaction to count
+ * from (the revision unknown), the members over the target only, so that
+ * the recovery still ends.
  */
 function recoveryCandidates(input: DefragmentationInput): Candidates {
   const target = recoveryTarget(input);
   const voters = input.membership.members.filter((m) => !m.learner && m.dbSizeBytes !== undefined);
   const over = voters.filter((m) => m.dbSizeBytes! >= target);
-  const sinceCompaction = (m: MemberStatus) => input.compacted !== undefined && (input.lastDefragmented[m.name] ?? -Infinity) >= input.compacted.at;
+  // Status keeps the times to the second: a member defragmented in the second of the compaction counts as since.
+  const compactedSecond = input.compacted === undefined ? undefined : Math.floor(input.compacted.at / 1000) * 1000;
+  const sinceCompaction = (m: MemberStatus) => compactedSecond !== undefined && (input.lastDefragmented[m.name] ?? -Infinity) >= compactedSecond;
   const tooFull = over.filter(sinceCompaction);
+  const due = input.compacted === undefined ? over : voters.filter((m) => !sinceCompaction(m));
   if (tooFull.length > 0) {
     return {
       kind: 'step', step: {
@@ -203,7 +212,7 @@ function recoveryCandidates(input: DefragmentationInput): Candidates {
       },
     };
   }
-  return { kind: 'candidates', members: over, why: 'to recover from NOSPACE' };
+  return { kind: 'candidates', members: due, why: 'to recover from NOSPACE' };
 }
 
 /** In maintenance: members mostly free, large enough, not yet defragmented in this window (or interval). */

@@ -29,6 +29,11 @@ export class QuorumLossClock implements QuorumLossLooks {
     this.seen.set(uid, entry);
     return { forMs: now - entry.since, looks: entry.looks, requiredMs };
   }
+
+  /** How many clusters the clock runs for (only those seen without quorum at their last look). */
+  get size(): number {
+    return this.seen.size;
+  }
 }
 
 /** One per controller process: the controller's reconciles of every cluster share it. */

@@ -22,9 +22,16 @@ export class UnhealthyMemory implements UnhealthyLooks {
     return this.seen.get(uid) ?? new Set();
   }
 
-  /** Records this look's unhealthy members of cluster `uid`. */
+  /** Records this look's unhealthy members of cluster `uid` (a healthy cluster holds no entry: 10,000 of them cost nothing). */
   remember(uid: string, unhealthy: Iterable<string>): void {
-    this.seen.set(uid, new Set(unhealthy));
+    const members = new Set(unhealthy);
+    if (members.size === 0) this.seen.delete(uid);
+    else this.seen.set(uid, members);
+  }
+
+  /** How many clusters the memory holds an entry for. */
+  get size(): number {
+    return this.seen.size;
   }
 }
 

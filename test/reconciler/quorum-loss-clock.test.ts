@@ -25,4 +25,13 @@ describe('the quorum-loss clock', () => {
     new QuorumLossClock().look('a', true, 0, 60_000);
     expect(new QuorumLossClock().look('a', true, 3_600_000, 60_000).looks).toBe(1);
   });
+
+  it('runs only for clusters without quorum at their last look', () => {
+    const clock = new QuorumLossClock();
+    clock.look('a', true, 0, 60_000);
+    clock.look('b', false, 0, 60_000);
+    expect(clock.size).toBe(1);
+    clock.look('a', false, 1_000, 60_000);
+    expect(clock.size).toBe(0);
+  });
 });

@@ -15,4 +15,14 @@ describe('the memory of the last look\'s unhealthy members', () => {
     expect([...memory.previous('a')]).toEqual(['kv-2']);
     expect([...memory.previous('b')]).toEqual(['kv-0']);
   });
+
+  it('holds an entry only for a cluster with members unhealthy at its last look', () => {
+    const memory = new UnhealthyMemory();
+    memory.remember('a', ['kv-1']);
+    memory.remember('b', []);
+    expect(memory.size).toBe(1);
+    memory.remember('a', []);
+    expect(memory.size).toBe(0);
+    expect([...memory.previous('a')]).toEqual([]);
+  });
 });
