@@ -11,7 +11,9 @@
  * during the grace period (6 s here), then member by member the peer URL is
  * switched to https and the member restarts with TLS only. Quorum is never
  * lost, never more than one member is down, every key written before is
- * there after, and plain HTTP is refused at the end.
+ * there after, and plain HTTP is refused at the end. A second load's history
+ * (put, get, delete, compare-and-swap through every member, moving to https
+ * with the clients) is linearizable, checked by porcupine.
  */
 import { loadDefaultConfig } from '../../api/config.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
@@ -19,6 +21,7 @@ import { describeWithCluster, eventually } from '../cluster/kube.js';
 import { LATER_BINARIES_BUILD_MS } from '../cluster/binaries.js';
 import { clusterPath } from '../integration/controller-harness.js';
 import { ClientLoad } from '../support/etcd-load.js';
+import { expectLinearizable, HistoryRecorder } from '../support/linearizability.js';
 import { countOrders, writeOrders } from '../support/etcd-members.js';
 import { EtcdTestBed } from '../support/etcd-test-bed.js';
 import { postJson } from '../../engines/etcd/etcd-http.js';
@@ -38,6 +41,8 @@ async function migrate(size: number): Promise<void> {
   const status = async () => (await client.request('GET', clusterPath(namespace, NAME))).status ?? {};
   const monitor = bed.monitor();
   const load = new ClientLoad(cluster, pods);
+  // Read at each call, as ClientLoad's: it moves to https when the clients do.
+  const history = new HistoryRecorder(() => pods.map((p) => cluster.addressOf(p).clientUrl), { pauseMs: 60 });
   try {
     // A cluster created plain (as one created before TLS existed): its clients use plain HTTP.
     cluster.useClientScheme(false);
@@ -51,6 +56,7 @@ async function migrate(size: number): Promise<void> {
     await writeOrders(cluster.addressOf(`${NAME}-0`).clientUrl, KEYS);
     monitor.start();
     load.start(100_000);
+    history.start();
 
     const started = Date.now();
     await client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { tls: { mode: 'operator' } } }, contentType: 'application/merge-patch+json' });
@@ -81,6 +87,7 @@ async function migrate(size: number): Promise<void> {
     const migrationMs = Date.now() - started;
     await load.stop();
     await monitor.stop();
+    await expectLinearizable(`the migration of ${size} members from plain HTTP to TLS`, history, cluster.addressOf(pods[0]).clientUrl);
 
     expect(observed.phases).toEqual(expect.arrayContaining(['Trusting', 'ClientGrace', 'Switching']));
     expect(observed.phases.indexOf('Trusting')).toBeLessThan(observed.phases.indexOf('ClientGrace'));
@@ -105,6 +112,7 @@ async function migrate(size: number): Promise<void> {
       + `longest election ${monitor.longestElectionMs} ms, max down ${monitor.maxDown()}; failures: ${JSON.stringify(Object.fromEntries(causes))}`);
   } finally {
     await load.stop();
+    await history.stop(cluster.addressOf(pods[0]).clientUrl).catch(() => undefined);
     await monitor.stop();
     await bed.stop();
   }

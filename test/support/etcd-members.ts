@@ -331,6 +331,13 @@ export class LocalEtcdCluster {
     return member ? exitDescription(member.process, member.log) : undefined;
   }
 
+  /** Sends a member's process a signal: SIGSTOP and SIGCONT pause and resume it, as a stalled disk or a long pause would. */
+  signal(pod: string, signal: NodeJS.Signals): void {
+    const process = this.members.get(pod)?.process;
+    if (!process?.pid) throw new Error(`${pod} has no running process to send ${signal}`);
+    process.kill(signal);
+  }
+
   async stop(pod: string): Promise<void> {
     await terminate(this.members.get(pod)?.process);
     this.members.delete(pod);
