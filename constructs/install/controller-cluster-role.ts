@@ -62,6 +62,13 @@ const CONFIG_MAPS: k8s.PolicyRule = { apiGroups: [''], resources: ['configmaps']
 const PODS: k8s.PolicyRule = { apiGroups: [''], resources: ['pods'], verbs: ['list', 'delete'] };
 
 /**
+ * A crash-looping member's previous log (read only): etcd's data-loss panic line is followed by its stack
+ * trace, which pushes it out of the termination message a real kubelet keeps (the log's last 80 lines or
+ * 2,048 bytes), so the replacement signal reads the log itself (reconciler/day2/member-replacement.ts).
+ */
+const POD_LOGS: k8s.PolicyRule = { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] };
+
+/**
  * Storage growth: members' claims grow one at a time where their
  * StorageClass allows it. A restoring cluster with no claims yet is new: its
  * backup is checked before anything is created. Member replacement marks the
@@ -110,7 +117,7 @@ const EVENTS: k8s.PolicyRule = { apiGroups: [''], resources: ['events'], verbs: 
  */
 export const CONTROLLER_RULES: readonly k8s.PolicyRule[] = [
   CLUSTERS, CLUSTER_STATUS, CLUSTER_FINALIZERS, STATEFUL_SETS, SERVICES, DISRUPTION_BUDGETS, NETWORK_POLICIES, CRON_JOBS, JOBS,
-  CONFIG_MAPS, SECRETS, PODS, CLAIMS, STORAGE_CLASSES, VOLUME_SNAPSHOTS, EVENTS, DEFINITION, DEFINITION_STATUS, CERTIFICATES,
+  CONFIG_MAPS, SECRETS, PODS, POD_LOGS, CLAIMS, STORAGE_CLASSES, VOLUME_SNAPSHOTS, EVENTS, DEFINITION, DEFINITION_STATUS, CERTIFICATES,
 ];
 
 /** The rules on cluster-scoped resources, which a RoleBinding cannot grant. */

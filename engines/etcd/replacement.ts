@@ -30,6 +30,7 @@
  * each add and each promotion still one step; never two learners).
  */
 import { hasQuorum, type KeyHash, type MemberStatus, type MembershipStatus } from '../membership.js';
+import { metaTime } from '../../model/meta-time.js';
 
 /** A member pod as replacement reads it. */
 export interface HealingPod {
@@ -48,6 +49,12 @@ export interface HealingPod {
   readonly lastTermination?: string;
   /** When that termination finished (ms since the epoch). */
   readonly lastTerminationAtMs?: number;
+  /**
+   * The tail of that exited container's own log, as the kubelet keeps it: read when the termination message
+   * names no data loss, because a real kubelet's message is the log's last 80 lines or 2,048 bytes, and the
+   * stack trace etcd prints after its panic line pushes that line out.
+   */
+  readonly lastLogTail?: string;
   /** The member container runs now (its state is `running`, not `waiting` or `terminated`). */
   readonly running?: boolean;
 }
@@ -163,18 +170,28 @@ export interface ReplacementStep {
 const SOON_MS = 2_000;
 
 /** An exit this recent, with the container not running since, is the member's state now (a crash loop's backoff is at most 5 minutes). */
-const RECENT_EXIT_MS = 10 * 60_000;
+export const RECENT_EXIT_MS = 10 * 60_000;
 
 /** Messages etcd exits with when its data directory cannot serve the member it belongs to. */
 const DATA_LOST = [
   /has already been bootstrapped/,
-  /raft log corrupted, truncated, or lost/,
   /tocommit\(\d+\) is out of range/,
+  /raft log corrupted, truncated, or lost/,
   /database file .* does not match with snapshot/,
   /failed to find database snapshot file/,
   /wal: crc mismatch/,
   /member count is unequal/,
 ];
+
+/** The words of `text` (a termination message, a log) that say etcd exited on data it cannot use, if any. */
+export function dataLossIn(text: string | undefined): string | undefined {
+  if (!text) return undefined;
+  for (const pattern of DATA_LOST) {
+    const match = text.match(pattern);
+    if (match) return match[0];
+  }
+  return undefined;
+}
 
 /**
  * The scheduler's words for a node that cannot reach the pod's bound volume: "node(s) had volume node affinity
@@ -264,13 +281,17 @@ export function replacementSignal(member: MemberStatus, pod: HealingPod | undefi
   }
   // Only an exit that is the member's state now: not running, and recent. A message kept from an old exit (a
   // learner's first start says "member count is unequal") must not turn later ill health into an immediate replacement.
-  const exitNow = pod?.lastTermination !== undefined && pod.running !== true && pod.lastTerminationAtMs !== undefined && input.now - pod.lastTerminationAtMs <= RECENT_EXIT_MS;
-  const lost = exitNow && DATA_LOST.find((p) => p.test(pod!.lastTermination!));
-  if (lost) return { replace: true, reason: `etcd exited on data it cannot use (${pod.lastTermination!.match(lost)![0]})` };
+  const exitNow = pod !== undefined && pod.running !== true && pod.lastTerminationAtMs !== undefined && input.now - pod.lastTerminationAtMs <= RECENT_EXIT_MS;
+  const lost = exitNow ? dataLossIn(pod.lastTermination) ?? dataLossIn(pod.lastLogTail) : undefined;
+  if (lost) return { replace: true, reason: `etcd exited on data it cannot use (${lost})` };
   const since = input.unhealthySince.get(member.id) ?? input.now;
   const unhealthyMs = input.now - since;
   if (unhealthyMs >= input.unhealthyAfterMs) return { replace: true, reason: `unhealthy for ${Math.round(unhealthyMs / 1000)} s (${member.problem ?? 'unhealthy'}), longer than ${Math.round(input.unhealthyAfterMs / 1000)} s` };
-  return { replace: false, waiting: `${member.name || member.id} unhealthy for ${Math.round(unhealthyMs / 1000)} s (${member.problem ?? 'unhealthy'}); replaced after ${Math.round(input.unhealthyAfterMs / 1000)} s unless it recovers`, dueInMs: input.unhealthyAfterMs - unhealthyMs };
+  // Times, not a count of seconds: the condition is written when its words change, and "for 0 s" would stay.
+  return {
+    replace: false, dueInMs: input.unhealthyAfterMs - unhealthyMs,
+    waiting: `${member.name || member.id} unhealthy since ${metaTime(since)} (${member.problem ?? 'unhealthy'}); replaced at ${metaTime(since + input.unhealthyAfterMs)} (after ${Math.round(input.unhealthyAfterMs / 1000)} s) unless it recovers`,
+  };
 }
 
 function ordinalOf(pod: string): number {

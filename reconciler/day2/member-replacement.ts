@@ -13,7 +13,7 @@ import { resourcePath, type KubeClient } from '../../kube/client.js';
 import type { CachedObject } from '../../kube/informer.js';
 import { equalitySelector } from '../../kube/label-selector.js';
 import type { DistributedKVStatus } from '../../imports/distributedkv.js';
-import { decideReplacementStep, learnerRetryAfter, type CorruptionHashes, type HealingClaim, type LearnerRetry, type HealingPod, type ReplacementAction, type ReplacementStep } from '../../engines/etcd/replacement.js';
+import { dataLossIn, decideReplacementStep, learnerRetryAfter, RECENT_EXIT_MS, type CorruptionHashes, type HealingClaim, type LearnerRetry, type HealingPod, type ReplacementAction, type ReplacementStep } from '../../engines/etcd/replacement.js';
 import type { KeyHash, MembershipStatus, MemberStatus } from '../../engines/membership.js';
 import type { ClusterIdentity } from '../../model/cluster-identity.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
@@ -151,16 +151,64 @@ export function describeReplacementAction(action: ReplacementAction): string {
 interface PodObject extends CachedObject {
   status?: {
     conditions?: { type: string; status: string; reason?: string; message?: string }[];
-    containerStatuses?: { state?: { running?: unknown }; lastState?: { terminated?: { message?: string; finishedAt?: string } } }[];
+    containerStatuses?: { name?: string; state?: { running?: unknown }; lastState?: { terminated?: { message?: string; finishedAt?: string; containerID?: string } } }[];
   };
 }
 
+/** How much of an exited member's log is read: etcd's panic line, then one goroutine's stack trace, fit well inside. */
+const LOG_TAIL_LINES = 300;
+const LOG_TAIL_BYTES = 128 * 1024;
+
+/**
+ * The data-loss words found in each exited container's log, by container ID: an exited container's log never
+ * changes, so each is read once however long its pod crash-loops. Bounded: the oldest entries go first.
+ */
+export class ExitedLogMemory {
+  private readonly found = new Map<string, string>();
+
+  constructor(private readonly limit = 1000) {}
+
+  get(containerId: string): string | undefined {
+    return this.found.get(containerId);
+  }
+
+  remember(containerId: string, tail: string): void {
+    if (this.found.size >= this.limit) this.found.delete(this.found.keys().next().value!);
+    this.found.set(containerId, tail);
+  }
+}
+
+const exitedLogs = new ExitedLogMemory();
+
 /** The reader against the API server: the member pods (by selector) and the claims (by the volume template's labels). */
-export function healingReader(client: KubeClient): HealingReader {
+export function healingReader(client: KubeClient, now: () => number = Date.now, logs: ExitedLogMemory = exitedLogs): HealingReader {
+  /**
+   * The data-loss lines of a recently exited member container whose termination message names none (a real
+   * kubelet keeps only the log's tail there), from the log the kubelet keeps of it; '' when none, or unreadable.
+   */
+  const lastLogTail = async (namespace: string, p: PodObject): Promise<string | undefined> => {
+    const container = p.status?.containerStatuses?.[0];
+    const terminated = container?.lastState?.terminated;
+    const finishedAt = Date.parse(terminated?.finishedAt ?? '');
+    if (!container?.name || !terminated?.containerID || container.state?.running || !(now() - finishedAt <= RECENT_EXIT_MS) || dataLossIn(terminated.message)) return undefined;
+    const known = logs.get(terminated.containerID);
+    if (known !== undefined) return known;
+    try {
+      const log = await client.request<unknown>('GET', `${resourcePath('v1', 'Pod', namespace, p.metadata.name)}/log`, {
+        query: { container: container.name, previous: 'true', tailLines: LOG_TAIL_LINES, limitBytes: LOG_TAIL_BYTES }, accept: 'text/plain', timeoutMs: 10_000,
+      });
+      const text = typeof log === 'string' ? log : JSON.stringify(log); // a one-line log parses as JSON
+      const tail = text.split('\n').filter((line) => dataLossIn(line)).join('\n');
+      logs.remember(terminated.containerID, tail);
+      return tail;
+    } catch {
+      return undefined; // the kubelet could not be reached, or the log is gone: the timeout still applies
+    }
+  };
   return {
     async pods(namespace, identity) {
       const pods = await readMemberPods(client, namespace, identity.selector, identity.statefulSetName) as PodObject[];
-      return new Map(pods.map((p) => {
+      return new Map(await Promise.all(pods.map(async (p) => {
         const scheduled = p.status?.conditions?.find((c) => c.type === 'PodScheduled');
         const pod: HealingPod = {
           name: p.metadata.name, uid: p.metadata.uid!, deleting: Boolean(p.metadata.deletionTimestamp),
@@ -168,10 +216,11 @@ export function healingReader(client: KubeClient): HealingReader {
           unschedulable: scheduled?.status === 'False' && scheduled.reason === 'Unschedulable' ? scheduled.message ?? '' : undefined,
           lastTermination: p.status?.containerStatuses?.[0]?.lastState?.terminated?.message,
           lastTerminationAtMs: Date.parse(p.status?.containerStatuses?.[0]?.lastState?.terminated?.finishedAt ?? '') || undefined,
+          lastLogTail: await lastLogTail(namespace, p),
           running: Boolean(p.status?.containerStatuses?.[0]?.state?.running),
         };
-        return [p.metadata.name, pod];
-      }));
+        return [p.metadata.name, pod] as const;
+      })));
     },
     async claims(namespace, identity, annotation) {
       const list = await client.request<{ items: (CachedObject & { status?: { phase?: string } })[] }>('GET', resourcePath('v1', 'PersistentVolumeClaim', namespace), { query: { labelSelector: equalitySelector(identity.serverLabels) } });

@@ -80,7 +80,7 @@ describe('what leads to a replacement', () => {
     ]) {
       const stuck = podOf(1, { unschedulable: message });
       const s = replacementSignal(member(1, { healthy: false }), stuck, claimOf(1), { ...bounds, unhealthySince: since({ m1: NOW - 5_000 }) });
-      expect(s).toMatchObject({ replace: false, waiting: expect.stringMatching(/unhealthy for 5 s/) });
+      expect(s).toMatchObject({ replace: false, waiting: expect.stringMatching(/unhealthy since 2027-01-15T07:59:55Z/) });
     }
   });
 
@@ -92,6 +92,15 @@ describe('what leads to a replacement', () => {
       const crashing = podOf(1, { lastTermination: log, lastTerminationAtMs: NOW - 30_000, running: false });
       expect(replacementSignal(member(1, { healthy: false }), crashing, claimOf(1), bounds)).toMatchObject({ replace: true });
     }
+  });
+
+  it('on a real kubelet: the panic line read from the exited container\'s log, when the termination message holds only the stack trace after it', () => {
+    const stack = 'goroutine 155 [running]:\ngo.etcd.io/raft/v3.(*raft).Step(0xc000470000, {0x5, 0x5})\n\tgo.etcd.io/raft/v3@v3.6.0/raft.go:1257 +0x1ba';
+    const tail = '{"level":"panic","msg":"tocommit(1042) is out of range [lastIndex(0)]. Was the raft log corrupted, truncated, or lost?"}';
+    const crashing = podOf(1, { lastTermination: stack, lastLogTail: tail, lastTerminationAtMs: NOW - 30_000, running: false });
+    expect(replacementSignal(member(1, { healthy: false }), crashing, claimOf(1), bounds)).toEqual({ replace: true, reason: 'etcd exited on data it cannot use (tocommit(1042) is out of range)' });
+    // Only an exit that is the member's state now: the same log of a container that runs again waits.
+    expect(replacementSignal(member(1, { healthy: false }), { ...crashing, running: true }, claimOf(1), { ...bounds, unhealthySince: since({ m1: NOW - 5_000 }) })).toMatchObject({ replace: false });
   });
 
   it('not an old exit message (issue 40): a container that runs now, or an exit long ago, waits as any other ill health', () => {
@@ -119,7 +128,7 @@ describe('what only waits', () => {
   it('a restart, a short network loss, a GC pause: unhealthy for less than the configured time, whatever the problem', () => {
     for (const problem of ['connection refused', 'context deadline exceeded', 'no leader']) {
       expect(replacementSignal(member(1, { healthy: false, problem }), podOf(1), claimOf(1), bounds)).toEqual({
-        replace: false, waiting: `kv-1 unhealthy for 30 s (${problem}); replaced after 600 s unless it recovers`, dueInMs: 570_000,
+        replace: false, waiting: `kv-1 unhealthy since 2027-01-15T07:59:30Z (${problem}); replaced at 2027-01-15T08:09:30Z (after 600 s) unless it recovers`, dueInMs: 570_000,
       });
     }
   });

@@ -202,6 +202,7 @@ describe('the controller\'s permissions', () => {
     { resource: '/secrets', verbs: ['delete'], file: 'reconciler/core/client-identity-writes.ts', call: "request('DELETE', path, { body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: secret.metadata.uid } } })" },
     { resource: '/secrets', verbs: ['update'], file: 'reconciler/core/secret-updates.ts', call: "request('PUT', resourcePath('v1', 'Secret', cached.metadata.namespace!, update.name)" },
     { resource: '/pods', verbs: ['list'], file: 'reconciler/day2/member-pods.ts', call: "('GET', resourcePath('v1', 'Pod', namespace)" },
+    { resource: '/pods/log', verbs: ['get'], file: 'reconciler/day2/member-replacement.ts', call: "request<unknown>('GET', `${resourcePath('v1', 'Pod', namespace, p.metadata.name)}/log`" },
     { resource: '/pods', verbs: ['delete'], file: 'reconciler/core/execute-writes.ts', call: "request('DELETE', resourcePath('v1', 'Pod', namespace, pod.name)" },
     { resource: '/persistentvolumeclaims', verbs: ['get'], file: 'reconciler/day2/storage-step.ts', call: "getOrUndefined<ClaimObject>(client, resourcePath('v1', 'PersistentVolumeClaim', namespace, name))" },
     { resource: '/persistentvolumeclaims', verbs: ['list'], file: 'reconciler/day2/restore-source.ts', call: "resourcePath('v1', 'PersistentVolumeClaim', " },

@@ -105,7 +105,7 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
       const kv1 = cr.status?.members?.find((m: any) => m.name === 'kv-1');
       return healing?.reason === 'MemberUnhealthy' && kv1?.unhealthySince ? { healing, kv1 } : undefined;
     }, 20_000, 100);
-    expect(waiting.healing.message).toMatch(new RegExp(`kv-1 unhealthy for \\d+ s .*replaced after ${UNHEALTHY_SECONDS} s unless it recovers`));
+    expect(waiting.healing.message).toMatch(new RegExp(`kv-1 unhealthy since \\S+Z .*replaced at \\S+Z \\(after ${UNHEALTHY_SECONDS} s\\) unless it recovers`));
     kubelet.revive('kv-1');
     await settled();
     // Past the configured time since it failed: nothing was replaced.
