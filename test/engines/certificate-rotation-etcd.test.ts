@@ -7,7 +7,10 @@
  * validity have passed, then the issuing CA replaced (trusted, leaves
  * re-issued, the old one revoked through the members' CRL). Not one request
  * fails, no member process restarts, and afterwards a client certificate of
- * the old issuing CA is refused while the new one is served.
+ * the old issuing CA is refused while the new one is served. A second load's
+ * history (put, get, delete, compare-and-swap through every member, with the
+ * certificate the files hold at each call) is linearizable, checked by
+ * porcupine.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +19,7 @@ import { locateBinaries } from '../cluster/control-plane.js';
 import { byRole, synth } from '../generator/support.js';
 import { etcdPost, b64, issueTestSecrets, LocalEtcdCluster, type StatefulSetLike } from '../support/etcd-members.js';
 import { ClientLoad } from '../support/etcd-load.js';
+import { expectLinearizable, HistoryRecorder } from '../support/linearizability.js';
 import { InvariantMonitor } from '../support/invariant-monitor.js';
 import { eventually } from '../support/eventually.js';
 import { httpProbe } from '../support/http-probe.js';
@@ -100,9 +104,11 @@ describeWithEtcd('certificate rotation on real etcd members, under load, without
     const monitor = new InvariantMonitor(membership);
     // The load calls each member with the certificate its files hold now (etcdPost: the cluster's mounted certificate), as a client reloading its files.
     const load = new ClientLoad(cluster, pods);
+    const history = new HistoryRecorder(() => pods.map((p) => cluster.addressOf(p).clientUrl), { pauseMs: 60 });
     const before = pids();
     monitor.start();
     load.start(20_000);
+    history.start();
     try {
       // Leaf rotation: both leaves are due; each member serves the new member certificate on its next handshake.
       const oldMemberLeaf = describeCertificate(secrets.get(names.member)!['tls.crt'])!;
@@ -136,8 +142,10 @@ describeWithEtcd('certificate rotation on real etcd members, under load, without
       }
       // Refused for its revoked issuer (etcd's CRL check), not for anything else.
       expect(pods.some((p) => /certificate serial [0-9a-f]+ revoked/.test(readFileSync(cluster.members.get(p)!.log, 'utf8')))).toBe(true);
+      await expectLinearizable('leaf renewal and CA rotation (Trusting, Reissuing, Dropping)', history, cluster.addressOf(pods[0]).clientUrl);
     } finally {
       await load.stop();
+      await history.stop(cluster.addressOf(pods[0]).clientUrl).catch(() => undefined);
       await monitor.stop();
     }
     const failed = load.requests.filter((r) => r.error);

@@ -102,12 +102,15 @@ export class EtcdTestBed {
     return bed;
   }
 
-  /** A controller as `dkv controller` runs one, with retries from 200 ms so that failure scenarios stay fast. */
-  async startController(clock: Clock | undefined = this.options.clock): Promise<void> {
+  /**
+   * A controller as `dkv controller` runs one, with retries from 200 ms so that failure scenarios stay fast;
+   * `client` (the recording client by default) lets a test fence it, as a killed process would be.
+   */
+  async startController(clock: Clock | undefined = this.options.clock, client: KubeClient = this.controllerClient): Promise<void> {
     const { cluster } = this;
     this.controller = new Controller({
       ...(clock ? { clock } : {}),
-      client: this.controllerClient, config: this.options.config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace: this.namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
+      client, config: this.options.config, log: createLogger(process.env.DKV_TEST_LOG_LEVEL ?? 'silent'), namespace: this.namespace, workers: 2, backoff: { baseMs: 200, maxMs: 2000 },
       memberAddresses: { client: (_ns, pod) => cluster.addressOf(pod).clientUrl, peer: (_ns, pod) => cluster.addressOf(pod).peerUrl },
       memberTimeoutMs: 1000,
     });
