@@ -106,13 +106,17 @@ describeWithCluster('Day-2 changes under faults: scaling 3 -> 5 -> 3 on real mem
     let fence = new AbortController();
     const kills: string[] = [];
     let replacing: Promise<void> | undefined;
+    let killing = true;
+    /** One kill at a time: a controller is killed only once the one before it was replaced. */
+    let swapping = false;
     const killable = (signal: AbortSignal): KubeClient => {
       const fenced = bed.controllerClient.fenced(signal);
       return Object.create(fenced, {
         request: {
           value: async <T>(method: string, path: string, options?: object): Promise<T> => {
             const answer = await fenced.request<T>(method, path, options);
-            if (method !== 'GET' && !signal.aborted && kills.length < MAX_KILLS) {
+            if (method !== 'GET' && !signal.aborted && killing && !swapping && kills.length < MAX_KILLS) {
+              swapping = true;
               kills.push(`${method} ${path.replace(`/namespaces/${namespace}`, '')}`);
               fence.abort(); // every later request of this controller is refused, those in flight cut off
               const old = bed.controller!;
@@ -120,6 +124,7 @@ describeWithCluster('Day-2 changes under faults: scaling 3 -> 5 -> 3 on real mem
                 await old.stop();
                 fence = new AbortController();
                 await bed.startController(undefined, killable(fence.signal));
+                swapping = false;
               })();
             }
             return answer;
@@ -134,8 +139,8 @@ describeWithCluster('Day-2 changes under faults: scaling 3 -> 5 -> 3 on real mem
       expect(kills.length).toBeGreaterThanOrEqual(10); // the scaling's every step: StatefulSet, status and Events, each a boundary
       expect(kills.some((k) => k.includes('/statefulsets/'))).toBe(true);
     } finally {
+      killing = false; // the controller now running runs on for the next tests
       await replacing;
-      kills.length = MAX_KILLS; // no more kills: the controller runs on for the next tests
     }
   }, 300_000);
 
