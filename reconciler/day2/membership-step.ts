@@ -218,7 +218,7 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
     ? await healingStep(read.healing, {
       config, namespace, identity, size: resource.spec.size, replicas, membership: status, previous: cr.status as DistributedKVStatus | undefined,
       pod: (i) => memberName(identity, i), peerUrl: (pod) => addresses.peer(namespace, pod, identity), now: read.now(),
-      otherChange: otherChange(statefulSet, resource, podsSettled), hashKV: (pod, revision) => membership.hashKV(pod, revision),
+      otherChange: otherChange(statefulSet, resource, podsSettled) ?? defragmentationUnderWay(cr.status as DistributedKVStatus | undefined), hashKV: (pod, revision) => membership.hashKV(pod, revision),
       seen: { memory: read.unhealthy, uid: clusterKey },
     })
     : undefined;
@@ -279,6 +279,20 @@ function otherChange(statefulSet: CachedObject, resource: ValidResource, podsSet
   const wanted = resource.spec.storage?.size ?? '10Gi';
   if (live && quantityValue(live) !== quantityValue(wanted)) return 'the members\' volumes are growing';
   return undefined;
+}
+
+/**
+ * A defragmentation the last status says is under way (its Maintenance condition True, Defragmenting or
+ * Recovering from NOSPACE), in words. Within one process a defragmentation never overlaps this step (the call
+ * is made and awaited in one reconcile of the cluster); after a restart, the member the old process asked may
+ * still be rewriting its file, answering nothing, and must not count as a member to replace, nor its absence as
+ * room to replace another. The maintenance step of the same reconcile writes the condition afresh, so a
+ * condition left by a process long gone holds the replacement for one reconcile at most.
+ */
+export function defragmentationUnderWay(previous: DistributedKVStatus | undefined): string | undefined {
+  const maintenance = previous?.conditions?.find((c) => c.type === 'Maintenance');
+  if (maintenance?.status !== 'True' || !['Defragmenting', 'Recovering'].includes(maintenance.reason ?? '')) return undefined;
+  return `a defragmentation is under way (${maintenance.message})`;
 }
 
 /** The image the live StatefulSet's pod template runs (its member container's). */

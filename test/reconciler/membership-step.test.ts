@@ -160,6 +160,18 @@ describe('the membership step', () => {
       expect(decision.result.healing).toMatchObject({ status: 'False', reason: 'MemberUnhealthy', message: expect.stringMatching(/waits: a rolling upgrade is under way/) });
     });
 
+    it('starts no replacement while the last status says a defragmentation is under way (issue 40: a controller restarted in the middle of one)', async () => {
+      const sick = statusOf([member(0), member(1, { healthy: false, problem: 'context deadline exceeded' }), member(2)]);
+      const defragmenting = { type: 'Maintenance', status: 'True', reason: 'Defragmenting', message: 'defragmenting kv-1 (900 MiB, 80% free) (at least 50% free); 1 more after it' };
+      const cluster = withStatus([{ name: 'kv-1', healthy: false, unhealthySince: '2026-11-26T11:00:00Z' }], [defragmenting]);
+      const decision = (await membershipStep(reader(sick, statefulSet(3)), cluster, resource(3), false))!;
+      expect(decision.write?.kind).not.toBe('healing');
+      expect(decision.result.healing).toMatchObject({ status: 'False', reason: 'MemberUnhealthy', message: expect.stringMatching(/waits: a defragmentation is under way \(defragmenting kv-1/) });
+      // Idle or held: the replacement goes on.
+      const idle = withStatus([{ name: 'kv-1', healthy: false, unhealthySince: '2026-11-26T11:00:00Z' }], [{ ...defragmenting, status: 'False', reason: 'Held' }]);
+      expect((await membershipStep(reader(sick, statefulSet(3)), idle, resource(3), false))!.write).toMatchObject({ kind: 'healing', action: { type: 'mark', pod: 'kv-1' } });
+    });
+
     it('says MemberReplaced when the replaced member\'s learner is promoted', async () => {
       const joined = statusOf([member(0), member(1, { learner: true }), member(2)]);
       const cluster = withStatus([], [{ type: 'Healing', status: 'True', reason: 'Replacing', message: 'replacing kv-1: adding it as a learner' }]);
