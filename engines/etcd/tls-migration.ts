@@ -176,12 +176,25 @@ export type SwitchingAction =
  * healthy); a restart of a member still advertising http becomes the update
  * of its URL (same host and port, https), and its restart follows on the
  * next reconcile. Members of pods that already listen on TLS are left to
- * the rolling restart as it is.
+ * the rolling restart as it is, but one that still advertises http (its pod
+ * restarted out of band from the final template) has its URL switched
+ * before anything else.
  */
 export function gateSwitchingRestart(action: UpgradeAction | undefined, pods: readonly MemberPod[], members: readonly MemberStatus[], targetArgs: readonly string[]): SwitchingAction | undefined {
   if (!templateTls(targetArgs)?.peer) return action;
   const memberOf = (pod: string) => members.find((m) => m.name === pod);
   const listensPlain = (p: MemberPod) => templateTls(p.args)?.peer === false;
+  const httpsUrls = (m: MemberStatus) => m.peerUrls.map((u) => u.replace(/^http:/, 'https:'));
+  // A pod restarted out of band (deleted by hand, its node gone) came back from the final template: it listens on TLS
+  // while its URL still says http. Its peers' dials to it fail, so its acknowledgements no longer reach the leader,
+  // though it still hears the leader on the streams it dialed and looks healthy: restarting another member now could
+  // cost the quorum, and the rolling restart, which finds the pod up to date, would never switch its URL. Its URL
+  // first: that only points its peers at the listener it has.
+  const listensTlsUnderHttp = pods.find((p) => templateTls(p.args)?.peer === true && !p.deleting && memberOf(p.name) !== undefined && !isHttps(memberOf(p.name)!));
+  if (listensTlsUnderHttp) {
+    const member = memberOf(listensTlsUnderHttp.name)!;
+    return { type: 'updatePeerUrls', id: member.id, pod: member.name, peerUrls: httpsUrls(member) };
+  }
   const pending = pods.find((p) => listensPlain(p) && !p.deleting && memberOf(p.name) !== undefined && isHttps(memberOf(p.name)!));
   if (pending) {
     if (action?.type === 'deletePod' && action.pod.name === pending.name) return action;
@@ -198,5 +211,5 @@ export function gateSwitchingRestart(action: UpgradeAction | undefined, pods: re
   if (action?.type !== 'deletePod' || !listensPlain(action.pod)) return action;
   const member = memberOf(action.pod.name);
   if (!member || isHttps(member)) return action;
-  return { type: 'updatePeerUrls', id: member.id, pod: member.name, peerUrls: member.peerUrls.map((u) => u.replace(/^http:/, 'https:')) };
+  return { type: 'updatePeerUrls', id: member.id, pod: member.name, peerUrls: httpsUrls(member) };
 }

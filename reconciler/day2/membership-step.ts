@@ -14,7 +14,7 @@ import { EtcdMembership } from '../../engines/etcd/membership.js';
 import { clientUrl, memberName, peerUrl } from '../../engines/etcd/peer-urls.js';
 import { decideScalingStep, type MembershipAction, type ScalingPhase } from '../../engines/etcd/scaling.js';
 import { decideUpgradeStep, type MemberPod, type UpgradeStep } from '../../engines/etcd/upgrade.js';
-import { gateSwitchingRestart } from '../../engines/etcd/tls-migration.js';
+import { gateSwitchingRestart, templateTls } from '../../engines/etcd/tls-migration.js';
 import type { KubeClient } from '../../kube/client.js';
 import { hasQuorum, type Membership, type MembershipStatus, type MemberStatus } from '../../engines/membership.js';
 import type { ReplacementAction } from '../../engines/etcd/replacement.js';
@@ -218,7 +218,8 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
     ? await healingStep(read.healing, {
       config, namespace, identity, size: resource.spec.size, replicas, membership: status, previous: cr.status as DistributedKVStatus | undefined,
       pod: (i) => memberName(identity, i), peerUrl: (pod) => addresses.peer(namespace, pod, identity), now: read.now(),
-      otherChange: otherChange(statefulSet, resource, podsSettled) ?? defragmentationUnderWay(cr.status as DistributedKVStatus | undefined), hashKV: (pod, revision) => membership.hashKV(pod, revision),
+      otherChange: otherChange(statefulSet, resource, podsSettled) ?? defragmentationUnderWay(cr.status as DistributedKVStatus | undefined),
+      hashKV: (pod, revision) => membership.hashKV(pod, revision),
       seen: { memory: read.unhealthy, uid: clusterKey },
     })
     : undefined;
@@ -334,7 +335,10 @@ async function upgradeStep(
   }
   const statefulSetCurrent = (sts.status?.observedGeneration ?? 0) >= (sts.metadata.generation ?? 0);
   const settled = statefulSetCurrent && sts.status?.updateRevision === sts.status?.currentRevision && (sts.status?.updatedReplicas ?? 0) >= replicas;
-  if (settled) {
+  // Every pod runs the template, but a member whose pod came back from a TLS peer template out of band may still
+  // advertise http (tls-migration.ts, gateSwitchingRestart): then the pods are read, and its URL switched below.
+  const peerUrlBehind = templateTls(templateArgs(sts))?.peer === true && status.members.some((m) => m.peerUrls.some((u) => u.startsWith('http:')));
+  if (settled && !peerUrlBehind) {
     const upgrade = { upgrading: false, message: `all ${replicas} members run ${resource.spec.image}`, currentVersion: resource.spec.image, targetVersion: resource.spec.image, updatedMembers: replicas };
     return { result: { ...result, upgrade } };
   }

@@ -128,6 +128,18 @@ describe('one member\'s peer URL at a time, just before its restart', () => {
     expect(gateSwitchingRestart(restart(pods[2]), pods, [members[0], member(1, 'https'), member(2, 'http', { healthy: false })], FINAL_ARGS)).toBeUndefined();
   });
 
+  it('switches the URL of a member whose pod was restarted out of band onto the final template first (issue 40: else the migration never finished)', () => {
+    // kv-1 was deleted by hand while kv-2 was being switched: it came back from the final template, TLS on its peer
+    // listener, its URL still http. The rolling restart finds its pod up to date and would restart kv-2 (or nothing).
+    const pods = [pod(0, TRUSTING_ARGS), pod(1, FINAL_ARGS), pod(2, TRUSTING_ARGS)];
+    for (const action of [restart(pods[2]), restart(pods[0]), undefined]) {
+      expect(gateSwitchingRestart(action, pods, members, FINAL_ARGS)).toEqual({ type: 'updatePeerUrls', id: '1001', pod: 'kv-1', peerUrls: ['https://kv-1.kv-peers:2380'] });
+    }
+    // Once its URL is https it is done: the rest goes on as before.
+    const fixed = [members[0], member(1, 'https'), members[2]];
+    expect(gateSwitchingRestart(restart(pods[2]), pods, fixed, FINAL_ARGS)).toEqual({ type: 'updatePeerUrls', id: '1002', pod: 'kv-2', peerUrls: ['https://kv-2.kv-peers:2380'] });
+  });
+
   it('leaves the rolling restart as it is for pods that already listen on TLS, and for templates without peer TLS', () => {
     const tlsPods = [pod(0, FINAL_ARGS), pod(1, FINAL_ARGS), pod(2, FINAL_ARGS)];
     const tlsMembers = [member(0, 'https'), member(1, 'https'), member(2, 'https')];

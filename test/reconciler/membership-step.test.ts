@@ -113,6 +113,20 @@ describe('the membership step', () => {
     expect(notYet.upgrade?.message).toMatch(/: not yet \(the pod changed\)$/);
   });
 
+  it('switches the peer URL of a member whose pod came back from the TLS template out of band, though every pod runs the template (issue 40)', async () => {
+    const args = ['--listen-peer-urls=https://0.0.0.0:2380', '--listen-client-urls=https://0.0.0.0:2379', '--peer-cert-file=/tls/member/tls.crt'];
+    const sts = statefulSet(3);
+    (sts.spec as any).template.spec.containers[0].args = args;
+    const pods = [0, 1, 2].map((i): MemberPod => ({ name: `kv-${i}`, uid: `pod-uid-${i}`, resourceVersion: '1', revision: 'r1', image: ETCD, args, deleting: false }));
+    const https = (i: number) => member(i, { peerUrls: [`https://kv-${i}:2380`] });
+    const decision = (await membershipStep(reader(statusOf([https(0), member(1), https(2)]), sts, pods), cr, resource(3), false))!;
+    expect(decision.write).toMatchObject({ kind: 'updatePeerUrls', id: 'id1', pod: 'kv-1', peerUrls: ['https://kv-1:2380'] });
+    // Every URL https: settled, nothing to do.
+    const done = (await membershipStep(reader(statusOf([https(0), https(1), https(2)]), sts, pods), cr, resource(3), false))!;
+    expect(done.write).toBeUndefined();
+    expect(done.result.upgrade).toMatchObject({ upgrading: false });
+  });
+
   describe('member replacement', () => {
     const withStatus = (members: { name: string; healthy: boolean; unhealthySince?: string }[], conditions: unknown[] = []) =>
       ({ ...cr, status: { members: members.map((m) => ({ role: 'follower', ...m })), conditions } }) as unknown as CachedObject;
