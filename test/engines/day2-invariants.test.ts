@@ -10,7 +10,9 @@ import { decideScalingStep } from '../../engines/etcd/scaling.js';
 import { decideRecovery, QUORUM_LOSS_LOOKS, type QuorumLossSeen } from '../../engines/etcd/recovery.js';
 import { decideRebuildStep, type RecoveryRecord } from '../../engines/etcd/rebuild.js';
 import { replacementSignal, volumeNodeGone, type HealingClaim, type HealingPod } from '../../engines/etcd/replacement.js';
-import { decideDefragmentationStep } from '../../engines/etcd/defragmentation.js';
+import { decideDefragmentationStep, recoveryTarget } from '../../engines/etcd/defragmentation.js';
+import { decideUpgradeStep, type MemberPod } from '../../engines/etcd/upgrade.js';
+import { gateSwitchingRestart, templateTls } from '../../engines/etcd/tls-migration.js';
 import { hasQuorum, notReady, type MembershipStatus } from '../../engines/membership.js';
 import { membershipArb, ordinalOf, pod, propertySeed, quorumVisible, RUNS, unschedulableArb } from '../support/day2-arbitraries.js';
 
@@ -137,5 +139,87 @@ describe('defragmentation (decideDefragmentationStep)', () => {
     });
     if (step.action?.type !== 'defragment') return true;
     return !otherStep && hasQuorum(membership) && notReady(membership) === undefined && !membership.members.some((m) => m.learner) && voters(membership).some((m) => m.leader);
+  })));
+});
+
+describe('NOSPACE recovery (decideDefragmentationStep under NOSPACE)', () => {
+  const QUOTA = 80 << 20;
+  const nospaceArb = fc.record({
+    membership: membershipArb,
+    sizes: fc.array(fc.integer({ min: 1, max: 90 }), { minLength: 9, maxLength: 9 }),
+    compacted: fc.boolean(),
+    defragmented: fc.array(fc.boolean(), { minLength: 9, maxLength: 9 }),
+  }).map(({ membership, sizes, compacted, defragmented }) => {
+    const members = membership.members.map((m, i) => ({ ...m, dbSizeBytes: sizes[i] << 20 }));
+    const withAlarm: MembershipStatus = { ...membership, members, alarms: [{ memberId: members[0].id, alarm: 'NOSPACE' }] };
+    const lastDefragmented = Object.fromEntries(members.filter((_, i) => defragmented[i]).map((m) => [m.name, NOW - 1_000]));
+    return { membership: withAlarm, lastDefragmented, compacted: compacted ? { revision: 1_000_000, at: NOW - 60_000 } : undefined };
+  });
+
+  it('disarms NOSPACE only once every voter\'s file is below the target, and every voter was defragmented since the compaction', () => check(fc.property(nospaceArb, ({ membership, lastDefragmented, compacted }) => {
+    const input = { membership, quotaBytes: QUOTA, minFreePercent: 50, minSizeBytes: 0, intervalMs: 0, nospaceMarginPercent: 10, lastDefragmented, compacted, now: NOW };
+    const step = decideDefragmentationStep(input);
+    if (step.action?.type !== 'disarm') return true;
+    const target = recoveryTarget(input);
+    const measured = voters(membership).filter((m) => m.dbSizeBytes !== undefined);
+    return measured.every((m) => m.dbSizeBytes! < target) && (compacted === undefined || measured.every((m) => (lastDefragmented[m.name] ?? -Infinity) >= compacted.at));
+  })));
+});
+
+describe('a rolling restart (decideUpgradeStep)', () => {
+  const upgradeArb = membershipArb.chain((membership) => fc.record({
+    membership: fc.constant(membership),
+    pods: fc.tuple(...membership.members.filter((m) => m.name).map((m) => fc.record({
+      name: fc.constant(m.name), uid: fc.constant(`uid-${m.name}`), resourceVersion: fc.constant('1'), revision: fc.constantFrom('r1', 'r2'),
+      image: fc.constant('registry.k8s.io/etcd:3.6.8-0'), args: fc.constant([] as string[]), deleting: fc.constantFrom(false, false, false, true),
+    }))),
+    extraReplicas: fc.integer({ min: 0, max: 1 }),
+  }));
+
+  it('takes a healthy member down only when every other voter is healthy and caught up, none restarts, no learner waits; the leader only as the last one', () => check(fc.property(upgradeArb, ({ membership, pods, extraReplicas }) => {
+    const step = decideUpgradeStep({
+      targetImage: 'registry.k8s.io/etcd:3.6.8-0', targetArgs: [], replicas: pods.length + extraReplicas, statefulSetCurrent: true, updateRevision: 'r2', pods: pods as MemberPod[], membership,
+    });
+    const action = step.action;
+    if (action?.type !== 'deletePod') return true;
+    const target = membership.members.find((m) => m.name === action.pod.name);
+    if (pods.some((p) => p.deleting)) return false; // never two restarts at once
+    if (!target?.healthy) return hasQuorum(membership); // already down: costs nothing more, with a quorum of the others
+    const others = voters(membership).filter((m) => m !== target);
+    return notReady(membership) === undefined && !membership.members.some((m) => m.learner) && (!target.leader || others.length === 0);
+  })));
+});
+
+describe('the migration to TLS, Switching (gateSwitchingRestart)', () => {
+  const PLAIN_PEER = ['--listen-peer-urls=http://0.0.0.0:2380', '--listen-client-urls=https://0.0.0.0:2379', '--peer-cert-file=/tls/member/tls.crt'];
+  const TLS_PEER = ['--listen-peer-urls=https://0.0.0.0:2380', '--listen-client-urls=https://0.0.0.0:2379', '--peer-cert-file=/tls/member/tls.crt'];
+  const switchingArb = membershipArb.chain((membership) => fc.record({
+    members: fc.tuple(...membership.members.map((m) => fc.boolean().map((https) => ({ ...m, peerUrls: m.peerUrls.map((u) => (https ? u.replace(/^http:/, 'https:') : u)) })))),
+    pods: fc.tuple(...membership.members.filter((m) => m.name).map((m) => fc.record({
+      name: fc.constant(m.name), uid: fc.constant(`uid-${m.name}`), resourceVersion: fc.constant('1'), revision: fc.constantFrom('r1', 'r2'),
+      image: fc.constant('registry.k8s.io/etcd:3.6.8-0'), args: fc.constantFrom(PLAIN_PEER, TLS_PEER), deleting: fc.constantFrom(false, false, false, true),
+    }))),
+    restart: fc.option(fc.nat()),
+  }));
+  const https = (m: { peerUrls: readonly string[] }) => m.peerUrls.length > 0 && m.peerUrls.every((u) => u.startsWith('https:'));
+
+  it('never restarts a member onto TLS while it still advertises http, nor while a member listening on TLS still advertises http; never two members half away', () => check(fc.property(switchingArb, ({ members, pods, restart }) => {
+    const candidate = restart === null || pods.length === 0 ? undefined : pods[restart % pods.length];
+    const action = gateSwitchingRestart(candidate ? { type: 'deletePod', pod: candidate as MemberPod, reason: 'outdated', change: 'TLS' } : undefined, pods as MemberPod[], members, TLS_PEER);
+    const memberOf = (name: string) => members.find((m) => m.name === name);
+    const listensTls = (p: { args: readonly string[] }) => templateTls(p.args)?.peer === true;
+    const tlsUnderHttp = pods.filter((p) => !p.deleting && listensTls(p) && memberOf(p.name) && !https(memberOf(p.name)!));
+    const halfAway = pods.filter((p) => !p.deleting && !listensTls(p) && memberOf(p.name) && https(memberOf(p.name)!));
+    if (action?.type === 'deletePod') {
+      const member = memberOf(action.pod.name);
+      if (tlsUnderHttp.length > 0) return false;
+      if (!listensTls(action.pod) && member && !https(member)) return false;
+    }
+    if (action?.type === 'updatePeerUrls') {
+      const pod = pods.find((p) => p.name === action.pod);
+      // Switching a plain listener's URL makes it half away: only when no other member is.
+      if (pod && !listensTls(pod) && halfAway.some((p) => p.name !== action.pod)) return false;
+    }
+    return true;
   })));
 });
