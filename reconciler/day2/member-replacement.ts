@@ -184,7 +184,9 @@ const exitedLogs = new ExitedLogMemory();
 export function healingReader(client: KubeClient, now: () => number = Date.now, logs: ExitedLogMemory = exitedLogs): HealingReader {
   /**
    * The data-loss lines of a recently exited member container whose termination message names none (a real
-   * kubelet keeps only the log's tail there), from the log the kubelet keeps of it; '' when none, or unreadable.
+   * kubelet keeps only the log's tail there), from the log the kubelet keeps of it: '' when it has none, or could
+   * not be read (refused, the kubelet unreachable, the log rotated away). Either is remembered, so a pod that
+   * crash-loops costs one read per exit, never one per reconcile; its next exit is a new container, read anew.
    */
   const lastLogTail = async (namespace: string, p: PodObject): Promise<string | undefined> => {
     const container = p.status?.containerStatuses?.[0];
@@ -193,17 +195,13 @@ export function healingReader(client: KubeClient, now: () => number = Date.now, 
     if (!container?.name || !terminated?.containerID || container.state?.running || !(now() - finishedAt <= RECENT_EXIT_MS) || dataLossIn(terminated.message)) return undefined;
     const known = logs.get(terminated.containerID);
     if (known !== undefined) return known;
-    try {
-      const log = await client.request<unknown>('GET', `${resourcePath('v1', 'Pod', namespace, p.metadata.name)}/log`, {
-        query: { container: container.name, previous: 'true', tailLines: LOG_TAIL_LINES, limitBytes: LOG_TAIL_BYTES }, accept: 'text/plain', timeoutMs: 10_000,
-      });
-      const text = typeof log === 'string' ? log : JSON.stringify(log); // a one-line log parses as JSON
-      const tail = text.split('\n').filter((line) => dataLossIn(line)).join('\n');
-      logs.remember(terminated.containerID, tail);
-      return tail;
-    } catch {
-      return undefined; // the kubelet could not be reached, or the log is gone: the timeout still applies
-    }
+    const log = await client.request<unknown>('GET', `${resourcePath('v1', 'Pod', namespace, p.metadata.name)}/log`, {
+      query: { container: container.name, previous: 'true', tailLines: LOG_TAIL_LINES, limitBytes: LOG_TAIL_BYTES }, accept: 'text/plain', timeoutMs: 5_000,
+    }).catch(() => ''); // unread: healing.unhealthySeconds still catches the member
+    const text = typeof log === 'string' ? log : JSON.stringify(log); // a one-line log parses as JSON
+    const tail = text.split('\n').filter((line) => dataLossIn(line)).join('\n');
+    logs.remember(terminated.containerID, tail);
+    return tail;
   };
   return {
     async pods(namespace, identity) {

@@ -64,6 +64,20 @@ describe('the previous log of an exited member container', () => {
     expect((await healingReader(next.client, () => NOW, memory).pods('shop', identity)).get('kv-1')?.lastLogTail).toBe(PANIC);
   });
 
+  it('reads an exit\'s log once even when the read fails (refused, the kubelet unreachable): a crash loop costs one read per exit', async () => {
+    let reads = 0;
+    const client = {
+      async request(_method: string, path: string) {
+        if (!path.endsWith('/log')) return { items: [pod('kv-1', exited('containerd://g', '2026-11-28T20:59:30Z'))] };
+        reads++;
+        throw new Error('pods "kv-1" is forbidden: cannot get resource "pods/log"');
+      },
+    } as unknown as KubeClient;
+    const memory = new ExitedLogMemory();
+    for (let i = 0; i < 3; i++) expect((await healingReader(client, () => NOW, memory).pods('shop', identity)).get('kv-1')?.lastLogTail).toBe('');
+    expect(reads).toBe(1);
+  });
+
   it('keeps at most its limit of containers, the oldest going first', () => {
     const memory = new ExitedLogMemory(2);
     memory.remember('a', '');
