@@ -1,10 +1,12 @@
-// Slow: real members scale 3 -> 5 -> 3 three times, each time under a fault (about 3 minutes).
+// Slow: real members scale 3 -> 5 -> 3, then 3 -> 4 -> 3 twice, each time under a fault (about 3 minutes).
 /**
  * Day-2 changes under faults, on real etcd members run from their pods'
  * generated arguments (the test bed: the API server, kube-controller-manager,
  * kwok's nodes, test/support/etcd-kubelet.ts), with 8 clients recording a
  * history that porcupine checks, under the invariant monitor. Each fault
- * hits while the controller scales 3 -> 5 -> 3:
+ * hits while the controller scales out and back in (3 -> 5 -> 3 for the
+ * kills, which want every step; 3 -> 4 -> 3, a learner added, promoted and
+ * removed, for the others):
  *
  * - the controller killed at every step boundary: after each write it makes
  *   (a StatefulSet, a claim, status, an Event), its client is fenced (every
@@ -35,7 +37,7 @@ const mergePatch = 'application/merge-patch+json';
 /** Bounds the killing: past it the controller runs on, so the test ends however many writes a scale takes. */
 const MAX_KILLS = 60;
 
-describeWithCluster('Day-2 changes under faults: scaling 3 -> 5 -> 3 on real members', () => {
+describeWithCluster('Day-2 changes under faults: scaling out and in on real members', () => {
   let bed: EtcdTestBed;
   let client: KubeClient;
   let namespace: string;
@@ -77,21 +79,21 @@ describeWithCluster('Day-2 changes under faults: scaling 3 -> 5 -> 3 on real mem
     await bed?.stop();
   });
 
-  /** Scales 3 -> 5 -> 3 under `fault` with the load and the monitor on, and holds the outcome to the invariants. */
-  async function scaleUnder(fault: string, during: { whileGrowing?: () => Promise<void>; kubeletErrorsExpected?: RegExp } = {}) {
+  /** Scales 3 -> `peak` -> 3 under `fault` with the load and the monitor on, and holds the outcome to the invariants. */
+  async function scaleUnder(fault: string, peak: number, during: { whileGrowing?: () => Promise<void>; kubeletErrorsExpected?: RegExp } = {}) {
     const kubeletErrorsBefore = bed.kubelet.errors.length;
     const before = await claimUids(['kv-0', 'kv-1', 'kv-2']);
     monitor = bed.monitor();
     monitor.start();
     history = new HistoryRecorder(running);
     history.start();
-    await scale(5);
+    await scale(peak);
     await during.whileGrowing?.();
-    await settledAt(5);
+    await settledAt(peak);
     await scale(3);
     const settled = await settledAt(3);
     await monitor.stop();
-    const checked = await expectLinearizable(`scaling 3 -> 5 -> 3 with ${fault}`, history, bed.cluster.addressOf('kv-0').clientUrl);
+    const checked = await expectLinearizable(`scaling 3 -> ${peak} -> 3 with ${fault}`, history, bed.cluster.addressOf('kv-0').clientUrl);
     history = undefined;
     expect(monitor.violations).toEqual([]);
     expect(monitor.maxDown()).toBeLessThanOrEqual(1);
@@ -134,7 +136,7 @@ describeWithCluster('Day-2 changes under faults: scaling 3 -> 5 -> 3 on real mem
     };
     await bed.startController(undefined, killable(fence.signal));
     try {
-      const { checked } = await scaleUnder('the controller killed after each of its writes');
+      const { checked } = await scaleUnder('the controller killed after each of its writes', 5);
       console.log(`controller killed ${kills.length} times while scaling 3 -> 5 -> 3 (${new Date().toISOString()}), after: ${[...new Set(kills)].join(', ')}; ${checked.operations} operations checked`);
       expect(kills.length).toBeGreaterThanOrEqual(10); // the scaling's every step: StatefulSet, status and Events, each a boundary
       expect(kills.some((k) => k.includes('/statefulsets/'))).toBe(true);
@@ -144,9 +146,9 @@ describeWithCluster('Day-2 changes under faults: scaling 3 -> 5 -> 3 on real mem
     }
   }, 300_000);
 
-  it('a member paused (SIGSTOP) for 6 s, longer than the status timeout, while the learner joins', async () => {
+  it('a voting member paused (SIGSTOP) for 6 s, longer than the status timeout, while the learner joins', async () => {
     let paused: string | undefined;
-    const { monitor: seen } = await scaleUnder('a voting member paused for 6 s', {
+    const { monitor: seen } = await scaleUnder('a voting member paused for 6 s', 4, {
       whileGrowing: async () => {
         // As soon as a learner exists: the change under way when a voter stops answering.
         await eventually('a learner joining', async () => ((await status()).status?.members ?? []).some((m: any) => m.role === 'learner') || undefined, 60_000, 100);
@@ -163,7 +165,7 @@ describeWithCluster('Day-2 changes under faults: scaling 3 -> 5 -> 3 on real mem
   }, 300_000);
 
   it('the API server stopped for 5 s and started again while the cluster grows', async () => {
-    await scaleUnder('the API server restarted', {
+    await scaleUnder('the API server restarted', 4, {
       whileGrowing: async () => {
         await eventually('a learner joining', async () => ((await status()).status?.members ?? []).some((m: any) => m.role === 'learner') || undefined, 60_000, 100);
         await bed.plane.stopApiServer();
