@@ -1,3 +1,4 @@
+// Slow: 5 members fragmented and defragmented under load, then 3 members twice more with a follower faulted during the pass (about a minute).
 /**
  * Defragmentation of a real 5-member etcd cluster under a steady client
  * load, step by step as the controller takes it (the engine's decision,

@@ -1,3 +1,4 @@
+// Slow: 1,000 clusters stored as v1alpha1 and migrated through the conversion webhook on a control plane of its own (about a minute).
 /**
  * API evolution on a real kube-apiserver with the controller's conversion
  * webhook registered (its own etcd and API server: the test narrows

@@ -1,3 +1,4 @@
+// Slow: the demo runs as a user runs it, a real node started, the examples converged as real etcd containers and deleted (about a minute).
 /**
  * `npm run demo:node` (scripts/demo-node.ts), run as a user runs it, in its
  * own process: on a real node the bundle's controller runs as pods of the

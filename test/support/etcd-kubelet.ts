@@ -48,6 +48,8 @@ export class EtcdKubelet {
   readonly initRuns: (InitRun & { pod: string })[] = [];
   /** Pods whose init container failed: not tried again before this time. */
   private readonly initRetryAt = new Map<string, number>();
+  /** The pods (by uid) whose init containers all completed: not run again when their member's start is retried. */
+  private readonly initialized = new Set<string>();
   /** With readiness from the probe: what was last reported for each pod uid. */
   private readonly reportedReady = new Map<string, boolean>();
   /** Held members: the pod uid each ran as when held; a newer pod of that name does not start until released. */
@@ -150,7 +152,7 @@ export class EtcdKubelet {
         continue;
       }
       let initialized = true;
-      for (const init of (pod.spec.initContainers ?? []) as ContainerSpec[]) {
+      for (const init of this.initialized.has(pod.metadata.uid) ? [] : (pod.spec.initContainers ?? []) as ContainerSpec[]) {
         const run = await this.cluster.runInit(name, init, claim.metadata.uid);
         this.initRuns.push({ ...run, pod: name });
         if (run.code !== 0) {
@@ -160,8 +162,11 @@ export class EtcdKubelet {
         }
       }
       if (!initialized) continue;
-      this.running.set(name, pod.metadata.uid);
+      this.initialized.add(pod.metadata.uid);
+      // Running once started: a start that failed (its ConfigMap unreadable while the API server restarts) is
+      // tried again on the next pass, as a kubelet retries a container it could not create.
       await this.cluster.startPod(name, pod.spec.containers[0] as ContainerSpec, claim.metadata.uid);
+      this.running.set(name, pod.metadata.uid);
     }
     if (this.options.readiness === 'probe') await this.reportReadiness(live);
   }
