@@ -190,7 +190,8 @@ export function gateSwitchingRestart(action: UpgradeAction | undefined, pods: re
   // though it still hears the leader on the streams it dialed and looks healthy: restarting another member now could
   // cost the quorum, and the rolling restart, which finds the pod up to date, would never switch its URL. Its URL
   // first: that only points its peers at the listener it has.
-  const listensTlsUnderHttp = pods.find((p) => templateTls(p.args)?.peer === true && !p.deleting && memberOf(p.name) !== undefined && !isHttps(memberOf(p.name)!));
+  const advertisesHttp = (m: MemberStatus | undefined) => m !== undefined && m.peerUrls.some((u) => u.startsWith('http:'));
+  const listensTlsUnderHttp = pods.find((p) => templateTls(p.args)?.peer === true && !p.deleting && advertisesHttp(memberOf(p.name)));
   if (listensTlsUnderHttp) {
     const member = memberOf(listensTlsUnderHttp.name)!;
     return { type: 'updatePeerUrls', id: member.id, pod: member.name, peerUrls: httpsUrls(member) };
