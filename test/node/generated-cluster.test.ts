@@ -1,3 +1,4 @@
+// Slow: a real node runs the generated 3-member cluster through 7 scenarios, TLS among them (about a minute).
 /**
  * The generated objects of a 3-member cluster on a real node (issue 33):
  * what `dkv synth` writes (the member ConfigMap, the StatefulSet with its
