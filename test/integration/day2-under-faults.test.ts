@@ -173,7 +173,7 @@ describeWithCluster('Day-2 changes under faults: scaling out and in on real memb
         await bed.plane.startApiServer();
       },
       // The test's kubelet could not reach the API server meanwhile, as a real one would not.
-      kubeletErrorsExpected: /ECONNREFUSED|ECONNRESET|socket hang up|timed out/,
+      kubeletErrorsExpected: /ECONNREFUSED|ECONNRESET|socket hang up|timed out|apiserver is shutting down/,
     });
   }, 300_000);
 });
