@@ -44,19 +44,10 @@ describeWithCluster('Day-2 changes under faults: scaling out and in on real memb
   let monitor: InvariantMonitor | undefined;
   let history: HistoryRecorder | undefined;
   const status = () => client.request('GET', clusterPath(namespace, NAME));
-  const running = () => bed.pods.filter((p) => bed.cluster.members.has(p)).map((p) => bed.cluster.addressOf(p).clientUrl);
-  const scaling = (cr: any) => cr.status?.conditions?.find((c: any) => c.type === 'Scaling');
-  const settledAt = (size: number, deadlineMs = 150_000) => eventually(`${size} healthy voting members`, async () => {
-    const cr = await status();
-    const members = cr.status?.members ?? [];
-    const voting = members.filter((m: any) => m.role !== 'learner' && m.healthy);
-    if (members.length !== size || voting.length !== size || scaling(cr)?.status !== 'False') return undefined;
-    const sts = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, NAME));
-    return sts.spec.replicas === size ? cr : undefined;
-  }, deadlineMs, 200).catch(async (e: Error) => {
-    const cr = await status();
-    throw new Error(`${e.message}\nstatus: ${JSON.stringify({ members: cr.status?.members, conditions: cr.status?.conditions })}\nkubelet: ${bed.kubelet.errors.join('; ')}`);
-  });
+  const running = () => bed.runningClientUrls();
+  const settledAt = (size: number) => bed.settledAt(size, 150_000);
+  /** As soon as a learner exists: the change under way when the fault hits. */
+  const learnerJoining = () => eventually('a learner joining', async () => ((await status()).status?.members ?? []).some((m: any) => m.role === 'learner') || undefined, 60_000, 100);
   /** The uid of each voter's claim: a claim replaced is a member's data thrown away. */
   const claimUids = async (pods: readonly string[]) => Object.fromEntries(await Promise.all(pods.map(async (p) =>
     [p, (await client.request('GET', resourcePath('v1', 'PersistentVolumeClaim', namespace, `data-${p}`))).metadata.uid] as const)));
@@ -150,8 +141,7 @@ describeWithCluster('Day-2 changes under faults: scaling out and in on real memb
     let paused: string | undefined;
     const { monitor: seen } = await scaleUnder('a voting member paused for 6 s', 4, {
       whileGrowing: async () => {
-        // As soon as a learner exists: the change under way when a voter stops answering.
-        await eventually('a learner joining', async () => ((await status()).status?.members ?? []).some((m: any) => m.role === 'learner') || undefined, 60_000, 100);
+        await learnerJoining();
         const leader = (await bed.membership().status()).members.find((m) => m.leader)?.name;
         paused = ['kv-1', 'kv-2', 'kv-0'].find((p) => p !== leader)!;
         bed.cluster.signal(paused, 'SIGSTOP');
@@ -167,7 +157,7 @@ describeWithCluster('Day-2 changes under faults: scaling out and in on real memb
   it('the API server stopped for 5 s and started again while the cluster grows', async () => {
     await scaleUnder('the API server restarted', 4, {
       whileGrowing: async () => {
-        await eventually('a learner joining', async () => ((await status()).status?.members ?? []).some((m: any) => m.role === 'learner') || undefined, 60_000, 100);
+        await learnerJoining();
         await bed.plane.stopApiServer();
         await new Promise((r) => setTimeout(r, 5_000));
         await bed.plane.startApiServer();

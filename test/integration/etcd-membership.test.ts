@@ -50,20 +50,11 @@ describeWithCluster('membership-safe scaling of a real etcd cluster', () => {
   const status = () => client.request('GET', clusterPath(namespace, NAME));
   const eventNames = async (reason = 'MembershipChanged'): Promise<string[]> =>
     (await client.request('GET', `/api/v1/namespaces/${namespace}/events`)).items.filter((e: any) => e.reason === reason).map((e: any) => e.message);
-  const scaling = (cr: any) => cr.status?.conditions?.find((c: any) => c.type === 'Scaling');
   /** The client URLs of the members whose processes run now: where the load's clients go. */
-  const runningMembers = () => pods.filter((p) => cluster.members.has(p)).map((p) => cluster.addressOf(p).clientUrl);
+  const runningMembers = () => bed.runningClientUrls();
   /** Stops the load, reads every key once more through kv-0, and checks the history with porcupine: linearizable, no acknowledged write lost. */
   const linearizable = (action: string, load: HistoryRecorder) => expectLinearizable(action, load, cluster.addressOf('kv-0').clientUrl);
-  /** Waits until the cluster reports `size` healthy voting members and a finished scaling, and the StatefulSet agrees. */
-  const settledAt = (size: number, deadlineMs = 120_000) => eventually(`${size} healthy voting members`, async () => {
-    const cr = await status();
-    const members = cr.status?.members ?? [];
-    const voting = members.filter((m: any) => m.role !== 'learner' && m.healthy);
-    if (members.length !== size || voting.length !== size || scaling(cr)?.status !== 'False') return undefined;
-    const sts = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, NAME));
-    return sts.spec.replicas === size ? cr : undefined;
-  }, deadlineMs, 200);
+  const settledAt = (size: number, deadlineMs?: number) => bed.settledAt(size, deadlineMs);
 
   beforeAll(async () => {
     bed = await EtcdTestBed.start({ config, name: NAME, label: 'members', maxMembers: 9, unrunnable: (image) => image.includes('does-not-exist'), writeBodyChars: 4000 });

@@ -66,7 +66,7 @@ describeWithCluster('member replacement on a real etcd cluster of 5', () => {
     kubelet.revive(pod); // started again on an empty directory, as a pod whose volume was wiped
   };
   /** The client URLs of the members whose processes run now: where a load's clients go. */
-  const runningMembers = () => pods.filter((p) => cluster.members.has(p)).map((p) => cluster.addressOf(p).clientUrl);
+  const runningMembers = () => bed.runningClientUrls();
   const everyKeyOnEveryMember = async () => {
     for (const pod of pods) expect({ pod, keys: await countOrders(cluster.addressOf(pod).clientUrl) }).toEqual({ pod, keys: KEYS });
   };

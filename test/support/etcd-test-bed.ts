@@ -22,7 +22,8 @@ import { createLogger } from '../../kube/log.js';
 import type { GeneratorConfig } from '../../model/generator-config.js';
 import { Controller } from '../../reconciler/core/controller.js';
 import { locateBinaries, startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
-import { createNamespace, installCrd } from '../cluster/kube.js';
+import { createNamespace, eventually, installCrd } from '../cluster/kube.js';
+import { clusterPath } from '../integration/controller-harness.js';
 import { byRole, synth } from '../generator/support.js';
 import { EtcdKubelet } from './etcd-kubelet.js';
 import { apiServerSecrets, LocalEtcdCluster, memberClientTls } from './etcd-members.js';
@@ -126,6 +127,33 @@ export class EtcdTestBed {
    */
   membership(pods: readonly string[] = this.pods): EtcdMembership {
     return new EtcdMembership(() => pods, (pod) => this.cluster.servingClientUrl(pod), 1000, undefined, memberClientTls(this.cluster));
+  }
+
+  /** The client URLs of the members whose processes run now: where a load's clients go. */
+  runningClientUrls(): string[] {
+    return this.pods.filter((p) => this.cluster.members.has(p)).map((p) => this.cluster.addressOf(p).clientUrl);
+  }
+
+  /**
+   * Waits until the cluster reports `size` healthy voting members and a finished scaling, and the StatefulSet
+   * agrees; its status and the kubelet's errors in the failure.
+   */
+  async settledAt(size: number, deadlineMs = 120_000): Promise<any> {
+    const { client, namespace } = this;
+    const name = this.options.name;
+    const status = () => client.request('GET', clusterPath(namespace, name));
+    return eventually(`${size} healthy voting members`, async () => {
+      const cr = await status();
+      const members = cr.status?.members ?? [];
+      const voting = members.filter((m: any) => m.role !== 'learner' && m.healthy);
+      const scaling = cr.status?.conditions?.find((c: any) => c.type === 'Scaling');
+      if (members.length !== size || voting.length !== size || scaling?.status !== 'False') return undefined;
+      const sts = await client.request('GET', resourcePath('apps/v1', 'StatefulSet', namespace, name));
+      return sts.spec.replicas === size ? cr : undefined;
+    }, deadlineMs, 200).catch(async (e: Error) => {
+      const cr = await status();
+      throw new Error(`${e.message}\nstatus: ${JSON.stringify({ members: cr.status?.members, conditions: cr.status?.conditions })}\nkubelet: ${this.kubelet.errors.join('; ')}`);
+    });
   }
 
   /** An invariant monitor over the members (started by the test). */
