@@ -108,7 +108,8 @@ export class KVStatefulSet extends Construct {
                 envFrom: rebuild.envFrom,
                 resources: resourceRequirements(config.restore.resources),
                 securityContext: restrictedContainerSecurityContext(),
-                volumeMounts: [dataMount],
+                terminationMessagePolicy: rebuild.terminationMessagePolicy,
+                volumeMounts: [dataMount, ...(rebuild.volumeMounts ?? [])],
               }] : []),
             ] : undefined,
             containers: [

@@ -42,9 +42,11 @@ export interface HealingPod {
   /** The scheduler's word when it cannot place the pod (PodScheduled=False, Unschedulable). */
   readonly unschedulable?: string;
   /**
-   * The member container's last termination message: with
-   * `terminationMessagePolicy: FallbackToLogsOnError`, the tail of etcd's
-   * log when it exited.
+   * The last termination message of the member container, or of an init
+   * container when one failed since (the `recover` container refuses a
+   * member whose data is gone: member-data-check.ts): with
+   * `terminationMessagePolicy: FallbackToLogsOnError`, the tail of the
+   * container's log when it exited.
    */
   readonly lastTermination?: string;
   /** When that termination finished (ms since the epoch). */

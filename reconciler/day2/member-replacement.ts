@@ -151,8 +151,38 @@ export function describeReplacementAction(action: ReplacementAction): string {
 interface PodObject extends CachedObject {
   status?: {
     conditions?: { type: string; status: string; reason?: string; message?: string }[];
-    containerStatuses?: { name?: string; state?: { running?: unknown }; lastState?: { terminated?: { message?: string; finishedAt?: string; containerID?: string } } }[];
+    containerStatuses?: ContainerStatus[];
+    initContainerStatuses?: ContainerStatus[];
   };
+}
+
+interface Termination {
+  readonly message?: string;
+  readonly finishedAt?: string;
+  readonly containerID?: string;
+  readonly exitCode?: number;
+}
+
+interface ContainerStatus {
+  readonly name?: string;
+  readonly state?: { readonly running?: unknown; readonly terminated?: Termination };
+  readonly lastState?: { readonly terminated?: Termination };
+}
+
+/**
+ * The member's latest exit, of its etcd container or of an init container that failed (the `recover` container
+ * refuses a member whose data is gone: member-data-check.ts), with the container it was.
+ */
+function latestExit(p: PodObject): { readonly container: string; readonly terminated: Termination } | undefined {
+  const exits = [
+    ...(p.status?.containerStatuses?.slice(0, 1) ?? []).map((c) => ({ container: c.name ?? '', terminated: c.lastState?.terminated })),
+    ...(p.status?.initContainerStatuses ?? []).flatMap((c) => [
+      { container: c.name ?? '', terminated: c.lastState?.terminated },
+      // A failed init container shows its exit as its state until its restart, then as its last state.
+      { container: c.name ?? '', terminated: c.state?.terminated?.exitCode ? c.state.terminated : undefined },
+    ]),
+  ].filter((e): e is { container: string; terminated: Termination } => e.terminated !== undefined);
+  return exits.sort((a, b) => (Date.parse(b.terminated.finishedAt ?? '') || 0) - (Date.parse(a.terminated.finishedAt ?? '') || 0))[0];
 }
 
 /** How much of an exited member's log is read: etcd's panic line, then one goroutine's stack trace, fit well inside. */
@@ -189,14 +219,14 @@ export function healingReader(client: KubeClient, now: () => number = Date.now, 
    * crash-loops costs one read per exit, never one per reconcile; its next exit is a new container, read anew.
    */
   const lastLogTail = async (namespace: string, p: PodObject): Promise<string | undefined> => {
-    const container = p.status?.containerStatuses?.[0];
-    const terminated = container?.lastState?.terminated;
+    const exit = latestExit(p);
+    const terminated = exit?.terminated;
     const finishedAt = Date.parse(terminated?.finishedAt ?? '');
-    if (!container?.name || !terminated?.containerID || container.state?.running || !(now() - finishedAt <= RECENT_EXIT_MS) || dataLossIn(terminated.message)) return undefined;
+    if (!exit?.container || !terminated?.containerID || p.status?.containerStatuses?.[0]?.state?.running || !(now() - finishedAt <= RECENT_EXIT_MS) || dataLossIn(terminated.message)) return undefined;
     const known = logs.get(terminated.containerID);
     if (known !== undefined) return known;
     const log = await client.request<unknown>('GET', `${resourcePath('v1', 'Pod', namespace, p.metadata.name)}/log`, {
-      query: { container: container.name, previous: 'true', tailLines: LOG_TAIL_LINES, limitBytes: LOG_TAIL_BYTES }, accept: 'text/plain', timeoutMs: 5_000,
+      query: { container: exit.container, previous: 'true', tailLines: LOG_TAIL_LINES, limitBytes: LOG_TAIL_BYTES }, accept: 'text/plain', timeoutMs: 5_000,
     }).catch(() => ''); // unread: healing.unhealthySeconds still catches the member
     const text = typeof log === 'string' ? log : JSON.stringify(log); // a one-line log parses as JSON
     const tail = text.split('\n').filter((line) => dataLossIn(line)).join('\n');
@@ -212,8 +242,8 @@ export function healingReader(client: KubeClient, now: () => number = Date.now, 
           name: p.metadata.name, uid: p.metadata.uid!, deleting: Boolean(p.metadata.deletionTimestamp),
           createdAtMs: Date.parse(p.metadata.creationTimestamp ?? '') || 0,
           unschedulable: scheduled?.status === 'False' && scheduled.reason === 'Unschedulable' ? scheduled.message ?? '' : undefined,
-          lastTermination: p.status?.containerStatuses?.[0]?.lastState?.terminated?.message,
-          lastTerminationAtMs: Date.parse(p.status?.containerStatuses?.[0]?.lastState?.terminated?.finishedAt ?? '') || undefined,
+          lastTermination: latestExit(p)?.terminated.message,
+          lastTerminationAtMs: Date.parse(latestExit(p)?.terminated.finishedAt ?? '') || undefined,
           lastLogTail: await lastLogTail(namespace, p),
           running: Boolean(p.status?.containerStatuses?.[0]?.state?.running),
         };

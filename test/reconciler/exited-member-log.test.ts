@@ -85,4 +85,42 @@ describe('the previous log of an exited member container', () => {
     memory.remember('c', 'y');
     expect([memory.get('a'), memory.get('b'), memory.get('c')]).toEqual([undefined, 'x', 'y']);
   });
+
+  it('takes a failed init container\'s exit when it is the latest: the recover container refuses a member whose data is gone (member-data-check.ts)', async () => {
+    const REFUSAL = 'dkv rebuild-member: refused: member ab54a98ceb1f0ad2 has already been bootstrapped: kv-1 is a started member of its cluster';
+    const initializing = {
+      metadata: { name: 'kv-1', uid: 'uid-kv-1', creationTimestamp: '2026-11-28T20:59:00Z' },
+      status: {
+        // The member container never ran in this pod; an older exit of it in another pod is not here.
+        containerStatuses: [{ name: 'kv', state: { waiting: { reason: 'PodInitializing' } } }],
+        initContainerStatuses: [{ name: 'recover', state: { waiting: { reason: 'CrashLoopBackOff' } }, lastState: { terminated: { exitCode: 1, containerID: 'containerd://h', finishedAt: '2026-11-28T20:59:40Z', message: REFUSAL } } }],
+      },
+    };
+    // Between its exit and its restart, the kubelet shows the exit as the init container's state.
+    const justExited = {
+      metadata: { name: 'kv-2', uid: 'uid-kv-2', creationTimestamp: '2026-11-28T20:59:00Z' },
+      status: {
+        containerStatuses: [{ name: 'kv', state: { waiting: { reason: 'PodInitializing' } }, lastState: { terminated: { containerID: 'containerd://i', finishedAt: '2026-11-28T20:10:00Z', message: STACK } } }],
+        initContainerStatuses: [{ name: 'recover', state: { terminated: { exitCode: 1, containerID: 'containerd://j', finishedAt: '2026-11-28T20:59:45Z', message: REFUSAL } } }],
+      },
+    };
+    const { client, logReads } = recordingClient([initializing, justExited], PANIC);
+    const pods = await healingReader(client, () => NOW, new ExitedLogMemory()).pods('shop', identity);
+    expect(pods.get('kv-1')).toMatchObject({ lastTermination: REFUSAL, lastTerminationAtMs: Date.parse('2026-11-28T20:59:40Z'), running: false });
+    expect(pods.get('kv-2')).toMatchObject({ lastTermination: REFUSAL, lastTerminationAtMs: Date.parse('2026-11-28T20:59:45Z'), running: false });
+    expect(logReads).toEqual([]); // the messages name the loss already
+  });
+
+  it('reads the previous log of the container that exited last, an init container included', async () => {
+    const p = {
+      metadata: { name: 'kv-1', uid: 'uid-kv-1', creationTimestamp: '2026-11-28T20:59:00Z' },
+      status: {
+        containerStatuses: [{ name: 'kv', state: { waiting: { reason: 'PodInitializing' } } }],
+        initContainerStatuses: [{ name: 'recover', state: { waiting: { reason: 'CrashLoopBackOff' } }, lastState: { terminated: { exitCode: 1, containerID: 'containerd://k', finishedAt: '2026-11-28T20:59:40Z', message: 'cut short' } } }],
+      },
+    };
+    const { client, logReads } = recordingClient([p], PANIC);
+    await healingReader(client, () => NOW, new ExitedLogMemory()).pods('shop', identity);
+    expect(logReads.map((r) => (r.query as { container: string }).container)).toEqual(['recover']);
+  });
 });

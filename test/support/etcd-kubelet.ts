@@ -50,6 +50,8 @@ export class EtcdKubelet {
   private readonly initRetryAt = new Map<string, number>();
   /** The pods (by uid) whose init containers all completed: not run again when their member's start is retried. */
   private readonly initialized = new Set<string>();
+  /** Pods (by uid) whose init containers failed: how often, as the kubelet counts restarts. */
+  private readonly initFailures = new Map<string, number>();
   /** With readiness from the probe: what was last reported for each pod uid. */
   private readonly reportedReady = new Map<string, boolean>();
   /** Held members: the pod uid each ran as when held; a newer pod of that name does not start until released. */
@@ -158,17 +160,65 @@ export class EtcdKubelet {
         if (run.code !== 0) {
           initialized = false;
           this.initRetryAt.set(name, Date.now() + INIT_RETRY_MS);
+          await this.reportInitFailure(pod, init, run);
           break;
         }
       }
       if (!initialized) continue;
       this.initialized.add(pod.metadata.uid);
+      if (this.initFailures.has(pod.metadata.uid)) await this.reportInitialized(pod);
       // Running once started: a start that failed (its ConfigMap unreadable while the API server restarts) is
       // tried again on the next pass, as a kubelet retries a container it could not create.
       await this.cluster.startPod(name, pod.spec.containers[0] as ContainerSpec, claim.metadata.uid);
       this.running.set(name, pod.metadata.uid);
     }
     if (this.options.readiness === 'probe') await this.reportReadiness(live);
+  }
+
+  /**
+   * A failed init container as a kubelet reports it: the pod not initialized, the member container waiting, and
+   * the init container's exit with its termination message; with `FallbackToLogsOnError`, its log's last 80 lines
+   * or 2,048 bytes, whichever is less (the kubelet's own bounds).
+   */
+  private async reportInitFailure(pod: any, init: ContainerSpec & { terminationMessagePolicy?: string }, run: InitRun): Promise<void> {
+    const failures = (this.initFailures.get(pod.metadata.uid) ?? 0) + 1;
+    this.initFailures.set(pod.metadata.uid, failures);
+    const message = init.terminationMessagePolicy === 'FallbackToLogsOnError' ? Buffer.from(run.output.split('\n').slice(-81).join('\n')).subarray(-2048).toString('utf8') : '';
+    const now = new Date().toISOString();
+    const container = pod.spec.containers[0];
+    await this.client.request('PATCH', `/api/v1/namespaces/${this.namespace}/pods/${pod.metadata.name}/status`, {
+      body: {
+        status: {
+          conditions: [{ type: 'Initialized', status: 'False', reason: 'ContainersNotInitialized', lastTransitionTime: now }, { type: 'Ready', status: 'False', lastTransitionTime: now }, { type: 'ContainersReady', status: 'False', lastTransitionTime: now }],
+          initContainerStatuses: [{
+            name: init.name, image: '', imageID: '', ready: false, restartCount: failures - 1,
+            state: { waiting: { reason: 'CrashLoopBackOff' } },
+            lastState: { terminated: { exitCode: run.code ?? 137, reason: 'Error', finishedAt: now, containerID: `local://${pod.metadata.uid}/${init.name}/${failures}`, message } },
+          }],
+          containerStatuses: [{ name: container.name, image: container.image, imageID: '', ready: false, started: false, restartCount: 0, state: { waiting: { reason: 'PodInitializing' } } }],
+        },
+      },
+      contentType: 'application/merge-patch+json',
+    });
+    this.reportedReady.delete(pod.metadata.uid);
+  }
+
+  /** A pod whose init containers failed before and now completed: its member container runs (kwok reported it Ready once, before the failure, and does not again). */
+  private async reportInitialized(pod: any): Promise<void> {
+    this.initFailures.delete(pod.metadata.uid);
+    if (this.options.readiness === 'probe') return; // reportReadiness writes it, from the member's probe
+    const now = new Date().toISOString();
+    const container = pod.spec.containers[0];
+    await this.client.request('PATCH', `/api/v1/namespaces/${this.namespace}/pods/${pod.metadata.name}/status`, {
+      body: {
+        status: {
+          phase: 'Running',
+          conditions: [{ type: 'Initialized', status: 'True', lastTransitionTime: now }, { type: 'Ready', status: 'True', lastTransitionTime: now }, { type: 'ContainersReady', status: 'True', lastTransitionTime: now }],
+          containerStatuses: [{ name: container.name, image: container.image, imageID: '', ready: true, started: true, restartCount: 0, state: { running: { startedAt: now } } }],
+        },
+      },
+      contentType: 'application/merge-patch+json',
+    });
   }
 
   /** Each running member's pod: Running, and Ready exactly while its member's /readyz answers 200; written only on change. */

@@ -23,7 +23,7 @@
  * is on every container's PATH.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpsRequest } from 'node:https';
 import { basename, join } from 'node:path';
 import { exitDescription, freePort, launch, terminate } from '../cluster/control-plane.js';
@@ -89,6 +89,8 @@ export interface InitRun {
   readonly container: string;
   readonly code: number | null;
   readonly log: string;
+  /** What this run wrote (stdout and stderr, in order). */
+  readonly output: string;
 }
 
 export class LocalEtcdCluster {
@@ -211,17 +213,19 @@ export class LocalEtcdCluster {
   async runInit(pod: string, container: ContainerSpec, volumeId = 'volume'): Promise<InitRun> {
     const { binary, args, environment } = await this.prepare(pod, container, volumeId);
     const log = join(this.dir, `${pod}.${container.name ?? 'init'}.log`);
+    const from = existsSync(log) ? statSync(log).size : 0;
     const fd = openSync(log, 'a');
+    let code: number | null;
     try {
       const child = spawn(binary, args, { stdio: ['ignore', fd, fd], env: environment });
-      const code = await new Promise<number | null>((resolve, reject) => {
+      code = await new Promise<number | null>((resolve, reject) => {
         child.on('error', reject);
         child.on('close', resolve);
       });
-      return { container: container.name ?? 'init', code, log };
     } finally {
       closeSync(fd);
     }
+    return { container: container.name ?? 'init', code, log, output: readFileSync(log).subarray(from).toString('utf8') };
   }
 
   private async prepare(pod: string, container: ContainerSpec, volumeId: string): Promise<PreparedContainer> {
