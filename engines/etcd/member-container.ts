@@ -1,7 +1,7 @@
 import { k8s } from 'cdk8s-plus-27';
 import { POD_IDENTITY_ENV, type Engine, type MemberContainer, type MemberContainerProps } from '../engine.js';
 import { clientUrl, memberName, peerUrl } from './peer-urls.js';
-import { clusterToken, dataDirectory, NAMESPACE, POD } from './member-settings.js';
+import { clusterToken, dataDirectory, NAMESPACE, POD, memberConfigEnv } from './member-settings.js';
 import { restoreContainer } from './restore-container.js';
 import { rebuildContainer } from './rebuild-container.js';
 import { etcdImageChangeProblem } from './versions.js';
@@ -76,8 +76,7 @@ export const etcdEngine: Engine = {
         ...secured.args,
         ...corruptionCheckArgs({ spec, config }),
       ],
-      env: [...POD_IDENTITY_ENV],
-      envFrom: [{ configMapRef: { name: identity.memberConfigName } }],
+      env: [...POD_IDENTITY_ENV, ...memberConfigEnv(identity)],
       ports: [
         { name: 'client', containerPort: client, protocol: 'TCP' },
         { name: 'peer', containerPort: peer, protocol: 'TCP' },

@@ -4,6 +4,7 @@
  * the data directory, and the cluster token. A restore under another name,
  * directory or token would give etcd a data directory it does not recognise.
  */
+import type { k8s } from 'cdk8s-plus-27';
 import type { MemberContainerProps } from '../engine.js';
 
 /** Kubernetes expands these in arguments from the pod's own environment. */
@@ -15,3 +16,15 @@ export const dataDirectory = (config: MemberContainerProps['config']): string =>
 
 /** The token members of one cluster bootstrap with, so that two clusters never join by mistake. */
 export const clusterToken = (identity: MemberContainerProps['identity']): string => `${identity.statefulSetName}.${NAMESPACE}`;
+
+/** The member ConfigMap's keys (member-container.ts, memberConfig): how to start, read once when a container starts. */
+export const MEMBER_CONFIG_KEYS = ['ETCD_INITIAL_CLUSTER', 'ETCD_INITIAL_CLUSTER_STATE'] as const;
+
+/**
+ * The member ConfigMap's keys as environment variables, each named: never the whole ConfigMap (`envFrom`), where
+ * anyone who can write it would add etcd settings the command line does not set (`ETCD_ENABLE_PPROF`,
+ * `ETCD_LISTEN_CLIENT_HTTP_URLS`), which etcd reads from its environment as it reads flags.
+ */
+export function memberConfigEnv(identity: MemberContainerProps['identity']): k8s.EnvVar[] {
+  return MEMBER_CONFIG_KEYS.map((key) => ({ name: key, valueFrom: { configMapKeyRef: { name: identity.memberConfigName, key } } }));
+}

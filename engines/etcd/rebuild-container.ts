@@ -21,7 +21,7 @@
  */
 import type { MemberContainerProps, RestoreContainer } from '../engine.js';
 import { POD_IDENTITY_ENV } from '../engine.js';
-import { clusterToken, dataDirectory, POD } from './member-settings.js';
+import { clusterToken, dataDirectory, POD, memberConfigEnv } from './member-settings.js';
 import { peerUrl } from './peer-urls.js';
 import { memberTls } from './tls-files.js';
 
@@ -41,11 +41,8 @@ export function rebuildContainer({ identity, config, tls }: MemberContainerProps
       `--initial-advertise-peer-urls=${peerUrl(identity, POD, config, tls.peer)}`,
       ...(peerTlsDir ? [`--peer-tls-dir=${peerTlsDir}`] : []),
     ],
-    env: [...POD_IDENTITY_ENV],
-    envFrom: [
-      { configMapRef: { name: recoveryConfigName(identity), optional: true } },
-      { configMapRef: { name: identity.memberConfigName } },
-    ],
+    env: [...POD_IDENTITY_ENV, ...memberConfigEnv(identity)],
+    envFrom: [{ configMapRef: { name: recoveryConfigName(identity), optional: true } }],
     volumeMounts: peerTlsDir ? secured.volumeMounts : undefined,
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };

@@ -15,7 +15,7 @@
  */
 import type { MemberContainerProps, RestoreContainer } from '../engine.js';
 import { POD_IDENTITY_ENV } from '../engine.js';
-import { clusterToken, dataDirectory, POD } from './member-settings.js';
+import { clusterToken, dataDirectory, POD, memberConfigEnv } from './member-settings.js';
 import { peerUrl } from './peer-urls.js';
 
 export function restoreContainer({ identity, config, from, tls }: MemberContainerProps & { readonly from: string }): RestoreContainer {
@@ -32,7 +32,6 @@ export function restoreContainer({ identity, config, from, tls }: MemberContaine
       // The scheme the member will advertise: etcdutl writes the peer URL into the restored membership.
       `--initial-advertise-peer-urls=${peerUrl(identity, POD, config, tls.peer)}`,
     ],
-    env: [...POD_IDENTITY_ENV],
-    envFrom: [{ configMapRef: { name: identity.memberConfigName } }],
+    env: [...POD_IDENTITY_ENV, ...memberConfigEnv(identity)],
   };
 }

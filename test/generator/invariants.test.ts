@@ -24,7 +24,14 @@ describe.each(SIZES)('a cluster of %i member(s)', (size) => {
         ETCD_INITIAL_CLUSTER: Array.from({ length: size }, (_, i) => `orders-${i}=https://orders-${i}.orders-peers:2380`).join(','),
         ETCD_INITIAL_CLUSTER_STATE: 'new',
       });
-      expect(statefulSet.spec.template.spec.containers[0].envFrom).toEqual([{ configMapRef: { name: memberConfig!.metadata.name } }]);
+      // Each key by name, never the whole ConfigMap: whoever can write it must not add etcd settings (ETCD_ENABLE_PPROF, ...).
+      const member = statefulSet.spec.template.spec.containers[0];
+      expect(member.envFrom).toBeUndefined();
+      const keyRef = (key: string) => ({ name: key, valueFrom: { configMapKeyRef: { name: memberConfig!.metadata.name, key } } });
+      expect(member.env.filter((e: any) => e.valueFrom?.configMapKeyRef)).toEqual(Object.keys(memberConfig!.data).map(keyRef));
+      for (const init of statefulSet.spec.template.spec.initContainers) {
+        expect((init.envFrom ?? []).filter((f: any) => f.configMapRef?.name === memberConfig!.metadata.name)).toEqual([]);
+      }
     }
   });
 

@@ -22,8 +22,10 @@ describe('the recover init container of every member', () => {
     expect(recover.image).toBe(DEFAULT_CONFIG.backup.runner.image);
     expect(recover.command).toEqual(['dkv', 'rebuild-member']);
     for (const name of ['name', 'data-dir', 'initial-cluster-token', 'initial-advertise-peer-urls']) expect([name, flag(recover.args, name)]).toEqual([name, flag(member.args, name)]);
-    expect(recover.envFrom).toEqual([{ configMapRef: { name: 'orders-recovery', optional: true } }, ...member.envFrom]);
-    expect(member.envFrom).toEqual([{ configMapRef: { name: 'orders-members' } }]);
+    expect(recover.envFrom).toEqual([{ configMapRef: { name: 'orders-recovery', optional: true } }]);
+    // The member ConfigMap's keys as the member has them (the peers to ask), by name.
+    expect(recover.env).toEqual(member.env);
+    expect(member.env.map((e: any) => e.valueFrom?.configMapKeyRef?.key).filter(Boolean)).toEqual(['ETCD_INITIAL_CLUSTER', 'ETCD_INITIAL_CLUSTER_STATE']);
     // The member's data, and its certificate read-only: the peers' /members is asked over peer TLS.
     expect(recover.volumeMounts).toEqual(member.volumeMounts);
     expect(member.volumeMounts.map((m: any) => [m.name, m.readOnly])).toEqual([['data', undefined], ['member-tls', true]]);

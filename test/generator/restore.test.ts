@@ -25,7 +25,8 @@ describe('a cluster created from a backup', () => {
     // Whether to restore, and the initial cluster, are the member ConfigMap's, as etcd reads them.
     expect(flag(restore.args, 'initial-cluster')).toBe('$(ETCD_INITIAL_CLUSTER)');
     expect(flag(restore.args, 'initial-cluster-state')).toBe('$(ETCD_INITIAL_CLUSTER_STATE)');
-    expect(restore.envFrom).toEqual([...member.envFrom, { secretRef: { name: DEFAULT_CONFIG.backup.runner.credentialsSecret, optional: true } }]);
+    expect(restore.envFrom).toEqual([{ secretRef: { name: DEFAULT_CONFIG.backup.runner.credentialsSecret, optional: true } }]);
+    for (const key of ['ETCD_INITIAL_CLUSTER', 'ETCD_INITIAL_CLUSTER_STATE']) expect(restore.env).toContainEqual(member.env.find((e: any) => e.name === key));
     // The data volume only: the restore dials no member, so no certificate Secret is mounted where it is not needed.
     expect(restore.volumeMounts).toEqual(member.volumeMounts.filter((m: { name: string }) => m.name === 'data'));
     expect(restore.securityContext).toEqual(member.securityContext);

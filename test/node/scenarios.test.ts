@@ -8,7 +8,7 @@
  * 1. a member's container killed through containerd (not its pod): the
  *    kubelet restarts it in the same pod, the same member with its keys;
  * 2. the member ConfigMap rewritten by a scale: the kubelet gives a
- *    container the ConfigMap as it is when the container starts (envFrom),
+ *    container the ConfigMap as it is when the container starts (its keys, by name),
  *    so the new member and a restarted one read the new membership and the
  *    running ones are not restarted;
  * 3. an image upgrade of 3 members from the previous etcd patch release to

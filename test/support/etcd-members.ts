@@ -3,8 +3,8 @@
  * loopback, playing the parts Kubernetes plays for a pod and nothing more:
  *
  * - the kubelet's: the container's environment from its fieldRefs
- *   (POD_NAME, POD_NAMESPACE), its ConfigMaps and Secrets (envFrom, read
- *   when the container starts), and `$(VAR)` expansion in its arguments;
+ *   (POD_NAME, POD_NAMESPACE), its ConfigMaps' keys (configMapKeyRef) and
+ *   its ConfigMaps and Secrets (envFrom), read when the container starts; and `$(VAR)` expansion in its arguments;
  *   the member's volume, a directory of its own mounted at the mount path;
  *   each Secret volume the container mounts (the member's certificates), a
  *   directory holding the Secret's keys as files (read when the container
@@ -44,7 +44,7 @@ export interface ContainerSpec {
   name?: string;
   command?: string[];
   args?: string[];
-  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string }; configMapKeyRef?: { name: string; key: string; optional?: boolean } } }[];
   envFrom?: { configMapRef?: { name: string; optional?: boolean }; secretRef?: { name: string; optional?: boolean } }[];
   ports?: { name: string; containerPort: number }[];
   volumeMounts?: { name: string; mountPath: string }[];
@@ -248,6 +248,17 @@ export class LocalEtcdCluster {
     }
     for (const e of container.env ?? []) {
       const field = e.valueFrom?.fieldRef?.fieldPath;
+      const keyRef = e.valueFrom?.configMapKeyRef;
+      if (keyRef) {
+        // One key of a ConfigMap, read when the container starts; a missing one stops the start, as with a kubelet.
+        const data = await this.configMaps(keyRef.name).catch((err: { status?: number }) => {
+          if (keyRef.optional && err.status === 404) return undefined;
+          throw err;
+        });
+        if (data?.[keyRef.key] === undefined && !keyRef.optional) throw new Error(`${pod}: key ${keyRef.key} of ConfigMap ${keyRef.name} not found`);
+        if (data?.[keyRef.key] !== undefined) env[e.name] = data[keyRef.key];
+        continue;
+      }
       env[e.name] = field === 'metadata.name' ? pod : field === 'metadata.namespace' ? this.namespace : (e.value ?? '');
     }
     const expanded = [...(container.command ?? []), ...(container.args ?? [])].map((a) => a.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, name) => env[name] ?? m));
