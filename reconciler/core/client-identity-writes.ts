@@ -1,9 +1,10 @@
 /**
  * Acts on the client-identity step (reconciler/day2/client-identity-step.ts,
- * docs/client-identities.md): issues its Secrets, renews the certificates
- * that are due, makes its etcd calls as root, and only then deletes the
- * Secrets of removed clients, whose etcd user (what their certificate stood
- * for) is gone by then.
+ * docs/client-identities.md): issues the root identity's Secret, renews the
+ * certificates that are due, makes its etcd calls as root, then issues each
+ * client's Secret whose access etcd now enforces (read back from the store),
+ * and only then deletes the Secrets of removed clients, whose etcd user
+ * (what their certificate stood for) is gone by then.
  */
 import { API_VERSION, KIND } from '../../api/validate.js';
 import type { CachedObject } from '../../kube/informer.js';
@@ -13,7 +14,7 @@ import { EtcdAuth } from '../../engines/etcd/etcd-auth.js';
 import type { AuthStoreState } from '../../engines/etcd/client-identities.js';
 import { tlsAgent } from '../../engines/etcd/etcd-http.js';
 import { clientUrl, memberName } from '../../engines/etcd/peer-urls.js';
-import { clientIdentityAuth, type ClientIdentitySecretsDecision } from '../day2/client-identity-step.js';
+import { clientIdentityAuth, grantedClientSecrets, type ClientIdentitySecretsDecision } from '../day2/client-identity-step.js';
 import { createTlsSecrets } from './execute-writes.js';
 import { LONGEST_WAIT_MS } from './certificate-rotation-writes.js';
 import { updateSecret } from './secret-updates.js';
@@ -67,7 +68,7 @@ export function renewalRecheckMs(decision: ClientIdentitySecretsDecision | undef
  */
 export async function actOnClientIdentities(
   ctx: ReconcileContext, cr: CachedObject, key: string, decision: ClientIdentitySecretsDecision,
-  input: { readonly identity: ClusterIdentity; readonly size: number; readonly taken: readonly string[]; readonly membersRun: boolean },
+  input: { readonly identity: ClusterIdentity; readonly size: number; readonly taken: readonly string[]; readonly membersRun: boolean; readonly labels: Readonly<Record<string, string>> },
 ): Promise<number | undefined> {
   const namespace = cr.metadata.namespace!;
   const problems = [
@@ -87,9 +88,19 @@ export async function actOnClientIdentities(
     if (!answer) again = AGAIN_MS;
     else try {
       const { auth, state } = answer;
-      const step = await clientIdentityAuth(decision, { state: () => Promise.resolve(state) }, decision.create.length === 0);
+      const step = await clientIdentityAuth(decision, { state: () => Promise.resolve(state) });
       for (const action of step.actions) await auth.apply(action);
       if (step.actions.length > 0) ctx.log.info('client identities', { key, calls: step.actions.map((a) => a.type) });
+      if (decision.createOnceGranted.length > 0) {
+        // What etcd enforces now, as it reports it: a certificate is issued only for access already in force.
+        const enforced = step.actions.length > 0 ? await auth.state() : state;
+        const ready = grantedClientSecrets(decision, enforced);
+        const taken: string[] = [];
+        for (const { secret, labels } of ready) taken.push(...await createTlsSecrets(ctx, cr, [secret], { ...input.labels, ...labels }));
+        problems.push(...taken.map((n) => `Secret ${n} exists and is not this cluster's (or not yet in the cache): it is not written over, and that client gets no certificate`));
+        if (ready.length > 0) ctx.log.info('client identities: issued', { key, secrets: ready.map((r) => r.secret.name) });
+        if (ready.length < decision.createOnceGranted.length || taken.length > 0) again = AGAIN_MS;
+      }
       for (const secret of decision.remove) await deleteSecret(ctx, secret);
       if (decision.remove.length > 0) ctx.log.info('client identities: revoked', { key, secrets: decision.remove.map((s) => s.metadata.name) });
       if (step.again) again = AGAIN_MS;
@@ -97,7 +108,7 @@ export async function actOnClientIdentities(
       problems.push(`client identities: ${(e as Error).message}`);
       again = AGAIN_MS;
     }
-  } else if (decision.active && (!input.membersRun || decision.create.length > 0)) {
+  } else if (decision.active && (!input.membersRun || decision.create.length > 0 || decision.createOnceGranted.length > 0)) {
     again = AGAIN_MS;
   }
   const problem = problems.join('; ');

@@ -305,7 +305,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
 
   const outcome = await executeWrites(ctx, cr, key, plan, detectOnly);
   const identitiesAgainMs = identities?.active
-    ? await actOnClientIdentities(ctx, cr, key, identities, { identity, size: resource.spec.size, taken: identitiesTaken, membersRun: Boolean(own.statefulSet) })
+    ? await actOnClientIdentities(ctx, cr, key, identities, { identity, size: resource.spec.size, taken: identitiesTaken, membersRun: Boolean(own.statefulSet), labels: identity.serverLabels })
     : undefined;
   // Day-2: one maintenance step (defragmentation, NOSPACE recovery), once this reconcile's own changes are made.
   const storageUnderWay = storage.step.kind === 'resizeClaim' || storage.step.kind === 'waiting' ? storage.step.message : undefined;

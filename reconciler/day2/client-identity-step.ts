@@ -3,8 +3,8 @@
  * docs/client-identities.md), in two halves the core acts on:
  *
  * - `clientIdentitySecrets`, before the members' calls: which Secrets to
- *   issue (the root identity's, each client's certificate from the
- *   cluster's CA), which certificates to renew (the same subject, so the
+ *   issue (the root identity's now; each client's certificate from the
+ *   cluster's CA once etcd enforces what it may do), which certificates to renew (the same subject, so the
  *   same etcd user, once `tls.renewalFraction` of its validity has passed,
  *   as the members' leaves are: certificate-rotation-step.ts), which
  *   removed clients' Secrets go once their etcd user is gone, and the root
@@ -15,10 +15,15 @@
  *   decides them from what the store lists).
  *
  * Nothing is done half-way: an invalid spec is refused before this step
- * (api/client-problems.ts); Secrets are issued create-only and before any
- * grant; a Secret is deleted only after its user and role are; and
- * authentication is turned on only once root's password is in a Secret the
- * controller has read back, so that no failed write can lock it out.
+ * (api/client-problems.ts); Secrets are issued create-only; a Secret is
+ * deleted only after its user and role are; authentication is turned on
+ * only once root's password is in a Secret the controller has read back, so
+ * that no failed write can lock it out; and a client's certificate is
+ * issued only once etcd reports authentication on and the client's user and
+ * role in place (grantedClientSecrets). Before that, a certificate of the
+ * cluster's CA is root in all but name: with authentication off etcd checks
+ * nothing, and its holder could even turn authentication on with a root of
+ * its own and lock the controller out.
  */
 import type { CachedObject } from '../../kube/informer.js';
 import type { ClusterIdentity } from '../../model/cluster-identity.js';
@@ -27,7 +32,7 @@ import type { TlsInEffect } from '../../model/tls.js';
 import type { DistributedKVSpec } from '../../imports/distributedkv.js';
 import { createLeafCertificate, describeCertificate, signedBy, splitBundle, type KeyedCertificate, type LeafRequest } from '../../model/certificates.js';
 import type { EtcdClientTls } from '../../engines/etcd/etcd-http.js';
-import { authActions, ROOT, type AuthAction, type AuthStoreState, type ClientIdentity } from '../../engines/etcd/client-identities.js';
+import { authActions, clientPermission, ROOT, type AuthAction, type AuthStoreState, type ClientIdentity } from '../../engines/etcd/client-identities.js';
 import { CLIENT_LABEL, clientSecretName, rootSecretName } from '../../engines/etcd/client-identity-secrets.js';
 import { clientCertificateRequest, newRootPassword, ROOT_CERTIFICATE_REQUEST } from '../../engines/etcd/client-certificates.js';
 import { leafSecretData } from '../../engines/etcd/certificates.js';
@@ -46,8 +51,13 @@ export interface ClientIdentitySecretsDecision {
   /** Whether the spec asks for client identities at all (spec.clients set): nothing below applies otherwise. */
   readonly active: boolean;
   readonly clients: readonly ClientIdentity[];
-  /** Secrets to create now (the root identity's, missing clients'). */
+  /** Secrets to create now: the root identity's, when it is missing. */
   readonly create: readonly LabelledSecret[];
+  /**
+   * Missing clients' Secrets, created only once etcd enforces each client's access (grantedClientSecrets):
+   * authentication on, its user holding its role, the role its one permission.
+   */
+  readonly createOnceGranted: readonly LabelledSecret[];
   /** Removed clients' Secrets (cached objects), deleted once their etcd user and role are gone. */
   readonly remove: readonly CachedObject[];
   /**
@@ -81,7 +91,7 @@ export interface ClientIdentityInput {
   readonly detectOnly: boolean;
 }
 
-const INACTIVE: ClientIdentitySecretsDecision = { active: false, clients: [], create: [], remove: [], renew: [] };
+const INACTIVE: ClientIdentitySecretsDecision = { active: false, clients: [], create: [], createOnceGranted: [], remove: [], renew: [] };
 
 const decoded = (secret: CachedObject | undefined): Record<string, string> | undefined =>
   secret && Object.fromEntries(Object.entries((secret.data ?? {}) as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
@@ -113,9 +123,9 @@ export async function clientIdentitySecrets(input: ClientIdentityInput): Promise
   const authority = decoded(input.secret(tlsSecretNames(config, identity).authority));
   const ca: KeyedCertificate | undefined = authority?.['ca.crt'] && authority['ca.key'] ? { certificate: authority['ca.crt'], privateKey: authority['ca.key'] } : undefined;
   // The CA is the TLS step's to issue: until the cache shows it, nothing is signed.
-  if (!ca) return { active: true, clients, create: [], remove, renew: [], root };
+  if (!ca) return { active: true, clients, create: [], createOnceGranted: [], remove, renew: [], root };
   if (root && !signedBy(root.cert, ca.certificate)) return { ...INACTIVE, active: true, clients, problem: `Secret ${rootName}: tls.crt is not signed by the cluster's CA; it is left alone` };
-  if (input.detectOnly) return { active: true, clients, create: [], remove: [], renew: [], root };
+  if (input.detectOnly) return { active: true, clients, create: [], createOnceGranted: [], remove: [], renew: [], root };
 
   const days = config.tls.certificateValidityDays;
   const create: LabelledSecret[] = [];
@@ -133,7 +143,8 @@ export async function clientIdentitySecrets(input: ClientIdentityInput): Promise
   }
   const missing = clients.filter((c) => !input.secret(clientSecretName(config, identity, c.name)));
   const leaves = await Promise.all(missing.map((c) => createLeafCertificate(ca, clientCertificateRequest(c.name), now, days)));
-  missing.forEach((c, i) => create.push({
+  const createOnceGranted: LabelledSecret[] = [];
+  missing.forEach((c, i) => createOnceGranted.push({
     secret: { name: clientSecretName(config, identity, c.name), type: 'kubernetes.io/tls', data: leafSecretData(leaves[i], ca) },
     labels: { [CLIENT_LABEL]: c.name },
   }));
@@ -142,7 +153,7 @@ export async function clientIdentitySecrets(input: ClientIdentityInput): Promise
     ...clients.map((c) => ({ cached: input.secret(clientSecretName(config, identity, c.name)), request: clientCertificateRequest(c.name) })),
   ].filter((h): h is { cached: CachedObject; request: LeafRequest } => h.cached !== undefined);
   const { renew, nextRenewal } = await renewals(held, ca, now, config.tls.renewalFraction, days);
-  return { active: true, clients, create, remove, renew, nextRenewal, root, rootForAuth, problem: dropped };
+  return { active: true, clients, create, createOnceGranted, remove, renew, nextRenewal, root, rootForAuth, problem: dropped };
 }
 
 /**
@@ -187,13 +198,30 @@ export interface ClientIdentityAuthDecision {
 
 /**
  * The second half: the etcd calls from what the store lists. Authentication
- * is enabled only with a root identity read back from the cache, and only
- * when every client's Secret exists, so a client never finds its access
- * enforced before its certificate is there.
+ * is enabled as soon as the root identity is read back from the cache,
+ * before any client's certificate exists (those wait for it:
+ * grantedClientSecrets).
  */
-export async function clientIdentityAuth(decision: ClientIdentitySecretsDecision, reader: AuthStoreReader, secretsReady: boolean): Promise<ClientIdentityAuthDecision> {
+export async function clientIdentityAuth(decision: ClientIdentitySecretsDecision, reader: AuthStoreReader): Promise<ClientIdentityAuthDecision> {
   const state = await reader.state();
-  const enable = decision.root !== undefined && secretsReady;
+  const enable = decision.root !== undefined;
   const actions = authActions(decision.clients, state, enable);
   return { actions, again: !state.enabled && !enable };
+}
+
+/**
+ * The clients' Secrets that may be created now: those whose access etcd enforces, as its store reports it
+ * (read after the calls were made): authentication on, the client's user holding exactly its role, and the
+ * role exactly the client's one permission. Any other client waits: its certificate would open more than the spec grants.
+ */
+export function grantedClientSecrets(decision: ClientIdentitySecretsDecision, state: AuthStoreState): LabelledSecret[] {
+  if (!state.enabled) return [];
+  const granted = new Set(decision.clients.filter((c) => {
+    const user = state.users.find((u) => u.name === c.name);
+    const role = state.roles.find((r) => r.name === c.name);
+    const permission = clientPermission(c);
+    return user?.roles.length === 1 && user.roles[0] === c.name && role?.permissions.length === 1
+      && role.permissions[0].key === permission.key && role.permissions[0].rangeEnd === permission.rangeEnd && role.permissions[0].type === permission.type;
+  }).map((c) => c.name));
+  return decision.createOnceGranted.filter((s) => granted.has(s.labels[CLIENT_LABEL] ?? ''));
 }

@@ -8,6 +8,7 @@
  * reads, and a removed one is refused. The controller's own calls (the
  * membership behind status, the auth calls of the next change) and the
  * backup runner's snapshot keep working with authentication on, as root.
+ * No client's certificate exists before etcd enforces what it may do.
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -78,7 +79,41 @@ describeWithCluster('client identities on real etcd members', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /**
+   * From the moment the cluster is asked for: each client Secret, as soon as it appears, is used at once to read
+   * outside its prefix, retried while no member answers. A Secret issued before etcd enforces its access (before
+   * authentication is on) reads everything: what each probe got, by Secret.
+   */
+  const probeClientSecretsAsTheyAppear = (stop: AbortSignal) => {
+    const outcomes = new Map<string, Promise<'read' | 'denied' | 'unanswered'>>();
+    const loop = (async () => {
+      while (!stop.aborted) {
+        const items = (await client.request('GET', `/api/v1/namespaces/${namespace}/secrets`).catch(() => ({ items: [] }))).items as any[];
+        for (const s of items.filter((x) => x.metadata.labels?.['dkv.example.com/client'] && !outcomes.has(x.metadata.name))) {
+          const identity = (await identityOf(s.metadata.name))!;
+          const app = grpcAs(identity);
+          outcomes.set(s.metadata.name, (async () => {
+            const deadline = Date.now() + 60_000;
+            while (Date.now() < deadline) {
+              const got = await app.range('/', true).then(() => 'read' as const, (e: Error) => (DENIED.test(e.message) ? 'denied' as const : undefined));
+              if (got) return got;
+              await new Promise((r) => setTimeout(r, 100));
+            }
+            return 'unanswered' as const;
+          })());
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    return async () => {
+      await loop;
+      return Object.fromEntries(await Promise.all([...outcomes].map(async ([name, outcome]) => [name, await outcome] as const)));
+    };
+  };
+
   it('gives each client its prefix and nothing else, revokes a removed one, and keeps the controller\'s and the backup runner\'s calls working as root', async () => {
+    const stopProbing = new AbortController();
+    const probed = probeClientSecretsAsTheyAppear(stopProbing.signal);
     await createCluster(client, namespace, NAME, { size: 3, image: IMAGE, clients: [ORDERS, REPORTS] });
     // The monitor reads the membership as the controller does: with the members' certificate until the
     // root identity exists (authentication is off until then), as root after.
@@ -99,6 +134,10 @@ describeWithCluster('client identities on real etcd members', () => {
       return root && (await asRoot('/v3/auth/status', {})).enabled ? true : undefined;
     }, 60_000, 200);
     expect(await users()).toEqual(['orders', 'reports', 'root']);
+    await eventually('both client Secrets', async () => ((await secret(`${NAME}-client-orders`)) && (await secret(`${NAME}-client-reports`)) ? true : undefined), 30_000, 100);
+    stopProbing.abort();
+    // Not one certificate opened the whole keyspace, at any moment: each was issued only once etcd enforced its access.
+    expect(await probed()).toEqual({ [`${NAME}-client-orders`]: 'denied', [`${NAME}-client-reports`]: 'denied' });
     // The root identity names no one (etcd's gateway refuses a certificate with a common name once authentication is on).
     expect(root!.login?.user).toBe('root');
     const orders = (await identityOf(`${NAME}-client-orders`))!;

@@ -7,12 +7,12 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { loadDefaultConfig } from '../../api/config.js';
-import { clientIdentityAuth, clientIdentitySecrets, type ClientIdentityInput, type ClientIdentitySecretsDecision } from '../../reconciler/day2/client-identity-step.js';
+import { clientIdentityAuth, clientIdentitySecrets, grantedClientSecrets, type ClientIdentityInput, type ClientIdentitySecretsDecision } from '../../reconciler/day2/client-identity-step.js';
 import { tlsStep, type IssuedSecret } from '../../reconciler/day2/tls-step.js';
 import { clusterIdentity } from '../../model/cluster-identity.js';
 import { PLAIN, tlsAsked } from '../../model/tls.js';
 import { CLIENT_LABEL } from '../../engines/etcd/client-identity-secrets.js';
-import type { AuthStoreState } from '../../engines/etcd/client-identities.js';
+import { clientPermission, type AuthStoreState } from '../../engines/etcd/client-identities.js';
 import type { CachedObject } from '../../kube/informer.js';
 
 const config = loadDefaultConfig();
@@ -45,23 +45,27 @@ describe('the client-identity step', () => {
       ...overrides,
     };
   }
+  /** Every Secret the decision issues: root's now, the clients' once etcd enforces their access. */
+  const issued = (decision: ClientIdentitySecretsDecision) => [...decision.create, ...decision.createOnceGranted];
   /** The cache once the decision's Secrets are created. */
   const after = (decision: ClientIdentitySecretsDecision, more = new Map<string, CachedObject>()) =>
-    new Map([...more, ...decision.create.map((c) => [c.secret.name, cachedSecret(c.secret, c.labels)] as const)]);
+    new Map([...more, ...issued(decision).map((c) => [c.secret.name, cachedSecret(c.secret, c.labels)] as const)]);
 
   it('does nothing for a cluster without spec.clients', async () => {
-    expect(await clientIdentitySecrets(input(undefined))).toEqual({ active: false, clients: [], create: [], remove: [], renew: [] });
+    expect(await clientIdentitySecrets(input(undefined))).toEqual({ active: false, clients: [], create: [], createOnceGranted: [], remove: [], renew: [] });
   });
 
   it('issues the root identity (no common name, root\'s password) and each client\'s certificate (common name = its etcd user), from the cluster\'s CA', async () => {
     const decision = first;
-    expect(decision.create.map((c) => [c.secret.name, c.secret.type, Object.keys(c.secret.data).sort(), c.labels])).toEqual([
+    // Root's now; the clients' only once etcd enforces what each may do (grantedClientSecrets, below).
+    expect(decision.create.map((c) => c.secret.name)).toEqual(['orders-etcd-root']);
+    expect(issued(decision).map((c) => [c.secret.name, c.secret.type, Object.keys(c.secret.data).sort(), c.labels])).toEqual([
       ['orders-etcd-root', 'kubernetes.io/tls', ['ca.crt', 'password', 'tls.crt', 'tls.key', 'username'], {}],
       ['orders-client-app', 'kubernetes.io/tls', ['ca.crt', 'tls.crt', 'tls.key'], { [CLIENT_LABEL]: 'app' }],
       ['orders-client-audit', 'kubernetes.io/tls', ['ca.crt', 'tls.crt', 'tls.key'], { [CLIENT_LABEL]: 'audit' }],
     ]);
     const ca = new X509Certificate(Buffer.from(tlsSecrets.get('orders-tls-ca')!.data!['ca.crt'] as string, 'base64'));
-    const subjects = decision.create.map((c) => {
+    const subjects = issued(decision).map((c) => {
       const cert = new X509Certificate(c.secret.data['tls.crt']);
       expect(cert.checkIssued(ca) && cert.verify(ca.publicKey)).toBe(true);
       return cert.subject;
@@ -76,7 +80,7 @@ describe('the client-identity step', () => {
 
   it('issues nothing more once the Secrets are in the cache, and calls the members as root from then on', async () => {
     const decision = await clientIdentitySecrets(input([ORDERS, AUDIT], after(first)));
-    expect(decision.create).toEqual([]);
+    expect(issued(decision)).toEqual([]);
     expect(decision.root).toEqual(decision.rootForAuth);
     expect(decision.root).toMatchObject({ login: { user: 'root', password: first.create[0].secret.data.password } });
   }, 30_000);
@@ -84,9 +88,9 @@ describe('the client-identity step', () => {
   it('renews nothing before the renewal fraction of a certificate\'s validity has passed, and says when the first is due', async () => {
     const decision = await clientIdentitySecrets(input([ORDERS, AUDIT], after(first)));
     expect(decision.renew).toEqual([]);
-    const validity = new X509Certificate(first.create[1].secret.data['tls.crt']);
-    const issued = Date.parse(validity.validFrom);
-    const due = issued + (Date.parse(validity.validTo) - issued) * config.tls.renewalFraction;
+    const validity = new X509Certificate(issued(first)[1].secret.data['tls.crt']);
+    const from = Date.parse(validity.validFrom);
+    const due = from + (Date.parse(validity.validTo) - from) * config.tls.renewalFraction;
     expect(Math.abs(decision.nextRenewal!.getTime() - due)).toBeLessThan(2000);
   }, 30_000);
 
@@ -97,13 +101,13 @@ describe('the client-identity step', () => {
     expect(decision.renew.map((u) => [u.name, u.resourceVersion])).toEqual([['orders-etcd-root', '7'], ['orders-client-app', '7'], ['orders-client-audit', '7']]);
     const ca = new X509Certificate(Buffer.from(tlsSecrets.get('orders-tls-ca')!.data!['ca.crt'] as string, 'base64'));
     decision.renew.forEach((update, i) => {
-      const before = new X509Certificate(first.create[i].secret.data['tls.crt']);
+      const before = new X509Certificate(issued(first)[i].secret.data['tls.crt']);
       const renewed = new X509Certificate(update.data['tls.crt']);
       expect(renewed.subject).toBe(before.subject);
       expect(renewed.checkIssued(ca) && renewed.verify(ca.publicKey)).toBe(true);
       expect(renewed.serialNumber).not.toBe(before.serialNumber);
       expect(Date.parse(renewed.validTo)).toBeGreaterThan(Date.parse(before.validTo));
-      expect(update.data['tls.key']).not.toBe(first.create[i].secret.data['tls.key']);
+      expect(update.data['tls.key']).not.toBe(issued(first)[i].secret.data['tls.key']);
     });
     expect(decision.renew[0].data).toMatchObject({ username: 'root', password: first.create[0].secret.data.password });
     // The controller keeps calling the members as root with what the cache holds until the renewal is read back.
@@ -146,11 +150,11 @@ describe('the client-identity step', () => {
   });
 
   it('issues nothing in detect-only mode', async () => {
-    expect((await clientIdentitySecrets(input([ORDERS], new Map(), { detectOnly: true }))).create).toEqual([]);
+    expect(issued(await clientIdentitySecrets(input([ORDERS], new Map(), { detectOnly: true })))).toEqual([]);
   });
 
   it('waits for the CA the TLS step issues', async () => {
-    expect((await clientIdentitySecrets(input([ORDERS], new Map(), { secret: () => undefined }))).create).toEqual([]);
+    expect(issued(await clientIdentitySecrets(input([ORDERS], new Map(), { secret: () => undefined })))).toEqual([]);
   });
 
   it('leaves a root Secret of the wrong shape alone, and authentication with it', async () => {
@@ -165,14 +169,45 @@ describe('the client-identity step', () => {
     const off: AuthStoreState = { enabled: false, users: [], roles: [] };
     const reader = (state: AuthStoreState) => ({ state: () => Promise.resolve(state) });
 
-    it('waits until root\'s Secret is read back from the cache, so that a failed write cannot lock the controller out', async () => {
-      const now1 = await clientIdentityAuth(first, reader(off), false);
+    it('waits until root\'s Secret is read back from the cache, so that a failed write cannot lock the controller out; then enables before any client has a certificate', async () => {
+      const now1 = await clientIdentityAuth(first, reader(off));
       expect(now1.actions.map((a) => a.type)).not.toContain('enable');
       expect(now1.again).toBe(true);
-      const second = await clientIdentitySecrets(input([ORDERS, AUDIT], after(first)));
-      const now2 = await clientIdentityAuth(second, reader(off), true);
+      // Root's Secret read back; no client's Secret exists yet, and enabling does not wait for them.
+      const rootOnly = new Map([...after({ ...first, createOnceGranted: [] })]);
+      const second = await clientIdentitySecrets(input([ORDERS, AUDIT], rootOnly));
+      expect(second.createOnceGranted.map((c) => c.secret.name)).toEqual(['orders-client-app', 'orders-client-audit']);
+      const now2 = await clientIdentityAuth(second, reader(off));
       expect(now2.actions.at(-1)).toEqual({ type: 'enable' });
       expect(now2.again).toBe(false);
     }, 30_000);
+  });
+
+  describe('a client\'s certificate (grantedClientSecrets)', () => {
+    const app = clientPermission({ ...ORDERS });
+    const audit = clientPermission({ ...AUDIT });
+    const enforced: AuthStoreState = {
+      enabled: true,
+      users: [{ name: 'root', roles: ['root'] }, { name: 'app', roles: ['app'] }, { name: 'audit', roles: ['audit'] }],
+      roles: [{ name: 'root', permissions: [] }, { name: 'app', permissions: [app] }, { name: 'audit', permissions: [audit] }],
+    };
+    const names = (state: AuthStoreState) => grantedClientSecrets(first, state).map((s) => s.secret.name);
+
+    it('is issued once etcd reports authentication on and the client\'s user holding its role with its one permission', () => {
+      expect(names(enforced)).toEqual(['orders-client-app', 'orders-client-audit']);
+    });
+
+    it('is not issued while authentication is off: any certificate of the CA would then have full access', () => {
+      expect(names({ ...enforced, enabled: false })).toEqual([]);
+    });
+
+    it('is not issued while its user, its role or its permission is missing or more than the spec grants', () => {
+      const without = (user: string) => ({ ...enforced, users: enforced.users.filter((u) => u.name !== user) });
+      expect(names(without('audit'))).toEqual(['orders-client-app']);
+      expect(names({ ...enforced, roles: enforced.roles.map((r) => (r.name === 'app' ? { ...r, permissions: [] } : r)) })).toEqual(['orders-client-audit']);
+      // A read client whose role still grants readwrite (a change of access not yet made), or a user with a role beyond its own.
+      expect(names({ ...enforced, roles: enforced.roles.map((r) => (r.name === 'audit' ? { ...r, permissions: [{ ...audit, type: 'READWRITE' as const }] } : r)) })).toEqual(['orders-client-app']);
+      expect(names({ ...enforced, users: enforced.users.map((u) => (u.name === 'app' ? { ...u, roles: ['app', 'root'] } : u)) })).toEqual(['orders-client-audit']);
+    });
   });
 });
