@@ -91,7 +91,8 @@ describeWithCluster('client identities\' certificates renewed on real etcd membe
     }, 60_000, 200);
 
     const oldRoot = (await secret(`${NAME}-etcd-root`))!;
-    const oldOrders = (await secret(`${NAME}-client-orders`))!;
+    // A client's Secret follows authentication: it is issued once etcd enforces the client's access.
+    const oldOrders = await eventually('orders\' Secret', () => secret(`${NAME}-client-orders`), 30_000, 100);
     const issuedAt = Date.parse(new X509Certificate(oldOrders['tls.crt']).validFrom);
     expect(Date.now() - issuedAt).toBeGreaterThan(249 * DAY_MS); // issued by the clock 250 days behind
     const ordersBefore = grpcAs(identity(oldOrders));
