@@ -18,12 +18,19 @@ function qualified(host: string, namespace: string, clusterDomain: string): stri
   return [host, `${host}.${namespace}`, `${host}.${namespace}.svc`, `${host}.${namespace}.svc.${clusterDomain}`];
 }
 
+/**
+ * The members' common name: the one name the peer port accepts (`--peer-cert-allowed-cn`, tls-files.ts). It has a
+ * dot, which no client identity's name (a DNS label), the root identity's (none) or the controller's
+ * (`dkv-operator`) has, so no certificate but a member's opens the peer port, whatever names it carries.
+ */
+export const memberCommonName = (identity: Pick<ClusterIdentity, 'statefulSetName'>, namespace: string): string => `${identity.statefulSetName}.${namespace}`;
+
 /** The members' certificate: serves peers and clients, and proves a member to the peer it dials. */
 export function memberCertificateRequest(identity: Pick<ClusterIdentity, 'statefulSetName' | 'headlessServiceName' | 'clientServiceName'>, namespace: string, config: Pick<GeneratorConfig, 'clusterDomain'>): LeafRequest {
   const members = Array.from({ length: MAX_MEMBERS }, (_, i) => memberName(identity, i))
     .flatMap((pod) => qualified(`${pod}.${identity.headlessServiceName}`, namespace, config.clusterDomain));
   return {
-    commonName: `${identity.statefulSetName}.${namespace}`,
+    commonName: memberCommonName(identity, namespace),
     dnsNames: [...members, ...qualified(identity.clientServiceName, namespace, config.clusterDomain), 'localhost'],
     ipAddresses: ['127.0.0.1', '::1'],
     server: true,

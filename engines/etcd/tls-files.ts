@@ -9,6 +9,8 @@ import type { k8s } from 'cdk8s-plus-27';
 import type { GeneratorConfig } from '../../model/generator-config.js';
 import type { ClusterIdentity } from '../../model/cluster-identity.js';
 import type { LiveTls, TlsInEffect } from '../../model/tls.js';
+import { memberCommonName } from './certificate-requests.js';
+import { NAMESPACE } from './member-settings.js';
 
 /** The members' certificate (serving and peer-client), mounted in every member. */
 export const MEMBER_TLS_DIR = '/etc/dkv/tls/member';
@@ -39,7 +41,7 @@ export function tlsSecretNames(config: Pick<GeneratorConfig, 'tls'>, identity: P
 const secretVolume = (volume: string, secretName: string): k8s.Volume => ({ name: volume, secret: { secretName, defaultMode: 0o440 } });
 
 /** etcd's TLS arguments, the member Secret's volume and its mount; none for a listener without TLS. */
-export function memberTls(tls: TlsInEffect, config: Pick<GeneratorConfig, 'tls'>, identity: Pick<ClusterIdentity, 'name'>): { args: string[]; volumes: k8s.Volume[]; volumeMounts: k8s.VolumeMount[] } {
+export function memberTls(tls: TlsInEffect, config: Pick<GeneratorConfig, 'tls'>, identity: Pick<ClusterIdentity, 'name' | 'statefulSetName'>): { args: string[]; volumes: k8s.Volume[]; volumeMounts: k8s.VolumeMount[] } {
   // A member on its way to TLS carries the peer certificate before its own listener uses it: it dials peers that advertise https (tls-migration.ts).
   const peer = tls.peer || Boolean(tls.transition?.peerCertificates);
   if (!peer && !tls.client) return { args: [], volumes: [], volumeMounts: [] };
@@ -58,6 +60,9 @@ export function memberTls(tls: TlsInEffect, config: Pick<GeneratorConfig, 'tls'>
         `--peer-cert-file=${file('tls.crt')}`, `--peer-key-file=${file('tls.key')}`,
         '--peer-client-cert-auth', `--peer-trusted-ca-file=${file('ca.crt')}`,
         ...(revocable ? [`--peer-crl-file=${file(REVOCATION_LIST_KEY)}`] : []),
+        // The peer port for members alone: client identities' certificates come from the same CA, and one that
+        // carries its host's names passes etcd's check of the remote address (docs/security.md, "The peer port").
+        ...(tls.peer ? [`--peer-cert-allowed-cn=${memberCommonName(identity, NAMESPACE)}`] : []),
       ] : []),
     ],
     volumes: [secretVolume(MEMBER_VOLUME, tlsSecretNames(config, identity).member)],

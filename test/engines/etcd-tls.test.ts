@@ -10,7 +10,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent } from 'node:https';
+import { Agent, get as httpsGet } from 'node:https';
 import { locateBinaries } from '../cluster/control-plane.js';
 import { byRole, synth } from '../generator/support.js';
 import { b64, etcdPost, issueTestSecrets, LocalEtcdCluster, trustClient, type StatefulSetLike } from '../support/etcd-members.js';
@@ -93,6 +93,34 @@ describeWithEtcd('TLS between etcd members and to clients, on real members', () 
     const expired = await createLeafCertificate({ certificate: authority['ca.crt'], privateKey: authority['ca.key'] }, CLIENT_CERTIFICATE_REQUEST, new Date(Date.now() - 3 * DAY_MS), 1);
     await expect(rangeOver(cluster.addressOf('kv-1').clientUrl, new Agent({ ca: client.ca, cert: expired.certificate, key: expired.privateKey })))
       .rejects.toThrow(/expired|bad certificate|alert|handshake|ECONNRESET/i);
+  });
+
+  it('opens the peer port to the members\' certificate alone: a client certificate of the same CA is refused, even one naming the host it calls from', async () => {
+    const peersOf = (tls: { cert: string; key: string }) => new Promise<number>((resolve, reject) => {
+      const request = httpsGet(`${cluster.addressOf('kv-1').peerUrl}/members`, { agent: new Agent({ ca: client.ca, cert: tls.cert, key: tls.key }), signal: AbortSignal.timeout(5000) }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      request.on('error', reject);
+    });
+    const member = secrets.get(MEMBER_SECRET)!;
+    expect(await peersOf({ cert: member['tls.crt'], key: member['tls.key'] })).toBe(200);
+    // A client identity's certificate from the cluster's CA, with the names of the address it calls from: it passes
+    // etcd's check of the remote address against the certificate's names, so only the allowed common name stops it.
+    const authority = secrets.get('kv-tls-ca')!;
+    const withNames = await createLeafCertificate({ certificate: authority['ca.crt'], privateKey: authority['ca.key'] },
+      { commonName: 'orders', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1', '::1'], server: false, client: true }, new Date(), 30);
+    await expect(peersOf({ cert: withNames.certificate, key: withNames.privateKey })).rejects.toThrow(/bad certificate|alert|handshake|socket hang up|ECONNRESET/i);
+    await expect(peersOf({ cert: client.cert, key: client.key })).rejects.toThrow(/bad certificate|alert|handshake|socket hang up|ECONNRESET/i);
+    // The members still replicate to each other through the same port.
+    await etcdPost(cluster.addressOf('kv-0').clientUrl, '/v3/kv/put', { key: b64('orders/2'), value: b64('after the refusal') });
+    const agent = new Agent({ ca: client.ca, cert: client.cert, key: client.key });
+    // kv-2's own copy (a serializable read answers from the member itself): it came over the peer port.
+    await eventually('orders/2 on kv-2', async () => {
+      const answer = await postJson(`${cluster.addressOf('kv-2').clientUrl}/v3/kv/range`, JSON.stringify({ key: b64('orders/2'), serializable: true }), AbortSignal.timeout(5000), agent);
+      return JSON.parse(answer.text).kvs?.length === 1 ? true : undefined;
+    }, 10_000, 100);
+    expect((await membership.status()).healthyVoters).toBe(3);
   });
 
   it('keeps a process with a member\'s peer URL but another CA\'s certificate out of the membership; the cluster\'s own certificate lets it in', async () => {
