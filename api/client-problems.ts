@@ -3,8 +3,9 @@
  * checked by validateDistributedKV so that `dkv validate`, `dkv synth` and
  * the controller refuse the same specs, naming the field, before anything is
  * issued or granted: names unique and not etcd's `root` (the controller's
- * user), no prefix sharing a key with another client's `readWrite` prefix
- * (two clients would write each other's keys), and client identities only
+ * user), no `readWrite` prefix sharing a key with another client's
+ * `readWrite` prefix (two clients would write each other's keys; a `read`
+ * client may overlap anything), and client identities only
  * where the members authenticate clients by certificate.
  */
 import { prefixesOverlap, ROOT } from '../engines/etcd/client-identities.js';
@@ -37,10 +38,13 @@ export function clientProblems(spec: Record<string, any> | undefined, reported: 
   });
   entries.forEach((client, i) => {
     if (typeof client.prefix !== 'string' || !fine(i, 'prefix')) return;
+    // A read client may overlap anything: one service writing /orders/ and another (reports, an auditor, a cache) reading
+    // it is the sharing etcd's roles are for. Two writers of one key are what is refused.
+    if ((client.access ?? 'readWrite') !== 'readWrite') return;
     entries.forEach((other, j) => {
       if (j === i || typeof other.prefix !== 'string' || (other.access ?? 'readWrite') !== 'readWrite') return;
       // A pair of readWrite clients is reported once, at the later one.
-      if ((client.access ?? 'readWrite') === 'readWrite' && j > i) return;
+      if (j > i) return;
       if (prefixesOverlap(client.prefix as string, other.prefix)) {
         problems.push({ segments: at(i, 'prefix'), message: `${JSON.stringify(client.prefix)} overlaps ${JSON.stringify(other.prefix)}, the readWrite prefix of client ${JSON.stringify(other.name)} (spec.clients[${j}]): a read-write prefix is one client's alone` });
       }

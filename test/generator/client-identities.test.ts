@@ -37,11 +37,16 @@ describe('client identities in the spec', () => {
       .toEqual(['spec.clients.1.name: duplicate client name "orders" (also spec.clients[0].name)']);
   });
 
-  it('refuses a prefix that overlaps another client\'s read-write prefix, whichever contains the other, and a read-only one inside it', () => {
+  it('refuses a read-write prefix that overlaps another client\'s read-write prefix, whichever contains the other', () => {
     expect(problems({ clients: [{ name: 'orders', prefix: '/orders/' }, { name: 'all', prefix: '/' }] }))
       .toEqual([expect.stringMatching(/^spec\.clients\.1\.prefix: "\/" overlaps "\/orders\/", the readWrite prefix of client "orders" \(spec\.clients\[0\]\)/)]);
-    expect(problems({ clients: [{ name: 'reader', prefix: '/orders/2026/', access: 'read' }, { name: 'orders', prefix: '/orders/' }] }))
-      .toEqual([expect.stringMatching(/^spec\.clients\.0\.prefix: "\/orders\/2026\/" overlaps "\/orders\/", the readWrite prefix of client "orders"/)]);
+    expect(problems({ clients: [{ name: 'archive', prefix: '/orders/2026/', access: 'readWrite' }, { name: 'orders', prefix: '/orders/' }] }))
+      .toEqual([expect.stringMatching(/^spec\.clients\.1\.prefix: "\/orders\/" overlaps "\/orders\/2026\/", the readWrite prefix of client "archive"/)]);
+  });
+
+  it('lets a read client overlap anything: one service writes /orders/, others (reports, an auditor) read it', () => {
+    expect(problems({ clients: [{ name: 'reader', prefix: '/orders/2026/', access: 'read' }, { name: 'orders', prefix: '/orders/' }] })).toEqual([]);
+    expect(problems({ clients: [{ name: 'orders', prefix: '/orders/' }, { name: 'auditor', prefix: '/', access: 'read' }, { name: 'cache', prefix: '/orders/', access: 'read' }] })).toEqual([]);
     // Siblings that share only a leading string that is not a prefix of the other do not overlap.
     expect(problems({ clients: [{ name: 'a', prefix: '/orders/' }, { name: 'b', prefix: '/orders-archive/' }] })).toEqual([]);
   });
@@ -58,8 +63,8 @@ describe('client identities in the spec', () => {
   });
 
     it('reports every problem at once', () => {
-    expect(problems({ clients: [{ name: 'root', prefix: '/r/' }, { name: 'x', prefix: '/x/' }, { name: 'x', prefix: '/x/y/', access: 'write' }] })).toEqual([
-      'spec.clients.2.access: must be one of "read", "readWrite" (got "write")',
+    expect(problems({ clients: [{ name: 'root', prefix: '/r/' }, { name: 'x', prefix: '/x/' }, { name: 'x', prefix: '/x/y/' }, { name: 'y', prefix: '/y/', access: 'write' }] })).toEqual([
+      'spec.clients.3.access: must be one of "read", "readWrite" (got "write")',
       expect.stringMatching(/^spec\.clients\.0\.name: root is/),
       expect.stringMatching(/^spec\.clients\.2\.name: duplicate/),
       expect.stringMatching(/^spec\.clients\.2\.prefix: "\/x\/y\/" overlaps "\/x\/"/),
