@@ -5,10 +5,12 @@
  * issued or granted: names unique and not etcd's `root` (the controller's
  * user), no `readWrite` prefix sharing a key with another client's
  * `readWrite` prefix (two clients would write each other's keys; a `read`
- * client may overlap anything), and client identities only
+ * client may overlap anything), no client identities on etcd 3.5 (below),
+ * and client identities only
  * where the members authenticate clients by certificate.
  */
 import { prefixesOverlap, ROOT } from '../engines/etcd/client-identities.js';
+import { etcdVersionOf } from '../engines/etcd/versions.js';
 import type { FieldProblem } from './schema-errors.js';
 
 interface ClientEntry { name?: unknown; prefix?: unknown; access?: unknown }
@@ -24,6 +26,12 @@ export function clientProblems(spec: Record<string, any> | undefined, reported: 
   const fine = (i: number, field: string) => !reportedPaths.includes(at(i, field).join('.'));
   const entries = clients.map((c: unknown) => (typeof c === 'object' && c !== null ? c as ClientEntry : {}));
 
+  const version = typeof spec?.image === 'string' ? etcdVersionOf(spec.image) : undefined;
+  if (version && (version.major < 3 || (version.major === 3 && version.minor < 6))) {
+    problems.push({ segments: ['spec', 'clients'], message: `not with etcd ${version.major}.${version.minor}.${version.patch} (spec.image): on etcd 3.5 a NOSPACE alarm `
+      + 'rebuilds the apply chain without the authentication check, so a client allowed to write one prefix can fill it to the quota and then disable '
+      + 'authentication, change users and roles and delete any key (etcd-io/etcd pull request 22386, open: no 3.5 release carries the fix); use etcd 3.6.0 or later, or leave spec.clients out' });
+  }
   const tls = spec?.tls;
   if (clients.length > 0 && tls?.mode === 'cert-manager') {
     problems.push({ segments: ['spec', 'clients'], message: 'not with spec.tls.mode cert-manager: a client identity\'s certificate and etcd\'s root identity (a password and a certificate) are issued by the controller from the cluster\'s own CA, which cert-manager\'s mode has none of; use spec.tls.mode operator for client identities (docs/client-identities.md)' });

@@ -51,6 +51,17 @@ describe('client identities in the spec', () => {
     expect(problems({ clients: [{ name: 'a', prefix: '/orders/' }, { name: 'b', prefix: '/orders-archive/' }] })).toEqual([]);
   });
 
+  it('refuses client identities on etcd 3.5, whose NOSPACE alarm lifts the authentication check (etcd-io/etcd#22386), naming the image', () => {
+    for (const image of ['registry.k8s.io/etcd:3.5.21-0', 'quay.io/coreos/etcd:v3.5.17']) {
+      expect(problems({ image, clients: [{ name: 'orders', prefix: '/o/' }] })).toEqual([expect.stringMatching(/^spec\.clients: not with etcd 3\.5\.\d+ \(spec\.image\): on etcd 3\.5 a NOSPACE alarm .*22386/)]);
+      // An empty list turns authentication on too (the root user): the same hole.
+      expect(problems({ image, clients: [] })).toHaveLength(1);
+    }
+    expect(problems({ image: 'registry.k8s.io/etcd:3.6.0-0', clients: [{ name: 'orders', prefix: '/o/' }] })).toEqual([]);
+    // An image whose tag names no etcd version (a team's own build): nothing to judge.
+    expect(problems({ image: 'registry.example.com/kv/server:2.0.0', clients: [{ name: 'orders', prefix: '/o/' }] })).toEqual([]);
+  });
+
   it('refuses client identities on members that do not authenticate clients by certificate', () => {
     expect(problems({ tls: { mode: 'disabled' }, clients: [{ name: 'orders', prefix: '/o/' }] })).toEqual([expect.stringMatching(/^spec\.clients: needs client TLS/)]);
     expect(problems({ tls: { client: { enabled: false } }, clients: [{ name: 'orders', prefix: '/o/' }] })).toEqual([expect.stringMatching(/^spec\.clients: needs client TLS/)]);
