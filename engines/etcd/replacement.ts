@@ -31,6 +31,7 @@
  */
 import { hasQuorum, type KeyHash, type MemberStatus, type MembershipStatus } from '../membership.js';
 import { metaTime } from '../../model/meta-time.js';
+import { isOwnMember } from './own-members.js';
 
 /** A member pod as replacement reads it. */
 export interface HealingPod {
@@ -365,6 +366,10 @@ function decideStep(input: ReplacementInput, podOf: (m: MemberStatus) => string 
     // Another replaced member's learner: promoted here (the scaling step, which would promote it, does not run
     // while a claim is marked), once it runs; etcd refuses it until it has caught up.
     const other = members.find((m) => m.learner);
+    if (other && !isOwnMember(other, input.pod, input.peerUrl)) {
+      // Not one of the pods' (own-members.ts): never promoted; a learner's removal costs no vote.
+      return { action: { type: 'remove', id: other.id, pod: other.name || other.id }, phase: 'Replacing', pod, message: `replacing ${pod}: first removing learner ${other.name || other.id} (member ${other.id}, peer URLs ${other.peerUrls.join(', ') || 'none'}), which advertises no pod of this cluster: the controller did not add it`, requeueAfterMs: SOON_MS };
+    }
     if (other) {
       if (other.name && other.healthy) return { action: { type: 'promote', id: other.id, pod: other.name }, phase: 'Replacing', pod: other.name, message: `replacing ${other.name}: promoting it to a voting member; ${pod} is added back next`, requeueAfterMs: SOON_MS };
       return { phase: 'Replacing', pod, message: `replacing ${pod}: waiting for the other learner to run and be promoted`, requeueAfterMs: SOON_MS };

@@ -18,6 +18,7 @@
  */
 import type { MembershipPlan } from '../engine.js';
 import { hasQuorum, notReady, type MemberStatus, type MembershipStatus } from '../membership.js';
+import { isOwnMember } from './own-members.js';
 
 /** `Replacing`: a member replacement (replacement.ts) holds the membership; no scaling step runs meanwhile. */
 export type ScalingPhase = 'Stable' | 'ScalingOut' | 'ScalingIn' | 'Waiting' | 'Unreachable' | 'QuorumLost' | 'Replacing';
@@ -60,6 +61,12 @@ export interface ScalingInput {
    * @default true
    */
   readonly podsSettled?: boolean;
+  /**
+   * A pod's peer URL as the controller adds it (undefined when it cannot be told): with it, a member that
+   * advertises none of the pods' peer addresses is a stranger (own-members.ts), never promoted and never counted
+   * for the StatefulSet's size. @default every member is taken as the cluster's own
+   */
+  readonly peerUrl?: (pod: string) => string | undefined;
 }
 
 const SOON_MS = 2_000;
@@ -103,8 +110,37 @@ function floored(step: ScalingStep, members: readonly MemberStatus[]): ScalingSt
 }
 
 export function decideScalingStep(input: ScalingInput): ScalingStep {
-  const step = decide(input);
-  return 'members' in input.membership && input.replicas !== undefined ? floored(step, input.membership.members) : step;
+  if (!('members' in input.membership) || input.replicas === undefined) return decide(input);
+  const { peerUrl } = input;
+  const own = peerUrl ? input.membership.members.filter((m) => isOwnMember(m, input.pod, peerUrl)) : input.membership.members;
+  if (own.length < input.membership.members.length) return strangerStep(input.membership, own, input.replicas);
+  return floored(decide(input), own);
+}
+
+/**
+ * A member that advertises none of the pods' peer addresses (or another pod's name than the one it advertises):
+ * the controller did not add it. A learner is removed (a learner holds no vote: its removal never costs the
+ * quorum), as the first step, before anything is promoted; a voter is reported and everything else held, for a
+ * human (docs/operating.md, "Members the controller does not know"). The StatefulSet keeps its size and a pod
+ * for every own member: a stranger's name is not an ordinal to make room for.
+ */
+function strangerStep(membership: MembershipStatus, own: readonly MemberStatus[], replicas: number): ScalingStep {
+  const strangers = membership.members.filter((m) => !own.includes(m));
+  const plan: MembershipPlan = { replicas: Math.max(replicas, replicasFloor(own)), state: 'existing' };
+  const described = (m: MemberStatus) => `${m.learner ? 'learner' : 'voting member'} ${m.name || m.id} (member ${m.id}, peer URLs ${m.peerUrls.join(', ') || 'none'})`;
+  const voter = strangers.find((m) => !m.learner);
+  if (voter || !hasQuorum(membership)) {
+    const why = voter ? `${described(voter)} advertises no pod of this cluster` : `${described(strangers[0])} advertises no pod of this cluster, and without a quorum it cannot be removed`;
+    return { plan, planIfActionFails: plan, phase: 'Waiting', message: `${why}: the controller did not add it; nothing is added, removed or promoted until a human removes it (docs/operating.md, members the controller does not know)`, requeueAfterMs: BLOCKED_MS };
+  }
+  const learner = strangers[0];
+  return {
+    plan, planIfActionFails: plan,
+    action: { type: 'remove', id: learner.id, pod: learner.name || learner.id },
+    phase: 'Waiting',
+    message: `removing ${described(learner)}: it advertises no pod of this cluster, so the controller did not add it, and a learner the controller did not add is never promoted`,
+    requeueAfterMs: SOON_MS,
+  };
 }
 
 function decide(input: ScalingInput): ScalingStep {

@@ -181,7 +181,10 @@ export async function membershipStep(read: MembershipReader, cr: CachedObject, r
   const status = replicas === undefined ? { unreachable: 'not created' } : await membership.status().catch((e: Error) => ({ unreachable: e.message }));
   const stsStatus = statefulSet?.status as { observedGeneration?: number; replicas?: number } | undefined;
   const podsSettled = statefulSet !== undefined && (stsStatus?.observedGeneration ?? 0) >= (statefulSet.metadata.generation ?? 0) && stsStatus?.replicas === replicas;
-  const step = decideScalingStep({ size: resource.spec.size, replicas, recorded: recordedPlan(configMap), membership: status, pod: (i) => memberName(identity, i), podsSettled });
+  const step = decideScalingStep({
+    size: resource.spec.size, replicas, recorded: recordedPlan(configMap), membership: status, pod: (i) => memberName(identity, i), podsSettled,
+    peerUrl: (pod) => addresses.peer(namespace, pod, identity),
+  });
   const members = 'members' in status ? status.members : undefined;
   const answered = 'members' in status ? { status, via: membership } : undefined;
   const warning = sizeWarning(resource.spec.size, members?.filter((m) => !m.learner).length);

@@ -58,6 +58,33 @@ describe('scaling (decideScalingStep)', () => {
   })));
 });
 
+describe('members the controller did not add (decideScalingStep with the pods\' peer URLs)', () => {
+  const podPeerUrl = (p: string) => `http://${p}.kv-peers:2380`;
+  // Some members made strangers: a learner (or a voter) added by someone who reached a client port, advertising
+  // another address (named kv-8 once started: an ordinal to make room for), or one of the pods' addresses under another pod's name.
+  const strangerArb = fc.record({
+    membership: membershipArb, size: fc.integer({ min: 1, max: 9 }), replicas: fc.integer({ min: 0, max: 9 }), podsSettled: fc.boolean(),
+    strangers: fc.uniqueArray(fc.nat({ max: 8 }), { maxLength: 2 }), how: fc.constantFrom('address', 'name'),
+  }).map(({ membership, strangers, how, ...rest }) => {
+    const members = membership.members.map((m, i) => (!strangers.includes(i) ? m
+      : how === 'address' ? { ...m, id: `stranger-${i}`, peerUrls: ['http://intruder.example:2380'], name: m.name ? 'kv-8' : '' }
+        : { ...m, id: `stranger-${i}`, name: pod((ordinalOf(m.peerUrls[0].slice(7, m.peerUrls[0].indexOf('.'))) + 1) % 9) }));
+    return { ...rest, membership: { ...membership, members } };
+  });
+  const own = (m: { id: string }) => !m.id.startsWith('stranger-');
+
+  it('never promotes a member that advertises no pod of its own name, removes only such a learner while one is there, and never makes room for a stranger\'s name', () => check(fc.property(strangerArb, (s) => {
+    const step = decideScalingStep({ ...s, pod, recorded: { replicas: s.replicas, state: 'existing' }, peerUrl: podPeerUrl });
+    const target = s.membership.members.find((m) => step.action && 'id' in step.action && m.id === step.action.id);
+    if (step.action?.type === 'promote' && !own(target!)) return false;
+    const strangers = s.membership.members.filter((m) => !own(m));
+    if (strangers.length > 0 && step.action !== undefined && !(step.action.type === 'remove' && target && !own(target) && target.learner)) return false;
+    const ownFloor = Math.max(0, ...s.membership.members.filter((m) => own(m) && m.name).map((m) => ordinalOf(m.name) + 1));
+    // kv-8 is a stranger's: replicas is raised for no stranger (the own members' floor and what the step itself decides without them).
+    return strangers.length === 0 || step.plan.replicas === Math.max(s.replicas, ownFloor);
+  })));
+});
+
 describe('quorum-loss recovery (decideRecovery, decideRebuildStep)', () => {
   const seenArb: fc.Arbitrary<QuorumLossSeen> = fc.record({ forMs: fc.integer({ min: 0, max: 300_000 }), looks: fc.integer({ min: 0, max: 10 }), requiredMs: fc.constantFrom(60_000, 5_000) });
   const requestArb = fc.constantFrom('auto', 'kv-0', 'kv-1', 'kv-2', 'kv-4', 'kv-8');

@@ -289,6 +289,14 @@ describe('resuming a replacement from the world, whatever step a controller was 
     expect(decideReplacementStep(input(5, running, marked))).toMatchObject({ action: { type: 'promote', id: 'm4', pod: 'kv-4' } });
   });
 
+  it('marked and removed while a learner the controller did not add is there: removes that learner, never promotes it', () => {
+    const intruder = member(4, { id: 'm666', learner: true, peerUrls: ['http://10.9.9.9:2380'] });
+    const members = [...five().filter((m) => m.id !== 'm2' && m.id !== 'm4'), intruder];
+    const s = decideReplacementStep(input(5, members, marked));
+    expect(s).toMatchObject({ action: { type: 'remove', id: 'm666', pod: 'kv-4' }, phase: 'Replacing' });
+    expect(s!.message).toMatch(/first removing learner kv-4 \(member m666, peer URLs http:\/\/10\.9\.9\.9:2380\), which advertises no pod of this cluster/);
+  });
+
   it('marked, removed and added back: deletes the claim and the pod (by uid)', () => {
     const s = decideReplacementStep(input(5, fourAndLearner, marked));
     expect(s).toMatchObject({ action: { type: 'deleteVolume', pod: 'kv-2', claim: { name: 'data-kv-2', uid: 'claim-uid-2' }, podUid: 'pod-uid-2' } });

@@ -169,4 +169,34 @@ describe('a member that knows a leader but has not applied what it committed (is
     const caughtUp = membership([member(0, { raftIndex: 9_000, raftAppliedIndex: 9_000 }), member(1, { raftIndex: 9_000 }), member(2, { raftIndex: 9_000, raftAppliedIndex: 8_500 })]);
     expect(step({ size: 5, replicas: 3, membership: caughtUp }).action).toEqual({ type: 'addLearner', pod: 'kv-3' });
   });
+
+  describe('members the controller did not add (the pods\' peer URLs given)', () => {
+    const peerUrl = (p: string) => `https://${p}.kv-peers:2380`;
+    // Someone who reached a client port while it took plain HTTP: `member add --learner`, their own process, any name.
+    const intruder = (over: Partial<MemberStatus> = {}) => member(7, { id: '6666', name: 'kv-7', peerUrls: ['http://10.9.9.9:2380'], learner: true, ...over });
+
+    it('removes a learner that advertises no pod of the cluster, never promotes it, and keeps the StatefulSet at its size (kv-7 is no ordinal to make room for)', () => {
+      const s = step({ size: 3, replicas: 3, peerUrl, membership: membership([member(0), member(1), member(2), intruder()]) });
+      expect(s.action).toEqual({ type: 'remove', id: '6666', pod: 'kv-7' });
+      expect(s.plan).toEqual({ replicas: 3, state: 'existing' });
+      expect(s.message).toMatch(/^removing learner kv-7 \(member 6666, peer URLs http:\/\/10\.9\.9\.9:2380\): it advertises no pod of this cluster/);
+      // Without the pods' peer URLs (the old decision) it was promoted, and the StatefulSet raised to 8 for its name.
+      const blind = step({ size: 3, replicas: 3, membership: membership([member(0), member(1), member(2), intruder()]) });
+      expect(blind.action).toEqual({ type: 'promote', id: '6666', pod: 'kv-7' });
+    });
+
+    it('takes a learner advertising a pod\'s address under another pod\'s name for a stranger too; its own learner (scheme aside) is promoted', () => {
+      const renamed = member(3, { id: '6667', name: 'kv-5', learner: true });
+      expect(step({ size: 4, replicas: 4, peerUrl, membership: membership([member(0), member(1), member(2), renamed]) }).action).toEqual({ type: 'remove', id: '6667', pod: 'kv-5' });
+      const ours = member(3, { learner: true });
+      expect(step({ size: 4, replicas: 4, peerUrl, membership: membership([member(0), member(1), member(2), ours]) }).action).toEqual({ type: 'promote', id: '1003', pod: 'kv-3' });
+    });
+
+    it('holds everything, changing nothing, while a voting member advertises no pod of the cluster: a human decides', () => {
+      const s = step({ size: 5, replicas: 3, peerUrl, membership: membership([member(0), member(1), member(2), intruder({ learner: false })]) });
+      expect(s.action).toBeUndefined();
+      expect(s).toMatchObject({ phase: 'Waiting', plan: { replicas: 3, state: 'existing' } });
+      expect(s.message).toMatch(/voting member kv-7 .* advertises no pod of this cluster: the controller did not add it; nothing is added, removed or promoted/);
+    });
+  });
 });
