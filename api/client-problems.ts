@@ -11,6 +11,7 @@
  */
 import { prefixesOverlap, ROOT } from '../engines/etcd/client-identities.js';
 import { etcdVersionOf } from '../engines/etcd/versions.js';
+import { CLIENT_CERTIFICATE_REQUEST } from '../engines/etcd/certificate-requests.js';
 import type { FieldProblem } from './schema-errors.js';
 
 interface ClientEntry { name?: unknown; prefix?: unknown; access?: unknown }
@@ -41,6 +42,8 @@ export function clientProblems(spec: Record<string, any> | undefined, reported: 
   entries.forEach((client, i) => {
     if (typeof client.name !== 'string' || !fine(i, 'name')) return;
     if (client.name === ROOT) problems.push({ segments: at(i, 'name'), message: 'root is etcd\'s administrator, the controller\'s own user: choose another name' });
+    // The common name of the controller's own client certificate: a user of that name would be whatever the controller's certificate can do.
+    if (client.name === CLIENT_CERTIFICATE_REQUEST.commonName) problems.push({ segments: at(i, 'name'), message: `${client.name} is the common name of the controller's own client certificate: choose another name` });
     const first = entries.findIndex((c) => c.name === client.name);
     if (first < i) problems.push({ segments: at(i, 'name'), message: `duplicate client name ${JSON.stringify(client.name)} (also spec.clients[${first}].name)` });
   });

@@ -51,6 +51,10 @@ describe('client identities in the spec', () => {
     expect(problems({ clients: [{ name: 'a', prefix: '/orders/' }, { name: 'b', prefix: '/orders-archive/' }] })).toEqual([]);
   });
 
+  it('reserves dkv-operator, the common name of the controller\'s own client certificate, as it reserves root', () => {
+    expect(problems({ clients: [{ name: 'dkv-operator', prefix: '/d/' }] })).toEqual(['spec.clients.0.name: dkv-operator is the common name of the controller\'s own client certificate: choose another name']);
+  });
+
   it('refuses client identities on etcd 3.5, whose NOSPACE alarm lifts the authentication check (etcd-io/etcd#22386), naming the image', () => {
     for (const image of ['registry.k8s.io/etcd:3.5.21-0', 'quay.io/coreos/etcd:v3.5.17']) {
       expect(problems({ image, clients: [{ name: 'orders', prefix: '/o/' }] })).toEqual([expect.stringMatching(/^spec\.clients: not with etcd 3\.5\.\d+ \(spec\.image\): on etcd 3\.5 a NOSPACE alarm .*22386/)]);
