@@ -17,6 +17,13 @@ import type { KeyedCertificate } from '../model/certificates.js';
 
 /** Refused above this: a review carries at most a list page of objects, and each is small. */
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
+/**
+ * The bodies held at once, across every review, and the reviews served at once: beyond either, a review is
+ * refused (429) rather than buffered. A few parallel POSTs of 30 MiB each (parsed, several times their size)
+ * would otherwise take a replica past its memory limit, and every replica serves the webhook: conversion and
+ * reconciling would go down together. The API server's own reviews are a list page each, far under both.
+ */
+export const WEBHOOK_LIMITS = { maxInFlightBytes: 48 * 1024 * 1024, maxConcurrentReviews: 4 } as const;
 
 interface ConversionReview {
   apiVersion?: string;
@@ -56,6 +63,8 @@ export interface ConversionWebhookOptions {
 
 export interface ConversionWebhook {
   readonly port: number;
+  /** The most body bytes held at once so far, and how many reviews were refused for the limits. */
+  load(): { readonly maxInFlightBytes: number; readonly refused: number };
   /** Serves `certificate` on every connection from now on. */
   setCertificate(certificate: KeyedCertificate): void;
   close(): Promise<void>;
@@ -64,6 +73,10 @@ export interface ConversionWebhook {
 export async function startConversionWebhook(options: ConversionWebhookOptions): Promise<ConversionWebhook> {
   const { log, observe } = options;
   let current = options.certificate;
+  let inFlightBytes = 0;
+  let maxInFlightBytes = 0;
+  let reviews = 0;
+  let refused = 0;
   const server: Server = createServer({ cert: current.certificate, key: current.privateKey }, (req, res) => {
     const started = performance.now();
     const answer = (status: number, body: unknown) => {
@@ -75,15 +88,43 @@ export async function startConversionWebhook(options: ConversionWebhookOptions):
       answer(404, { message: 'POST a ConversionReview to /convert' });
       return;
     }
+    const refuse = (message: string) => {
+      refused++;
+      res.setHeader('Retry-After', '1');
+      answer(429, { message });
+      req.destroy();
+    };
+    if (reviews >= WEBHOOK_LIMITS.maxConcurrentReviews) {
+      refuse(`${reviews} ConversionReviews are being served, the most at once`);
+      return;
+    }
+    reviews++;
     const chunks: Buffer[] = [];
     let size = 0;
+    // Every byte held is given back once, however the request ends (answered, refused, the connection gone).
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      inFlightBytes -= size;
+      reviews--;
+      chunks.length = 0;
+    };
+    res.once('close', release);
     req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
+      if (res.headersSent) return;
+      if (size + chunk.length > MAX_BODY_BYTES) {
         answer(413, { message: `a ConversionReview over ${MAX_BODY_BYTES} bytes` });
         req.destroy();
         return;
       }
+      if (inFlightBytes + chunk.length > WEBHOOK_LIMITS.maxInFlightBytes) {
+        refuse(`ConversionReviews of ${Math.round((inFlightBytes + chunk.length) / 1048576)} MiB at once, over ${WEBHOOK_LIMITS.maxInFlightBytes / 1048576} MiB`);
+        return;
+      }
+      size += chunk.length;
+      inFlightBytes += chunk.length;
+      maxInFlightBytes = Math.max(maxInFlightBytes, inFlightBytes);
       chunks.push(chunk);
     });
     req.on('end', () => {
@@ -114,6 +155,7 @@ export async function startConversionWebhook(options: ConversionWebhookOptions):
   log.info('serving the conversion webhook', { host: options.host, port });
   return {
     port,
+    load: () => ({ maxInFlightBytes, refused }),
     setCertificate(certificate) {
       if (certificate.certificate === current.certificate) return;
       current = certificate;

@@ -19,6 +19,9 @@ export class ControllerNamespace extends Construct {
   constructor(scope: Construct, id: string, props: ControllerNamespaceProps) {
     super(scope, id);
     const { identity } = props;
-    this.apiObject = new k8s.KubeNamespace(this, 'Resource', { metadata: { name: identity.namespace, labels: { ...identity.labels } } });
+    // The restricted Pod Security Standard enforced on the namespace, not only met by the Deployment: a pod that is
+    // not the controller's (a debugging pod, a compromised ServiceAccount's) is held to it too.
+    const podSecurity = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' };
+    this.apiObject = new k8s.KubeNamespace(this, 'Resource', { metadata: { name: identity.namespace, labels: { ...identity.labels, ...podSecurity } } });
   }
 }

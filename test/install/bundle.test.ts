@@ -281,6 +281,8 @@ describe('the rest of the bundle', () => {
   it('creates the namespace first and the CRD before anything of its kind, the same CRD as dist/', () => {
     const objects = bundle();
     expect(objects.map((o) => o.kind).slice(0, 2)).toEqual(['Namespace', 'CustomResourceDefinition']);
+    // The restricted standard enforced on the namespace, for any pod in it, not only met by the controller's.
+    expect(one(objects, 'Namespace').metadata.labels).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' });
     expect(one(objects, 'CustomResourceDefinition')).toEqual(customResourceDefinition(DEFAULT_CONFIG));
     expect(parse(readFileSync(join(ROOT, 'dist', 'distributedkvs.example.com.crd.k8s.yaml'), 'utf8'))).toEqual(one(objects, 'CustomResourceDefinition'));
   });
