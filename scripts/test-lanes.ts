@@ -52,7 +52,9 @@ function runJest(lane: 'fast' | 'integration', args: readonly string[], logFile?
   const summaryFile = join(dir, 'summary.json');
   const env = { ...process.env, DKV_TEST_SUMMARY: summaryFile, DKV_TEST_LANE: lane, DKV_TIMING_FIGURES: timingFigures };
   const log = logFile === undefined ? undefined : openSync(logFile, 'w');
-  const child = spawn(process.execPath, ['--experimental-vm-modules', jestBin, ...args], { cwd: root, stdio: log === undefined ? 'inherit' : ['ignore', log, log], env });
+  // --forceExit: a file that fails part-way can leave a handle open (a member's socket, a timer), and jest then waits
+  // for it after the run, without end: a busy-core run hung so for 20 minutes past its last test. Its summary is written first.
+  const child = spawn(process.execPath, ['--experimental-vm-modules', jestBin, '--forceExit', ...args], { cwd: root, stdio: log === undefined ? 'inherit' : ['ignore', log, log], env });
   if (log !== undefined) closeSync(log);
   return new Promise((resolve) => {
     child.on('close', (code) => {

@@ -156,10 +156,16 @@ export async function checkMemberData(check: MemberDataCheck): Promise<MemberDat
   if (peers.length === 0) return { start: true, why: `${check.dataDir} holds no write-ahead log and no other member is listed: a new member of a new cluster` };
   const timeoutMs = check.timeoutMs ?? 3_000;
   const fetch = check.fetchMembers ?? ((url: string) => fetchListedMembers(url, check.tls, timeoutMs));
-  // The first peer that answers: any member's copy of the membership says whether this one started before.
-  const members = await Promise.any(peers.map((url) => fetch(url))).catch(() => undefined);
-  if (!members) return { start: true, why: `${check.dataDir} holds no write-ahead log and no other member answered: etcd decides` };
-  const started = startedMemberAt(check.ownPeerUrl, members);
-  if (started) return { start: false, refusal: wipedMemberRefusal(check.name, started, check.dataDir) };
+  // Every peer that answers: a peer's copy of the membership is what it has applied, and a follower behind the
+  // leader may still list a member the controller just removed to replace it. Only when every answer lists this
+  // one as started is it refused; answers that differ are a membership changing, and etcd decides.
+  const answers = (await Promise.allSettled(peers.map((url) => fetch(url))))
+    .flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
+  if (answers.length === 0) return { start: true, why: `${check.dataDir} holds no write-ahead log and no other member answered: etcd decides` };
+  const started = answers.map((members) => startedMemberAt(check.ownPeerUrl, members));
+  if (started.every((m) => m !== undefined)) return { start: false, refusal: wipedMemberRefusal(check.name, started[0]!, check.dataDir) };
+  if (started.some((m) => m !== undefined)) {
+    return { start: true, why: `${check.dataDir} holds no write-ahead log; ${started.filter(Boolean).length} of ${answers.length} members that answered list a started member at ${check.ownPeerUrl}: the membership is changing, etcd decides` };
+  }
   return { start: true, why: `${check.dataDir} holds no write-ahead log and no started member is listed at ${check.ownPeerUrl}: a member joining for the first time` };
 }
