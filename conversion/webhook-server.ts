@@ -21,9 +21,10 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024;
  * The bodies held at once, across every review, and the reviews served at once: beyond either, a review is
  * refused (429) rather than buffered. A few parallel POSTs of 30 MiB each (parsed, several times their size)
  * would otherwise take a replica past its memory limit, and every replica serves the webhook: conversion and
- * reconciling would go down together. The API server's own reviews are a list page each, far under both.
+ * reconciling would go down together. The API server's own reviews are a list page each, far under both, though
+ * it sends many at once while a migration rewrites every object (a bound of 4 refused some of those).
  */
-export const WEBHOOK_LIMITS = { maxInFlightBytes: 48 * 1024 * 1024, maxConcurrentReviews: 4 } as const;
+export const WEBHOOK_LIMITS = { maxInFlightBytes: 48 * 1024 * 1024, maxConcurrentReviews: 32 } as const;
 
 interface ConversionReview {
   apiVersion?: string;
@@ -88,11 +89,14 @@ export async function startConversionWebhook(options: ConversionWebhookOptions):
       answer(404, { message: 'POST a ConversionReview to /convert' });
       return;
     }
+    // Refused with the connection closed after the answer, never cut: the API server's Go client reports a pooled
+    // connection cut under it as "server closed idle connection" on its next review. What the caller still sends
+    // is read and dropped (the data handler keeps nothing once the answer is out).
     const refuse = (message: string) => {
       refused++;
       res.setHeader('Retry-After', '1');
+      res.setHeader('Connection', 'close');
       answer(429, { message });
-      req.destroy();
     };
     if (reviews >= WEBHOOK_LIMITS.maxConcurrentReviews) {
       refuse(`${reviews} ConversionReviews are being served, the most at once`);

@@ -33,7 +33,7 @@ function resource(size: number, image = ETCD): ValidResource {
 }
 
 const member = (i: number, over: Partial<MemberStatus> = {}): MemberStatus =>
-  ({ id: `id${i}`, name: `kv-${i}`, peerUrls: [`http://kv-${i}:2380`], learner: false, healthy: true, leader: i === 0, version: '3.6.8', alarms: [], ...over });
+  ({ id: `id${i}`, name: `kv-${i}`, peerUrls: [`http://kv-${i}.kv-peers:2380`], learner: false, healthy: true, leader: i === 0, version: '3.6.8', alarms: [], ...over });
 const statusOf = (members: MemberStatus[]): MembershipStatus =>
   ({ members, voters: members.filter((m) => !m.learner).length, healthyVoters: members.filter((m) => !m.learner && m.healthy).length, leaderId: 'id0', alarms: [] });
 
@@ -52,7 +52,7 @@ function statefulSet(replicas: number, image = ETCD, status: Record<string, unkn
     status: { observedGeneration: 1, replicas, updatedReplicas: replicas, currentRevision: 'r1', updateRevision: 'r1', ...status },
   } as unknown as CachedObject;
 }
-const configMap = (replicas: number) => ({ metadata: { name: 'kv-members' }, data: { ETCD_INITIAL_CLUSTER: Array.from({ length: replicas }, (_, i) => `kv-${i}=http://kv-${i}:2380`).join(','), ETCD_INITIAL_CLUSTER_STATE: 'existing' } }) as unknown as CachedObject;
+const configMap = (replicas: number) => ({ metadata: { name: 'kv-members' }, data: { ETCD_INITIAL_CLUSTER: Array.from({ length: replicas }, (_, i) => `kv-${i}=http://kv-${i}.kv-peers:2380`).join(','), ETCD_INITIAL_CLUSTER_STATE: 'existing' } }) as unknown as CachedObject;
 
 const NOW = Date.parse('2026-11-26T12:00:00Z');
 /** The claims of `replicas` members, bound; `over` replaces some by ordinal. */
@@ -118,9 +118,9 @@ describe('the membership step', () => {
     const sts = statefulSet(3);
     (sts.spec as any).template.spec.containers[0].args = args;
     const pods = [0, 1, 2].map((i): MemberPod => ({ name: `kv-${i}`, uid: `pod-uid-${i}`, resourceVersion: '1', revision: 'r1', image: ETCD, args, deleting: false }));
-    const https = (i: number) => member(i, { peerUrls: [`https://kv-${i}:2380`] });
+    const https = (i: number) => member(i, { peerUrls: [`https://kv-${i}.kv-peers:2380`] });
     const decision = (await membershipStep(reader(statusOf([https(0), member(1), https(2)]), sts, pods), cr, resource(3), false))!;
-    expect(decision.write).toMatchObject({ kind: 'updatePeerUrls', id: 'id1', pod: 'kv-1', peerUrls: ['https://kv-1:2380'] });
+    expect(decision.write).toMatchObject({ kind: 'updatePeerUrls', id: 'id1', pod: 'kv-1', peerUrls: ['https://kv-1.kv-peers:2380'] });
     // Every URL https: settled, nothing to do.
     const done = (await membershipStep(reader(statusOf([https(0), https(1), https(2)]), sts, pods), cr, resource(3), false))!;
     expect(done.write).toBeUndefined();

@@ -122,7 +122,7 @@ describe('a storage growth that raises the derived quota', () => {
 });
 
 function reader(sts: CachedObject, pods: MemberPod[], leader: string): MembershipReader {
-  const members: MemberStatus[] = [0, 1, 2].map((i) => ({ id: `id${i}`, name: `kv-${i}`, peerUrls: [], learner: false, healthy: true, leader: `kv-${i}` === leader, alarms: [] }));
+  const members: MemberStatus[] = [0, 1, 2].map((i) => ({ id: `id${i}`, name: `kv-${i}`, peerUrls: [`https://kv-${i}.kv-peers:2380`], learner: false, healthy: true, leader: `kv-${i}` === leader, alarms: [] }));
   const status: MembershipStatus = { members, voters: 3, healthyVoters: 3, leaderId: members.find((m) => m.leader)!.id, alarms: [] };
   const refuse = async (): Promise<never> => { throw new Error('the step changed the members itself'); };
   const membership: Membership = {
