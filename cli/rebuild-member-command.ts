@@ -1,35 +1,28 @@
 /**
- * `dkv rebuild-member`: what every member pod's `recover` init container
- * runs before etcd starts. First the member side of a quorum-loss recovery
- * (engines/etcd/quorum-rebuild.ts), whose order comes from the environment
- * (the recovery ConfigMap, when there is one); then the check that a member
- * whose data is gone does not start under its old id
- * (engines/etcd/member-data-check.ts), which reads the member ConfigMap's
- * ETCD_INITIAL_CLUSTER from the environment too.
+ * `dkv rebuild-member`: the member side of a quorum-loss recovery
+ * (engines/etcd/quorum-rebuild.ts), as the `recover` init container runs it
+ * on every member pod before etcd starts. The recovery's order comes from
+ * the environment (the recovery ConfigMap, when there is one).
  */
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { rebuildMember, recoveryOrderFrom, RECOVERY_ENV } from '../engines/etcd/quorum-rebuild.js';
 import { createLogger } from '../kube/log.js';
-import { checkMemberData, peerTlsFromDirectory } from '../engines/etcd/member-data-check.js';
 
 export const REBUILD_MEMBER_USAGE = `usage: dkv rebuild-member --data-dir <dir> --name <member> --initial-cluster-token <token>
-                          --initial-advertise-peer-urls <url> [--etcdutl <path>] [--peer-tls-dir <dir>]
-  Rebuilds nothing unless ${RECOVERY_ENV.pod} names this member and the member id in its data directory is
+                          --initial-advertise-peer-urls <url> [--etcdutl <path>]
+  Does nothing unless ${RECOVERY_ENV.pod} names this member and the member id in its data directory is
   ${RECOVERY_ENV.memberId}; then rewrites the data directory into a one-member cluster from the member's own
   database (etcdutl snapshot restore --skip-hash-check), once per ${RECOVERY_ENV.id}, keeping the old
   directory beside it. --etcdutl defaults to DKV_ETCDUTL, else etcdutl on the PATH.
-  Then, when the data directory holds no write-ahead log, asks the other members listed in ETCD_INITIAL_CLUSTER
-  (their peer port's /members; with --peer-tls-dir's tls.crt, tls.key and ca.crt where it serves TLS) and
-  refuses when they list this member as started: its data is gone.
-Exit codes: 0 rebuilt or nothing to do, 1 failed or refused (the reason on stderr, last), 2 usage.`;
+Exit codes: 0 rebuilt or nothing to do, 1 failed (the reason on stderr), 2 usage.`;
 
 const REQUIRED = ['data-dir', 'name', 'initial-cluster-token', 'initial-advertise-peer-urls'] as const;
 
 export async function rebuildMemberCommand(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { ...Object.fromEntries(REQUIRED.map((name) => [name, { type: 'string' as const }])), etcdutl: { type: 'string' }, 'peer-tls-dir': { type: 'string' }, help: { type: 'boolean' } },
+    options: { ...Object.fromEntries(REQUIRED.map((name) => [name, { type: 'string' as const }])), etcdutl: { type: 'string' }, help: { type: 'boolean' } },
     allowPositionals: false,
   });
   if (values.help) {
@@ -54,18 +47,6 @@ export async function rebuildMemberCommand(args: string[], env: NodeJS.ProcessEn
     process.stdout.write(outcome.kind === 'rebuilt'
       ? `rebuilt ${option('name')} as a one-member cluster (token ${outcome.token}); its former data directory is kept at ${outcome.from}\n`
       : `nothing rebuilt: ${outcome.reason}\n`);
-    const peerTlsDir = values['peer-tls-dir'];
-    const verdict = await checkMemberData({
-      dataDir: option('data-dir'), name: option('name'), ownPeerUrl: option('initial-advertise-peer-urls'),
-      initialCluster: env.ETCD_INITIAL_CLUSTER, tls: peerTlsDir ? peerTlsFromDirectory(peerTlsDir) : undefined,
-    });
-    if (!verdict.start) {
-      log.error('member not started: its data is gone', { reason: verdict.refusal });
-      // Last on stderr: the kubelet's termination message (FallbackToLogsOnError) is the log's tail, which replacement reads.
-      process.stderr.write(`dkv rebuild-member: refused: ${verdict.refusal}\n`);
-      return 1;
-    }
-    process.stdout.write(`etcd may start: ${verdict.why}\n`);
     return 0;
   } catch (e) {
     const reason = (e as Error).message;

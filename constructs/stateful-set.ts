@@ -108,8 +108,7 @@ export class KVStatefulSet extends Construct {
                 envFrom: rebuild.envFrom,
                 resources: resourceRequirements(config.restore.resources),
                 securityContext: restrictedContainerSecurityContext(),
-                terminationMessagePolicy: rebuild.terminationMessagePolicy,
-                volumeMounts: [dataMount, ...(rebuild.volumeMounts ?? [])],
+                volumeMounts: [dataMount],
               }] : []),
             ] : undefined,
             containers: [

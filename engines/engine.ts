@@ -70,10 +70,6 @@ export interface RestoreContainer {
   readonly args: string[];
   readonly env: k8s.EnvVar[];
   readonly envFrom?: k8s.EnvFromSource[];
-  /** Mounts besides the data volume (the member's certificates, from the member container's volumes). */
-  readonly volumeMounts?: k8s.VolumeMount[];
-  /** How the kubelet reports why it failed (its log's tail with FallbackToLogsOnError). */
-  readonly terminationMessagePolicy?: string;
 }
 
 export interface Engine {

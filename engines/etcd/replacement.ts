@@ -44,8 +44,8 @@ export interface HealingPod {
   readonly unschedulable?: string;
   /**
    * The last termination message of the member container, or of an init
-   * container when one failed since (the `recover` container refuses a
-   * member whose data is gone: member-data-check.ts): with
+   * container when one failed since (a kubelet reports an init container's
+   * exit as the pod's latest): with
    * `terminationMessagePolicy: FallbackToLogsOnError`, the tail of the
    * container's log when it exited.
    */

@@ -150,9 +150,7 @@ async function sha256Of(file: string): Promise<string> {
 /** Runs `etcdutl` (a snapshot restore) to completion; its stderr's tail is the error. */
 export function etcdutl(binary: string, args: string[], signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    // Without etcd's own variables: the recover init container has the member ConfigMap's (ETCD_INITIAL_CLUSTER, ...) for its check, and they must not reach etcdutl as settings.
-    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('ETCD_')));
-    const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], signal, env });
+    const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], signal });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
     child.on('error', (e) => reject(new RestoreError(`cannot run ${binary}: ${e.message}`)));

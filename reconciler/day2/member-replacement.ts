@@ -171,7 +171,7 @@ interface ContainerStatus {
 
 /**
  * The member's latest exit, of its etcd container or of an init container that failed (the `recover` container
- * refuses a member whose data is gone: member-data-check.ts), with the container it was.
+ * exits before the member container runs), with the container it was.
  */
 function latestExit(p: PodObject): { readonly container: string; readonly terminated: Termination } | undefined {
   const exits = [

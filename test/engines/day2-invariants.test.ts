@@ -6,10 +6,6 @@
  * lived: each of those is also kept below as a fixed example.
  */
 import fc from 'fast-check';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { checkMemberData } from '../../engines/etcd/member-data-check.js';
 import { decideScalingStep } from '../../engines/etcd/scaling.js';
 import { decideRecovery, QUORUM_LOSS_LOOKS, type QuorumLossSeen } from '../../engines/etcd/recovery.js';
 import { decideRebuildStep, type RecoveryRecord } from '../../engines/etcd/rebuild.js';
@@ -253,37 +249,4 @@ describe('the migration to TLS, Switching (gateSwitchingRestart)', () => {
     }
     return true;
   })));
-});
-
-describe('a member whose data is gone (checkMemberData, before etcd starts)', () => {
-  const directories = { empty: mkdtempSync(join(tmpdir(), 'dkv-inv16-empty-')), logged: mkdtempSync(join(tmpdir(), 'dkv-inv16-wal-')) };
-  mkdirSync(join(directories.logged, 'member', 'wal'), { recursive: true });
-  writeFileSync(join(directories.logged, 'member', 'wal', '0000000000000000-0000000000000000.wal'), Buffer.alloc(64));
-  afterAll(() => Object.values(directories).forEach((d) => rmSync(d, { recursive: true, force: true })));
-
-  const HOSTS = ['kv-0.kv-peers:2380', 'kv-1.kv-peers:2380', 'kv-2.kv-peers:2380', 'kv-3.kv-peers:2380'];
-  const listedArb = fc.array(fc.record({
-    id: fc.bigInt({ min: 1n, max: (1n << 64n) - 1n }).map(String),
-    peerURLs: fc.array(fc.tuple(fc.constantFrom('http', 'https'), fc.constantFrom(...HOSTS)).map(([s, h]) => `${s}://${h}`), { maxLength: 2 }),
-    clientURLs: fc.array(fc.constantFrom('https://a:2379', 'http://b:2379'), { maxLength: 2 }),
-  }), { maxLength: 6 });
-  const caseArb = fc.record({
-    listed: fc.option(listedArb), // null: no other member answers
-    own: fc.tuple(fc.constantFrom('http', 'https'), fc.constantFrom(...HOSTS)).map(([s, h]) => `${s}://${h}`),
-    wal: fc.boolean(),
-  });
-
-  it('never lets an empty member start under an id the others list as started; never refuses a member that has its log, or one nobody lists as started', () => fc.assert(fc.asyncProperty(caseArb, async ({ listed, own, wal }) => {
-    const verdict = await checkMemberData({
-      dataDir: wal ? directories.logged : directories.empty, name: 'kv-1', ownPeerUrl: own,
-      initialCluster: 'kv-0=https://kv-0.kv-peers:2380,kv-1=https://kv-1.kv-peers:2380,kv-2=https://kv-2.kv-peers:2380',
-      fetchMembers: async () => {
-        if (!listed) throw new Error('connection refused');
-        return listed;
-      },
-    });
-    const ownAddress = new URL(own).host;
-    const startedHere = (listed ?? []).some((m) => m.peerURLs.some((u) => new URL(u).host === ownAddress) && m.clientURLs.length > 0);
-    return verdict.start === (wal || !startedHere);
-  }), { seed, numRuns: RUNS }));
 });

@@ -86,7 +86,7 @@ describe('the previous log of an exited member container', () => {
     expect([memory.get('a'), memory.get('b'), memory.get('c')]).toEqual([undefined, 'x', 'y']);
   });
 
-  it('takes a failed init container\'s exit when it is the latest: the recover container refuses a member whose data is gone (member-data-check.ts)', async () => {
+  it('takes a failed init container\'s exit when it is the latest, as a kubelet reports it', async () => {
     const REFUSAL = 'dkv rebuild-member: refused: member ab54a98ceb1f0ad2 has already been bootstrapped: kv-1 is a started member of its cluster';
     const initializing = {
       metadata: { name: 'kv-1', uid: 'uid-kv-1', creationTimestamp: '2026-11-28T20:59:00Z' },
