@@ -86,7 +86,7 @@ export function clientPermission(client: ClientIdentity): Permission {
 /** Whether two prefixes share a key: one starts with the other. */
 export const prefixesOverlap = (a: string, b: string): boolean => a.startsWith(b) || b.startsWith(a);
 
-const sameRange = (a: KeyRange, b: KeyRange): boolean => a.key === b.key && a.rangeEnd === b.rangeEnd;
+export const sameRange = (a: KeyRange, b: KeyRange): boolean => a.key === b.key && a.rangeEnd === b.rangeEnd;
 
 /**
  * The calls that take the store from `state` to what `clients` ask, in an

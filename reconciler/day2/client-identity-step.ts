@@ -32,7 +32,7 @@ import type { TlsInEffect } from '../../model/tls.js';
 import type { DistributedKVSpec } from '../../imports/distributedkv.js';
 import { createLeafCertificate, describeCertificate, signedBy, splitBundle, type KeyedCertificate, type LeafRequest } from '../../model/certificates.js';
 import type { EtcdClientTls } from '../../engines/etcd/etcd-http.js';
-import { authActions, clientPermission, ROOT, type AuthAction, type AuthStoreState, type ClientIdentity } from '../../engines/etcd/client-identities.js';
+import { authActions, clientPermission, ROOT, sameRange, type AuthAction, type AuthStoreState, type ClientIdentity } from '../../engines/etcd/client-identities.js';
 import { CLIENT_LABEL, clientSecretName, rootSecretName } from '../../engines/etcd/client-identity-secrets.js';
 import { clientCertificateRequest, newRootPassword, ROOT_CERTIFICATE_REQUEST } from '../../engines/etcd/client-certificates.js';
 import { leafSecretData } from '../../engines/etcd/certificates.js';
@@ -220,8 +220,8 @@ export function grantedClientSecrets(decision: ClientIdentitySecretsDecision, st
     const user = state.users.find((u) => u.name === c.name);
     const role = state.roles.find((r) => r.name === c.name);
     const permission = clientPermission(c);
-    return user?.roles.length === 1 && user.roles[0] === c.name && role?.permissions.length === 1
-      && role.permissions[0].key === permission.key && role.permissions[0].rangeEnd === permission.rangeEnd && role.permissions[0].type === permission.type;
+    const [held] = role?.permissions ?? [];
+    return user?.roles.length === 1 && user.roles[0] === c.name && role?.permissions.length === 1 && sameRange(held, permission) && held.type === permission.type;
   }).map((c) => c.name));
   return decision.createOnceGranted.filter((s) => granted.has(s.labels[CLIENT_LABEL] ?? ''));
 }

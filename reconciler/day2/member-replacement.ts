@@ -218,8 +218,7 @@ export function healingReader(client: KubeClient, now: () => number = Date.now, 
    * not be read (refused, the kubelet unreachable, the log rotated away). Either is remembered, so a pod that
    * crash-loops costs one read per exit, never one per reconcile; its next exit is a new container, read anew.
    */
-  const lastLogTail = async (namespace: string, p: PodObject): Promise<string | undefined> => {
-    const exit = latestExit(p);
+  const lastLogTail = async (namespace: string, p: PodObject, exit: ReturnType<typeof latestExit>): Promise<string | undefined> => {
     const terminated = exit?.terminated;
     const finishedAt = Date.parse(terminated?.finishedAt ?? '');
     if (!exit?.container || !terminated?.containerID || p.status?.containerStatuses?.[0]?.state?.running || !(now() - finishedAt <= RECENT_EXIT_MS) || dataLossIn(terminated.message)) return undefined;
@@ -238,13 +237,14 @@ export function healingReader(client: KubeClient, now: () => number = Date.now, 
       const pods = await readMemberPods(client, namespace, identity.selector, identity.statefulSetName) as PodObject[];
       return new Map(await Promise.all(pods.map(async (p) => {
         const scheduled = p.status?.conditions?.find((c) => c.type === 'PodScheduled');
+        const exit = latestExit(p);
         const pod: HealingPod = {
           name: p.metadata.name, uid: p.metadata.uid!, deleting: Boolean(p.metadata.deletionTimestamp),
           createdAtMs: Date.parse(p.metadata.creationTimestamp ?? '') || 0,
           unschedulable: scheduled?.status === 'False' && scheduled.reason === 'Unschedulable' ? scheduled.message ?? '' : undefined,
-          lastTermination: latestExit(p)?.terminated.message,
-          lastTerminationAtMs: Date.parse(latestExit(p)?.terminated.finishedAt ?? '') || undefined,
-          lastLogTail: await lastLogTail(namespace, p),
+          lastTermination: exit?.terminated.message,
+          lastTerminationAtMs: Date.parse(exit?.terminated.finishedAt ?? '') || undefined,
+          lastLogTail: await lastLogTail(namespace, p, exit),
           running: Boolean(p.status?.containerStatuses?.[0]?.state?.running),
         };
         return [p.metadata.name, pod] as const;
