@@ -154,6 +154,14 @@ export interface GeneratorConfig {
     readonly secret: string;
     /** The root user's password and a certificate without a common name (etcd's gateway refuses one with a common name once authentication is on). */
     readonly rootSecret: string;
+    /** How long a client identity's certificate (root's included) is valid; renewed at tls.renewalFraction of it. */
+    readonly certificateValidityDays: number;
+    /**
+     * How long a client certificate replaced by renewal keeps working before
+     * it enters the members' CRL (engines/etcd/client-revocation.ts): time for
+     * a client that reads its certificate only at start to pick up the new one.
+     */
+    readonly supersededGraceSeconds: number;
   };
   /** Fleet mode: the Lease on the coordination API server whose holder writes what is global (reconciler/fleet/fleet-lock.ts). */
   readonly fleet: {

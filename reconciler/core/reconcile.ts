@@ -180,7 +180,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
     secret,
     clientSecrets: () => (ctx.owned.get('v1/Secret')?.byIndex(cr.metadata.uid!) ?? []).filter((s) => s.metadata.namespace === namespace && s.metadata.labels?.[CLIENT_LABEL]),
   }) : undefined;
-  const identitiesTaken = identities ? await issueClientIdentitySecrets(ctx, cr, identities, identity.serverLabels, secret) : [];
+  const identitiesIssued = identities ? await issueClientIdentitySecrets(ctx, cr, identities, identity.serverLabels, secret, secretNames) : undefined;
   // Day-2: certificate rotation (renewal, the issuing CA's rotation), at most one change per reconcile.
   const rotation = await rotateCertificates(ctx, {
     tls, identity, namespace, config, detectOnly, problem: tlsProblem, creating: tlsDecision.create.length > 0,
@@ -304,8 +304,8 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   }
 
   const outcome = await executeWrites(ctx, cr, key, plan, detectOnly);
-  const identitiesAgainMs = identities?.active
-    ? await actOnClientIdentities(ctx, cr, key, identities, { identity, size: resource.spec.size, taken: identitiesTaken, membersRun: Boolean(own.statefulSet), labels: identity.serverLabels })
+  const identitiesAgainMs = identities?.active && identitiesIssued
+    ? await actOnClientIdentities(ctx, cr, key, identities, { identity, size: resource.spec.size, issued: identitiesIssued, membersRun: Boolean(own.statefulSet), labels: identity.serverLabels })
     : undefined;
   // Day-2: one maintenance step (defragmentation, NOSPACE recovery), once this reconcile's own changes are made.
   const storageUnderWay = storage.step.kind === 'resizeClaim' || storage.step.kind === 'waiting' ? storage.step.message : undefined;

@@ -11,8 +11,9 @@ import { encodeSecretValue } from '../../engines/etcd/secret-data.js';
 import type { SecretUpdate } from '../day2/certificate-rotation-step.js';
 import type { ReconcileContext } from './reconcile-context.js';
 
-export async function updateSecret(ctx: Pick<ReconcileContext, 'client'>, cached: CachedObject, update: SecretUpdate): Promise<void> {
-  await ctx.client.request('PUT', resourcePath('v1', 'Secret', cached.metadata.namespace!, update.name), {
+/** Returns the Secret as written (its new resourceVersion: a later write of the same reconcile goes with it). */
+export async function updateSecret(ctx: Pick<ReconcileContext, 'client'>, cached: CachedObject, update: SecretUpdate): Promise<CachedObject> {
+  return ctx.client.request<CachedObject>('PUT', resourcePath('v1', 'Secret', cached.metadata.namespace!, update.name), {
     body: {
       apiVersion: 'v1', kind: 'Secret', type: (cached as { type?: string }).type,
       metadata: { ...cached.metadata, resourceVersion: update.resourceVersion },

@@ -35,8 +35,12 @@ import type { EtcdClientTls } from '../../engines/etcd/etcd-http.js';
 import { authActions, clientPermission, ROOT, sameRange, type AuthAction, type AuthStoreState, type ClientIdentity } from '../../engines/etcd/client-identities.js';
 import { CLIENT_LABEL, clientSecretName, rootSecretName } from '../../engines/etcd/client-identity-secrets.js';
 import { clientCertificateRequest, newRootPassword, ROOT_CERTIFICATE_REQUEST } from '../../engines/etcd/client-certificates.js';
-import { leafSecretData } from '../../engines/etcd/certificates.js';
-import { nextRenewalCheck, renewalDue } from '../../engines/etcd/certificate-rotation.js';
+import { leafSecretData, REVOCATION_LIST_KEY, revocationListData } from '../../engines/etcd/certificates.js';
+import { formatRevoked, nextRenewalCheck, parseRevoked, renewalDue } from '../../engines/etcd/certificate-rotation.js';
+import {
+  decideClientRevocations, formatLedger, LEDGER_KEY, parseLedger, type HeldCertificate, type IssuedClientCertificate, type RevokedClientCertificate,
+} from '../../engines/etcd/client-revocation.js';
+import { decodeSecretData } from '../../engines/etcd/secret-data.js';
 import { tlsSecretNames } from '../../engines/etcd/tls-files.js';
 import type { IssuedSecret } from './tls-step.js';
 import type { SecretUpdate } from './certificate-rotation-step.js';
@@ -68,14 +72,30 @@ export interface ClientIdentitySecretsDecision {
    * Secret yet goes on working.
    */
   readonly renew: readonly SecretUpdate[];
-  /** When the next of these certificates is due (a requeue: nothing else may happen before then). */
+  /** When the next of these certificates is due, or a renewed one's grace ends (a requeue: nothing else may happen before then). */
   readonly nextRenewal?: Date;
+  /**
+   * Each certificate about to be handed out (create, createOnceGranted, renew), by its Secret's name: it enters
+   * the ledger in the CA Secret before its Secret is written, so that it can always be revoked later.
+   */
+  readonly issued: ReadonlyMap<string, IssuedClientCertificate>;
+  /** Certificates that enter the members' CRL now (client-revocation.ts), and the two Secrets' new data: the CRL first. */
+  readonly revocation?: ClientRevocation;
   /** The root identity read back from the cache: the controller's calls go as root (authentication may be on). */
   readonly root?: EtcdClientTls;
   /** The root identity for this reconcile's etcd auth calls: the cached one, or the one just issued (then authentication waits). */
   readonly rootForAuth?: EtcdClientTls;
   /** Something the controller cannot do, in words (a Warning Event). */
   readonly problem?: string;
+}
+
+/** The members' CRL grown by client certificates, and the CA Secret's ledger and `revoked` list that say so. */
+export interface ClientRevocation {
+  readonly revoke: readonly RevokedClientCertificate[];
+  /** Written first: once the members read it, the certificates are refused. Absent when nothing is revoked (a ledger tidied alone). */
+  readonly member?: SecretUpdate;
+  /** Then the CA Secret: the ledger without them, the `revoked` list with them (what a CA rotation's CRL is made from). */
+  readonly authority: SecretUpdate;
 }
 
 export interface ClientIdentityInput {
@@ -91,10 +111,12 @@ export interface ClientIdentityInput {
   readonly detectOnly: boolean;
 }
 
-const INACTIVE: ClientIdentitySecretsDecision = { active: false, clients: [], create: [], createOnceGranted: [], remove: [], renew: [] };
+const NONE_ISSUED: ReadonlyMap<string, IssuedClientCertificate> = new Map();
+const INACTIVE: ClientIdentitySecretsDecision = { active: false, clients: [], create: [], createOnceGranted: [], remove: [], renew: [], issued: NONE_ISSUED };
 
 const decoded = (secret: CachedObject | undefined): Record<string, string> | undefined =>
-  secret && Object.fromEntries(Object.entries((secret.data ?? {}) as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+  secret && decodeSecretData(secret.data as Record<string, string> | undefined);
+const leafOf = (data: Readonly<Record<string, string>> | undefined): string => splitBundle(data?.['tls.crt'] ?? '')[0] ?? '';
 
 const rootIdentity = (data: Record<string, string>): EtcdClientTls | undefined =>
   data['tls.crt'] && data['tls.key'] && data['ca.crt'] && data.password
@@ -123,12 +145,19 @@ export async function clientIdentitySecrets(input: ClientIdentityInput): Promise
   const authority = decoded(input.secret(tlsSecretNames(config, identity).authority));
   const ca: KeyedCertificate | undefined = authority?.['ca.crt'] && authority['ca.key'] ? { certificate: authority['ca.crt'], privateKey: authority['ca.key'] } : undefined;
   // The CA is the TLS step's to issue: until the cache shows it, nothing is signed.
-  if (!ca) return { active: true, clients, create: [], createOnceGranted: [], remove, renew: [], root };
+  if (!ca) return { ...INACTIVE, active: true, clients, remove, root };
   if (root && !signedBy(root.cert, ca.certificate)) return { ...INACTIVE, active: true, clients, problem: `Secret ${rootName}: tls.crt is not signed by the cluster's CA; it is left alone` };
-  if (input.detectOnly) return { active: true, clients, create: [], createOnceGranted: [], remove: [], renew: [], root };
+  if (input.detectOnly) return { ...INACTIVE, active: true, clients, root };
 
-  const days = config.tls.certificateValidityDays;
+  const days = config.clients.certificateValidityDays;
   const create: LabelledSecret[] = [];
+  const issued = new Map<string, IssuedClientCertificate>();
+  const mint = async (name: string, who: string, request: LeafRequest, renewal: boolean) => {
+    const leaf = await createLeafCertificate(ca, request, now, days);
+    const { serial, notAfter } = describeCertificate(leaf.certificate)!;
+    issued.set(name, { identity: who, serial, notAfter, issuedAt: now, renewal });
+    return leaf;
+  };
   let rootForAuth = root;
   // Clients' Secrets without root's: authentication was turned on with a password now lost. A new one would not open
   // the store, and would stand in the way of restoring the old Secret: nothing is issued or granted.
@@ -136,24 +165,75 @@ export async function clientIdentitySecrets(input: ClientIdentityInput): Promise
     return { ...INACTIVE, active: true, clients, problem: `Secret ${rootName} is missing while client identities exist: etcd authentication is on with the root password it held, which the controller cannot replace; restore that Secret` };
   }
   if (!cachedRoot) {
-    const leaf = await createLeafCertificate(ca, ROOT_CERTIFICATE_REQUEST, now, days);
+    const leaf = await mint(rootName, ROOT, ROOT_CERTIFICATE_REQUEST, false);
     const data = { ...leafSecretData(leaf, ca), username: ROOT, password: newRootPassword() };
     create.push({ secret: { name: rootName, type: 'kubernetes.io/tls', data }, labels: {} });
     rootForAuth = rootIdentity(data);
   }
   const missing = clients.filter((c) => !input.secret(clientSecretName(config, identity, c.name)));
-  const leaves = await Promise.all(missing.map((c) => createLeafCertificate(ca, clientCertificateRequest(c.name), now, days)));
   const createOnceGranted: LabelledSecret[] = [];
-  missing.forEach((c, i) => createOnceGranted.push({
-    secret: { name: clientSecretName(config, identity, c.name), type: 'kubernetes.io/tls', data: leafSecretData(leaves[i], ca) },
-    labels: { [CLIENT_LABEL]: c.name },
-  }));
+  for (const c of missing) {
+    const name = clientSecretName(config, identity, c.name);
+    const leaf = await mint(name, c.name, clientCertificateRequest(c.name), false);
+    createOnceGranted.push({ secret: { name, type: 'kubernetes.io/tls', data: leafSecretData(leaf, ca) }, labels: { [CLIENT_LABEL]: c.name } });
+  }
+  const revocation = await clientRevocation(input, authority!, ca);
   const held = [
-    ...(root ? [{ cached: input.secret(rootName)!, request: ROOT_CERTIFICATE_REQUEST }] : []),
-    ...clients.map((c) => ({ cached: input.secret(clientSecretName(config, identity, c.name)), request: clientCertificateRequest(c.name) })),
-  ].filter((h): h is { cached: CachedObject; request: LeafRequest } => h.cached !== undefined);
-  const { renew, nextRenewal } = await renewals(held, ca, now, config.tls.renewalFraction, days);
-  return { active: true, clients, create, createOnceGranted, remove, renew, nextRenewal, root, rootForAuth, problem: dropped };
+    ...(root ? [{ cached: input.secret(rootName)!, who: ROOT, request: ROOT_CERTIFICATE_REQUEST }] : []),
+    ...clients.map((c) => ({ cached: input.secret(clientSecretName(config, identity, c.name)), who: c.name, request: clientCertificateRequest(c.name) })),
+  ].filter((h): h is { cached: CachedObject; who: string; request: LeafRequest } => h.cached !== undefined);
+  const { renew, nextRenewal } = await renewals(held, ca, now, config.tls.renewalFraction, revocation.listed, mint);
+  const next = [nextRenewal, revocation.nextAt].filter((d): d is Date => d !== undefined).sort((a, b) => a.getTime() - b.getTime())[0];
+  return {
+    active: true, clients, create, createOnceGranted, remove, renew, root, rootForAuth, issued, problem: dropped,
+    ...(next ? { nextRenewal: next } : {}), ...(revocation.update ? { revocation: revocation.update } : {}),
+  };
+}
+
+/**
+ * What enters the members' CRL now (client-revocation.ts decides), as the
+ * two Secret writes that do it, and every serial listed once they are
+ * written (a Secret that still holds one is re-issued).
+ */
+async function clientRevocation(
+  input: ClientIdentityInput, authority: Readonly<Record<string, string>>, ca: KeyedCertificate,
+): Promise<{ update?: ClientRevocation; listed: ReadonlySet<string>; nextAt?: Date }> {
+  const { config, identity, now } = input;
+  const names = tlsSecretNames(config, identity);
+  const heldBy = (cached: CachedObject | undefined): HeldCertificate | undefined => {
+    const validity = cached && describeCertificate(leafOf(decoded(cached)));
+    return validity && { serial: validity.serial, notBefore: validity.notBefore, notAfter: validity.notAfter };
+  };
+  const held = new Map<string, HeldCertificate>();
+  const rootHeld = heldBy(input.secret(rootSecretName(config, identity)));
+  if (rootHeld) held.set(ROOT, rootHeld);
+  for (const s of input.clientSecrets()) {
+    const who = s.metadata.labels?.[CLIENT_LABEL];
+    const h = heldBy(s);
+    if (who && h) held.set(who, h);
+  }
+  // Root is wanted for as long as authentication is asked for or on: always, here (a Secret just created may not be cached yet).
+  const wanted = new Set([ROOT, ...(input.spec.clients ?? []).map((c) => c.name)]);
+  const decision = decideClientRevocations({ ledger: parseLedger(authority[LEDGER_KEY]), wanted, held, now, graceMs: config.clients.supersededGraceSeconds * 1000 });
+  const already = parseRevoked(authority.revoked);
+  const entries = [...already, ...decision.revoke.map((r) => ({ serial: r.serial, notAfter: r.notAfter }))];
+  const listed = new Set(entries.map((e) => e.serial));
+  const member = input.secret(names.member);
+  const cachedAuthority = input.secret(names.authority)!;
+  // The CRL is the members' (written by the TLS step first): until the cache shows it, nothing is revoked through it.
+  if (!decision.changed || !member) return { listed, nextAt: decision.nextAt };
+  const crl = decision.revoke.length > 0 ? await revocationListData(ca, entries, now, config) : undefined;
+  return {
+    listed, nextAt: decision.nextAt,
+    update: {
+      revoke: decision.revoke,
+      ...(crl === undefined ? {} : { member: { name: names.member, resourceVersion: member.metadata.resourceVersion ?? '', data: { ...decoded(member)!, [REVOCATION_LIST_KEY]: crl } } }),
+      authority: {
+        name: names.authority, resourceVersion: cachedAuthority.metadata.resourceVersion ?? '',
+        data: { ...authority, [LEDGER_KEY]: formatLedger(decision.ledger), revoked: formatRevoked(entries, now) },
+      },
+    },
+  };
 }
 
 /**
@@ -162,23 +242,27 @@ export async function clientIdentitySecrets(input: ClientIdentityInput): Promise
  * left to the user (it is not ours to guess at); one from another CA is the
  * root check's business above (clients' certificates are the user's to give
  * away: a client Secret whose certificate the CA did not sign is renewed
- * like one that is due, so that the Secret again holds what it should).
+ * like one that is due, so that the Secret again holds what it should). One
+ * the members' CRL lists (a client removed and added again before its
+ * Secret went) is issued anew at once.
  */
 async function renewals(
-  held: readonly { readonly cached: CachedObject; readonly request: LeafRequest }[], ca: KeyedCertificate, now: Date, fraction: number, days: number,
+  held: readonly { readonly cached: CachedObject; readonly who: string; readonly request: LeafRequest }[], ca: KeyedCertificate, now: Date, fraction: number,
+  listed: ReadonlySet<string>, mint: (name: string, who: string, request: LeafRequest, renewal: boolean) => Promise<KeyedCertificate>,
 ): Promise<{ renew: SecretUpdate[]; nextRenewal?: Date }> {
   const renew: SecretUpdate[] = [];
   const validities = [];
-  for (const { cached, request } of held) {
+  for (const { cached, who, request } of held) {
     const data = decoded(cached)!;
-    const leaf = splitBundle(data['tls.crt'] ?? '')[0] ?? '';
+    const leaf = leafOf(data);
     const validity = describeCertificate(leaf);
     if (!validity) continue;
-    if (signedBy(leaf, ca.certificate) && !renewalDue(validity, now, fraction)) {
+    const revoked = listed.has(validity.serial);
+    if (signedBy(leaf, ca.certificate) && !renewalDue(validity, now, fraction) && !revoked) {
       validities.push(validity);
       continue;
     }
-    const fresh = await createLeafCertificate(ca, request, now, days);
+    const fresh = await mint(cached.metadata.name, who, request, !revoked);
     renew.push({ name: cached.metadata.name, resourceVersion: cached.metadata.resourceVersion ?? '', data: { ...data, ...leafSecretData(fresh, ca) } });
   }
   return { renew, nextRenewal: nextRenewalCheck(validities, now, fraction) };

@@ -5,12 +5,15 @@
  * the invariant monitor. Applications reach the members as they would in a
  * cluster, over gRPC with their own certificate (test/support/etcd-grpc.ts):
  * each reads and writes its prefix and nothing else, a read-only one only
- * reads, and a removed one is refused. The controller's own calls (the
+ * reads, and a removed one is refused: by etcd's authentication, and by TLS
+ * itself once the members' CRL lists its certificate (any authenticated
+ * certificate may compact and grant leases). The controller's own calls (the
  * membership behind status, the auth calls of the next change) and the
  * backup runner's snapshot keep working with authentication on, as root.
  * No client's certificate exists before etcd enforces what it may do.
  */
 import { createHash } from 'node:crypto';
+import { request as httpsRequest } from 'node:https';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,11 +67,25 @@ describeWithCluster('client identities on real etcd members', () => {
     grpc.push(c);
     return c;
   };
+  /**
+   * What a member does with a new TLS connection made with this certificate: `answered` (any HTTP answer, /version
+   * needs no user) or `refused` (closed before any answer: etcd checks its CRL on every connection it accepts).
+   */
+  const connectionWith = (identity: EtcdClientTls, pod = `${NAME}-0`) => new Promise<'answered' | 'refused'>((resolve) => {
+    const req = httpsRequest(`${url(pod)}/version`, { ca: identity.ca, cert: identity.cert, key: identity.key, agent: false, timeout: 5000 }, (res) => {
+      res.resume();
+      resolve('answered');
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', () => resolve('refused'));
+    req.end();
+  });
   const users = async (): Promise<string[]> => ((await asRoot('/v3/auth/user/list', {})).users ?? []).sort();
   const patchClients = (clients: unknown[]) => client.request('PATCH', clusterPath(namespace, NAME), { body: { spec: { clients } }, contentType: 'application/merge-patch+json' });
 
   beforeAll(async () => {
-    bed = await EtcdTestBed.start({ config, name: NAME, label: 'identities', maxMembers: 3 });
+    // The members' mounted Secret follows the Secret, as a kubelet's sync does: how a revocation (the CRL) reaches them.
+    bed = await EtcdTestBed.start({ config, name: NAME, label: 'identities', maxMembers: 3, secretSyncMs: 1000 });
     ({ client, namespace } = bed);
   }, 180_000 + LATER_BINARIES_BUILD_MS);
 
@@ -186,9 +203,15 @@ describeWithCluster('client identities on real etcd members', () => {
     expect(await users()).toEqual(['billing', 'reports', 'root']);
     // (root's role is etcd's own: granted, never added as a role of the store.)
     expect(((await asRoot('/v3/auth/role/list', {})).roles ?? []).sort()).toEqual(['billing', 'reports']);
-    await expect(grpcAs(orders).range('/orders/', true)).rejects.toThrow(DENIED);
-    await expect(grpcAs(orders).put('/orders/2', 'after removal')).rejects.toThrow(DENIED);
+    await expect(grpcAs(orders).range('/orders/', true)).rejects.toThrow(GrpcError);
+    await expect(grpcAs(orders).put('/orders/2', 'after removal')).rejects.toThrow(GrpcError);
     expect(await grpcAs(reports).range('/reports/', true)).toHaveLength(1);
+    // ... and TLS refuses its certificate outright, on every member, once the members' CRL lists it; the others still connect.
+    for (const pod of bed.pods) {
+      await eventually(`orders' certificate refused by ${pod}`, async () => ((await connectionWith(orders, pod)) === 'refused' ? true : undefined), 30_000, 200);
+      expect(await connectionWith(reports, pod)).toBe('answered');
+    }
+    expect((await bed.events('CertificateRevoked')).some((m) => m.includes('orders\'s certificate') && m.includes('no longer in spec.clients'))).toBe(true);
 
     // Settled: a reconcile (the annotation below asks for one) changes nothing in etcd's auth store and writes nothing to Kubernetes.
     const settledRevision = (await asRoot('/v3/auth/status', {})).authRevision;

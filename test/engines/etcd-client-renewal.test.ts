@@ -2,15 +2,17 @@
  * Client identities' certificates renew themselves (docs/client-identities.md
  * "Renewal"), on real etcd members with authentication on, under the
  * invariant monitor. The cluster is made by a controller whose clock runs
- * 250 days behind, so every certificate it issues is 250 days old by the
- * real clock: past two thirds of the default 365 days, still valid. A
+ * 70 days behind, so every certificate it issues is 70 days old by the
+ * real clock: past two thirds of the default 90 days, still valid. A
  * controller on the real clock then takes over, as after a restart, and
  * renews them: the root identity's (its password kept) and each client's
  * (the same common name, so the same etcd user). The renewed certificates
- * open what the old ones opened, the old ones keep working until they
- * expire, and the controller goes on calling the members as root.
+ * open what the old ones opened; the old ones keep working for the grace
+ * (clients.supersededGraceSeconds, 30 s here), then the members refuse them
+ * (their CRL), while the controller goes on calling the members as root.
  */
 import { createHash, X509Certificate } from 'node:crypto';
+import { request as httpsRequest } from 'node:https';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,13 +30,15 @@ import { EtcdGrpcClient } from '../support/etcd-grpc.js';
 import { EtcdTestBed } from '../support/etcd-test-bed.js';
 import { InvariantMonitor } from '../support/invariant-monitor.js';
 
-const config = loadDefaultConfig();
+const GRACE_SECONDS = 30;
+const defaults = loadDefaultConfig();
+const config = { ...defaults, clients: { ...defaults.clients, supersededGraceSeconds: GRACE_SECONDS } };
 const NAME = 'kv';
 const IMAGE = 'registry.k8s.io/etcd:3.6.8-0';
 const ORDERS = { name: 'orders', prefix: '/orders/', access: 'readWrite' };
 const DAY_MS = 86_400_000;
-/** A clock 250 days behind the real one (timers and intervals are the real clock's). */
-const behind: Clock = { ...realClock, now: () => Date.now() - 250 * DAY_MS };
+/** A clock 70 days behind the real one (timers and intervals are the real clock's). */
+const behind: Clock = { ...realClock, now: () => Date.now() - 70 * DAY_MS };
 
 describeWithCluster('client identities\' certificates renewed on real etcd members', () => {
   let bed: EtcdTestBed;
@@ -64,6 +68,16 @@ describeWithCluster('client identities\' certificates renewed on real etcd membe
       const answer = await postAs(url() + '/v3/auth/status', '{}', AbortSignal.timeout(5000), tlsAgent(root), root);
       return answer.status === 200 && JSON.parse(answer.text).enabled === true;
     };
+    /** A new TLS connection with this certificate: `answered` (/version needs no user) or `refused` (etcd checks its CRL on every connection). */
+    const connectionWith = (tls: EtcdClientTls) => new Promise<'answered' | 'refused'>((resolve) => {
+      const req = httpsRequest(`${url()}/version`, { ca: tls.ca, cert: tls.cert, key: tls.key, agent: false, timeout: 5000 }, (res) => {
+        res.resume();
+        resolve('answered');
+      });
+      req.on('timeout', () => req.destroy(new Error('timed out')));
+      req.on('error', () => resolve('refused'));
+      req.end();
+    });
     const grpcAs = (tls: EtcdClientTls) => {
       const c = new EtcdGrpcClient(url(`${NAME}-1`), tls);
       grpc.push(c);
@@ -94,7 +108,7 @@ describeWithCluster('client identities\' certificates renewed on real etcd membe
     // A client's Secret follows authentication: it is issued once etcd enforces the client's access.
     const oldOrders = await eventually('orders\' Secret', () => secret(`${NAME}-client-orders`), 30_000, 100);
     const issuedAt = Date.parse(new X509Certificate(oldOrders['tls.crt']).validFrom);
-    expect(Date.now() - issuedAt).toBeGreaterThan(249 * DAY_MS); // issued by the clock 250 days behind
+    expect(Date.now() - issuedAt).toBeGreaterThan(69 * DAY_MS); // issued by the clock 70 days behind
     const ordersBefore = grpcAs(identity(oldOrders));
     await ordersBefore.put('/orders/1', 'paid');
 
@@ -114,16 +128,33 @@ describeWithCluster('client identities\' certificates renewed on real etcd membe
     }
     expect(renewed.root).toMatchObject({ username: 'root', password: oldRoot.password });
 
-    // The renewed client certificate is the same etcd user; the one it replaces still opens the same until it expires.
+    // The monitor reads as root with the renewed certificate from now on, as the controller does from its cache.
+    root = await rootFromMount();
+    expect(root!.cert).toBe(renewed.root['tls.crt']);
+
+    // The renewed client certificate is the same etcd user; the one it replaces still opens the same during the grace.
     const ordersAfter = grpcAs(identity(renewed.orders));
     expect(await ordersAfter.range('/orders/', true)).toEqual([{ key: '/orders/1', value: 'paid' }]);
     await ordersAfter.put('/orders/2', 'renewed');
     await expect(ordersAfter.put('/billing/1', 'not its prefix')).rejects.toThrow(/permission denied/);
     expect(await ordersBefore.range('/orders/', true)).toHaveLength(2);
+    // When the controller issued the renewals, by its own record: the ledger in the CA Secret, written before each Secret.
+    const ledger = (await secret(`${NAME}-tls-ca`))!['client-serials'];
+    const issuedAtOf = (data: Record<string, string>) => {
+      const serial = new X509Certificate(data['tls.crt']).serialNumber.toUpperCase();
+      return Date.parse(ledger.split('\n').find((l) => l.split(' ')[1] === serial)!.split(' ')[3]);
+    };
+
+    // Once the grace is over, the members refuse the old certificates outright (their CRL), the renewed ones still connect;
+    // not before: each is first seen refused no earlier than the grace after its renewal (watched side by side).
+    await Promise.all(([['orders', oldOrders, renewed.orders], ['root', oldRoot, renewed.root]] as const).map(async ([who, before, after]) => {
+      await eventually(`${who}'s old certificate refused`, async () => ((await connectionWith(identity(before))) === 'refused' ? true : undefined), (GRACE_SECONDS + 60) * 1000, 500);
+      expect(Date.now() - issuedAtOf(after)).toBeGreaterThanOrEqual(GRACE_SECONDS * 1000);
+      expect(await connectionWith(identity(after))).toBe('answered');
+    }));
+    expect((await bed.events('CertificateRevoked')).some((m) => m.includes('replaced by renewal, its grace over'))).toBe(true);
 
     // The controller's calls as root with the renewed certificate: the membership behind status of a new generation.
-    root = await rootFromMount();
-    expect(root!.cert).toBe(renewed.root['tls.crt']);
     const changed = await client.request('PATCH', clusterPath(namespace, NAME), { body: { metadata: { labels: { poke: 'after-renewal' } }, spec: { clients: [ORDERS, { name: 'billing', prefix: '/billing/' }] } }, contentType: 'application/merge-patch+json' });
     await eventually('status of the new generation, every member healthy', async () => {
       const cr = await client.request('GET', clusterPath(namespace, NAME));

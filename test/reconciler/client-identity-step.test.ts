@@ -52,7 +52,7 @@ describe('the client-identity step', () => {
     new Map([...more, ...issued(decision).map((c) => [c.secret.name, cachedSecret(c.secret, c.labels)] as const)]);
 
   it('does nothing for a cluster without spec.clients', async () => {
-    expect(await clientIdentitySecrets(input(undefined))).toEqual({ active: false, clients: [], create: [], createOnceGranted: [], remove: [], renew: [] });
+    expect(await clientIdentitySecrets(input(undefined))).toEqual({ active: false, clients: [], create: [], createOnceGranted: [], remove: [], renew: [], issued: new Map() });
   });
 
   it('issues the root identity (no common name, root\'s password) and each client\'s certificate (common name = its etcd user), from the cluster\'s CA', async () => {
@@ -123,6 +123,46 @@ describe('the client-identity step', () => {
     const decision = await clientIdentitySecrets(input([ORDERS], after(first)));
     expect(decision.remove.map((s) => s.metadata.name)).toEqual(['orders-client-audit']);
     expect(decision.clients).toEqual([ORDERS]);
+  }, 30_000);
+
+  it('enters every certificate it hands out in the ledger first, by its Secret: 90 days, root\'s and each client\'s', () => {
+    for (const { secret } of issued(first)) {
+      const leaf = new X509Certificate(secret.data['tls.crt']);
+      expect(first.issued.get(secret.name)).toEqual({
+        identity: secret.name === 'orders-etcd-root' ? 'root' : secret.name.replace('orders-client-', ''),
+        serial: leaf.serialNumber.toUpperCase(), notAfter: new Date(leaf.validTo), issuedAt: now, renewal: false,
+      });
+      expect(Date.parse(leaf.validTo) - Date.parse(leaf.validFrom)).toBeGreaterThanOrEqual(90 * 86_400_000 - 120_000);
+      expect(Date.parse(leaf.validTo) - Date.parse(leaf.validFrom)).toBeLessThanOrEqual(90 * 86_400_000 + 120_000);
+    }
+  });
+
+  it('lists a removed client\'s certificate in the members\' CRL at once, then in the CA Secret (ledger and revoked list)', async () => {
+    const secrets = after(first);
+    const audit = new X509Certificate(first.createOnceGranted.find((c) => c.labels[CLIENT_LABEL] === 'audit')!.secret.data['tls.crt']);
+    const decision = await clientIdentitySecrets(input([ORDERS], secrets));
+    const revocation = decision.revocation!;
+    expect(revocation.revoke.map((r) => [r.identity, r.serial, r.why])).toEqual([['audit', audit.serialNumber.toUpperCase(), 'removed']]);
+    // The CRL names the serial (DER: the serial's bytes), and is the member Secret's whole data otherwise unchanged.
+    const crl = Buffer.from(revocation.member!.data['crl.der'], 'latin1');
+    expect(crl.includes(Buffer.from(audit.serialNumber.padStart(audit.serialNumber.length + (audit.serialNumber.length % 2), '0'), 'hex'))).toBe(true);
+    expect(revocation.member!.resourceVersion).toBe('7');
+    expect(revocation.authority.data.revoked).toContain(audit.serialNumber.toUpperCase());
+    // The ledger keeps (adopts) the certificates still in use and drops the revoked one.
+    expect(revocation.authority.data['client-serials']).not.toContain(audit.serialNumber.toUpperCase());
+    expect(revocation.authority.data['client-serials'].trim().split('\n').map((l) => l.split(' ')[0]).sort()).toEqual(['app', 'root']);
+    expect(decision.remove.map((s) => s.metadata.name)).toEqual(['orders-client-audit']);
+  }, 30_000);
+
+  it('issues anew a certificate the CRL lists (a client removed and added again before its Secret went)', async () => {
+    const secrets = after(first);
+    const audit = new X509Certificate(first.createOnceGranted.find((c) => c.labels[CLIENT_LABEL] === 'audit')!.secret.data['tls.crt']);
+    const authority = tlsSecrets.get('orders-tls-ca')!;
+    const revoked = `${audit.serialNumber.toUpperCase()} ${new Date(audit.validTo).toISOString()}\n`;
+    const listed = { ...authority, data: { ...authority.data, revoked: Buffer.from(revoked).toString('base64') } };
+    const decision = await clientIdentitySecrets(input([ORDERS, AUDIT], new Map([...secrets, ['orders-tls-ca', listed]])));
+    expect(decision.renew.map((u) => u.name)).toEqual(['orders-client-audit']);
+    expect(decision.issued.get('orders-client-audit')).toMatchObject({ identity: 'audit', renewal: false });
   }, 30_000);
 
   it('keeps authentication and revokes every client when spec.clients is removed, and says so', async () => {
