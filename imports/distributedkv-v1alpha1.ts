@@ -284,9 +284,9 @@ export interface DistributedKVStatus {
      */
     migration?: {
       /**
-       * Issuing: the certificates are issued. Trusting: members restart one at a time with them (peer listeners still plain, the client port serving TLS beside plain HTTP). ClientGrace: clients move to https until plainClientsUntil. Switching: per member, its peer URL is switched to https through the membership, then it restarts with TLS only.
+       * WaitingForNetworkPolicy: not started, because for the clients' grace period the client port would serve plain HTTP to anyone who reaches it, and no NetworkPolicy of the cluster restricts who does (spec.networkPolicy.enabled: true, or spec.tls.migrateWithoutNetworkPolicy: true, starts it). Issuing: the certificates are issued. Trusting: members restart one at a time with them (peer listeners still plain, the client port serving TLS beside plain HTTP). ClientGrace: clients move to https until plainClientsUntil. Switching: per member, its peer URL is switched to https through the membership, then it restarts with TLS only.
        */
-      phase?: 'Issuing' | 'Trusting' | 'ClientGrace' | 'Switching';
+      phase?: 'WaitingForNetworkPolicy' | 'Issuing' | 'Trusting' | 'ClientGrace' | 'Switching';
       /**
        * Where the phase stands, in words.
        */

@@ -168,6 +168,10 @@ export interface DistributedKVSpec {
        */
       enabled?: boolean;
     };
+    /**
+     * Start the move of a running plain-HTTP cluster to TLS although no NetworkPolicy of the cluster restricts who reaches its members. During the clients' grace period (configuration tls.plainClientGraceSeconds) the client port serves plain HTTP beside TLS, to anyone who reaches it: they may read, write, snapshot or add a member. Unset: such a move waits (status.tls.migration.phase WaitingForNetworkPolicy) until the cluster's NetworkPolicy exists (spec.networkPolicy.enabled: true) (docs/security.md, "Clusters created before TLS").
+     */
+    migrateWithoutNetworkPolicy?: boolean;
   };
   /**
    * Who may reach the members (docs/network-policy.md). Every cluster gets a NetworkPolicy on its member pods: the peer port from its own members only, the client port from the pods `clients` allows (by default every pod of the cluster's namespace) and from its backup Jobs and the controller, the metrics port from the namespaces the configuration names (networkPolicy.metricsNamespaceSelector). Omit the section for these defaults. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.
@@ -458,9 +462,9 @@ export interface DistributedKVStatus {
      */
     migration?: {
       /**
-       * Issuing: the certificates are issued. Trusting: members restart one at a time with them (peer listeners still plain, the client port serving TLS beside plain HTTP). ClientGrace: clients move to https until plainClientsUntil. Switching: per member, its peer URL is switched to https through the membership, then it restarts with TLS only.
+       * WaitingForNetworkPolicy: not started, because for the clients' grace period the client port would serve plain HTTP to anyone who reaches it, and no NetworkPolicy of the cluster restricts who does (spec.networkPolicy.enabled: true, or spec.tls.migrateWithoutNetworkPolicy: true, starts it). Issuing: the certificates are issued. Trusting: members restart one at a time with them (peer listeners still plain, the client port serving TLS beside plain HTTP). ClientGrace: clients move to https until plainClientsUntil. Switching: per member, its peer URL is switched to https through the membership, then it restarts with TLS only.
        */
-      phase?: 'Issuing' | 'Trusting' | 'ClientGrace' | 'Switching';
+      phase?: 'WaitingForNetworkPolicy' | 'Issuing' | 'Trusting' | 'ClientGrace' | 'Switching';
       /**
        * Where the phase stands, in words.
        */

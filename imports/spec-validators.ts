@@ -871,7 +871,7 @@ return errors === 0;
 }
 
 export const v1beta1 = validate17;
-const schema20 = {"title":"DistributedKVSpec","description":"What the cluster should be: written by humans (or GitOps), never by the controller.","type":"object","additionalProperties":false,"required":["size","image"],"x-kubernetes-validations":[{"rule":"has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore.from == oldSelf.restore.from)","message":"restore is set only when a cluster is created: it cannot be added, changed or removed afterwards (a restore is never in place); create a new cluster to restore"}],"properties":{"size":{"type":"integer","minimum":1,"maximum":9,"x-dkv-synonyms":["replicas"],"description":"Number of members. Odd sizes tolerate the most failures for their cost: a cluster of N members stays writable while a majority (N/2+1) is up."},"image":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\s]+$","description":"Container image of the key-value server: with the etcd engine (the default), an etcd image, e.g. `registry.k8s.io/etcd:3.6.8-0`. Pin a tag or digest: the image is part of the desired state."},"storage":{"type":"object","additionalProperties":false,"default":{},"description":"Persistent volume for each member. The size may grow: the controller grows each member's claim, one at a time, where the StorageClass allows expansion. The StorageClass is fixed when the cluster is created.","x-kubernetes-validations":[{"rule":"has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)","message":"storage.storageClassName cannot change after creation (StatefulSet volumeClaimTemplates are immutable); create a new cluster and migrate"}],"properties":{"size":{"type":"string","default":"10Gi","pattern":"^[0-9]+(?:Ki|Mi|Gi|Ti|Pi)$","description":"Capacity of each member's volume, in binary units (e.g. `10Gi`).","x-kubernetes-validations":[{"rule":"quantity(self).compareTo(quantity(oldSelf)) >= 0","message":"storage.size can only grow: volumes cannot shrink"}]},"storageClassName":{"type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$","description":"StorageClass of the volumes. Omit to use the cluster's default class."}}},"resources":{"type":"object","additionalProperties":false,"description":"Compute resources of each member's server container. Omit to leave them unset.","properties":{"requests":{"type":"object","additionalProperties":false,"description":"Resources the scheduler reserves for each member.","properties":{"cpu":{"description":"CPU, in cores or millicores (e.g. `2`, `500m`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""},"memory":{"description":"Memory, in bytes with an optional suffix (e.g. `512Mi`, `4Gi`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""}}},"limits":{"type":"object","additionalProperties":false,"description":"Upper bounds enforced on each member.","properties":{"cpu":{"description":"CPU, in cores or millicores (e.g. `2`, `500m`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""},"memory":{"description":"Memory, in bytes with an optional suffix (e.g. `512Mi`, `4Gi`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""}}}}},"maintenance":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"How each member keeps its database bounded, with no human step: etcd compacts its history itself (compaction), the database may grow to a quota sized from the volume (quota), and the controller defragments a member whose file is mostly free pages, one member at a time and never while anything else changes (defragmentation). Every field has a default: omit the section to get them. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"compaction":{"type":"object","additionalProperties":false,"description":"etcd's auto-compaction: which revisions of each key are kept. Unset: periodic, keeping 1h of history.","properties":{"mode":{"type":"string","enum":["periodic","revision"],"description":"`periodic`: keep the history of the last `retention` (a duration); `revision`: keep the last `retention` revisions (a number). Unset: `periodic`."},"retention":{"type":"string","maxLength":32,"pattern":"^(?:[0-9]+|(?:[0-9]+(?:\\.[0-9]+)?(?:ms|s|m|h))+)$","description":"With mode `periodic`, a duration such as `1h` or `30m` (a bare number is hours, as etcd reads it); with mode `revision`, a number of revisions such as `10000`. `0` turns auto-compaction off: history then grows until the quota. Unset: `1h` (periodic) or `10000` (revision).","x-dkv-message":"must be a duration such as \"1h\" or \"30m\" (mode periodic) or a number of revisions such as \"10000\" (mode revision)"}}},"quota":{"type":"string","pattern":"^[0-9]+(?:Ki|Mi|Gi|Ti)$","description":"The largest each member's database may grow (etcd's --quota-backend-bytes), in binary units (e.g. `4Gi`). Past it, etcd raises the NOSPACE alarm and refuses writes until space is freed. Unset: half of storage.size (room for the defragmentation's copy, the write-ahead log and snapshots on the same volume), at most 8Gi (etcd's recommended maximum). At most storage.size less room for the write-ahead log (320Mi, or a quarter of a smaller volume); not 0, which etcd reads as its own 2Gi default. Growing storage.size raises the derived quota, member by member.","x-dkv-message":"must be a size in binary units such as \"4Gi\""},"defragmentation":{"type":"object","additionalProperties":false,"description":"When the controller defragments a member (returns its free pages to the file system): one member at a time, followers first and the leader only after leadership moved, never while a member is unhealthy or a membership change, upgrade or storage step is in progress, at most once per window per member.","properties":{"minFreePercent":{"type":"integer","minimum":1,"maximum":99,"description":"Defragment a member once at least this share of its database file is free pages (db size against db size in use). Unset: 50."},"window":{"type":"object","additionalProperties":false,"required":["schedule","durationMinutes"],"description":"When defragmentation may start: windows that open on `schedule` and stay open `durationMinutes`. Unset: any time (at most once an hour per member).","properties":{"schedule":{"type":"string","maxLength":256,"pattern":"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$","description":"When a window opens: a standard 5-field cron expression (e.g. `0 3 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`, in the controller's time zone (usually UTC).","x-dkv-message":"must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\") or one of @hourly, @daily, @weekly, @monthly, @yearly"},"durationMinutes":{"type":"integer","minimum":1,"maximum":10080,"description":"How long each window stays open, in minutes."}}}}}}},"tls":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"TLS with client-certificate authentication between members (peer) and from clients (client), each configurable on its own; the metrics and health endpoints stay on a plain listener of their own (the probes and scraping use it). A cluster created with this field unset runs TLS with certificates the controller issues (mode `operator`); a cluster whose members already run plain HTTP (created before TLS existed) stays on plain HTTP, and status.tls says so, until this field says `mode: operator` itself: then the controller moves it to TLS one member at a time (status.tls.migration; moving back to plain HTTP is not built) (docs/security.md). New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"mode":{"type":"string","enum":["operator","cert-manager","disabled"],"description":"`operator`: the controller issues one CA per cluster and the members' and clients' certificates, in Secrets of the cluster's namespace; `cert-manager`: the generator emits cert-manager Certificates for the members' and the client certificate, issued by the configuration's tls.certManager.issuerRef into the same Secrets, and the controller issues and rotates nothing (docs/security.md, \"cert-manager\"; a running cluster does not switch to it from plain HTTP or from `operator`, and client identities need `operator`); `disabled`: plain HTTP on both ports, no authentication, explicitly. Unset: `operator` for a new cluster."},"peer":{"type":"object","additionalProperties":false,"description":"TLS on the peer port (members replicating to each other; a member must present a certificate of the cluster's CA to join). Unset: on, unless mode is `disabled`.","properties":{"enabled":{"type":"boolean","description":"`false`: plain HTTP on the peer port, without client-certificate authentication, while the other port keeps TLS. Unset: `true` (with mode `operator` or `cert-manager`)."}}},"client":{"type":"object","additionalProperties":false,"description":"TLS on the client port (the key-value API; a client must present a certificate of the cluster's CA). Unset: on, unless mode is `disabled`.","properties":{"enabled":{"type":"boolean","description":"`false`: plain HTTP on the client port, without client-certificate authentication, while the other port keeps TLS. Unset: `true` (with mode `operator` or `cert-manager`)."}}}}},"networkPolicy":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"Who may reach the members (docs/network-policy.md). Every cluster gets a NetworkPolicy on its member pods: the peer port from its own members only, the client port from the pods `clients` allows (by default every pod of the cluster's namespace) and from its backup Jobs and the controller, the metrics port from the namespaces the configuration names (networkPolicy.metricsNamespaceSelector). Omit the section for these defaults. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"enabled":{"type":"boolean","description":"`false`: no NetworkPolicy for this cluster (its network plugin enforces none, or another policy governs it); the controller removes the one it made. Unset: `true` for a new cluster, unless the configuration turns NetworkPolicies off for every cluster; a cluster that already ran without one keeps running without one until this says `true` (`status.networkPolicy: Withheld`, docs/network-policy.md, \"Upgrading\")."},"clients":{"type":"array","maxItems":16,"description":"The pods allowed to the client port, beside the cluster's backup Jobs and the controller, which always are. Each entry is a NetworkPolicy peer: `podSelector` alone selects pods of the cluster's namespace, `namespaceSelector` alone every pod of the namespaces it selects, both together the selected pods of the selected namespaces. Unset: every pod of the cluster's namespace. `[]`: no other pod.","items":{"type":"object","additionalProperties":false,"minProperties":1,"x-dkv-message":"must name a podSelector, a namespaceSelector or both","properties":{"podSelector":{"type":"object","additionalProperties":false,"description":"The client pods (in the cluster's namespace, or in the namespaces namespaceSelector selects). `{}`: every pod.","properties":{"matchLabels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels that must all be present with these values."},"matchExpressions":{"type":"array","maxItems":16,"description":"Requirements that must all hold.","items":{"type":"object","additionalProperties":false,"required":["key","operator"],"properties":{"key":{"type":"string","maxLength":316,"description":"The label key."},"operator":{"type":"string","enum":["In","NotIn","Exists","DoesNotExist"],"description":"`In` and `NotIn` need values; `Exists` and `DoesNotExist` take none."},"values":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":63},"description":"The label values."}}}}}},"namespaceSelector":{"type":"object","additionalProperties":false,"description":"The client pods' namespaces. `{}`: every namespace.","properties":{"matchLabels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels that must all be present with these values."},"matchExpressions":{"type":"array","maxItems":16,"description":"Requirements that must all hold.","items":{"type":"object","additionalProperties":false,"required":["key","operator"],"properties":{"key":{"type":"string","maxLength":316,"description":"The label key."},"operator":{"type":"string","enum":["In","NotIn","Exists","DoesNotExist"],"description":"`In` and `NotIn` need values; `Exists` and `DoesNotExist` take none."},"values":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":63},"description":"The label values."}}}}}}}}}}},"clients":{"type":"array","x-dkv-since":"v1beta1","maxItems":100,"description":"Client identities (TLS mode `operator` with client TLS, docs/client-identities.md): each named client gets a certificate of the cluster's CA whose common name is its etcd user, in a Secret of the cluster's namespace (configuration clients.secret, `{name}-client-{client}` by default), and read or read-write access to its key prefix and nothing else. Setting this field, even to an empty list, turns etcd authentication on: the root user is then the controller's alone. A client removed from the list is revoked: its etcd user and role are deleted, then its Secret. Names are unique DNS labels other than `root`; a prefix may not overlap another client's `readWrite` prefix. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","items":{"type":"object","additionalProperties":false,"required":["name","prefix"],"properties":{"name":{"type":"string","minLength":1,"maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","description":"The client's name: its etcd user and role, its certificate's common name, and part of its Secret's name. A DNS label; `root` is the controller's."},"prefix":{"type":"string","minLength":1,"maxLength":1024,"description":"The keys the client may use: every key that starts with this string (etcd's prefix range, as `etcdctl --prefix`)."},"access":{"type":"string","enum":["read","readWrite"],"description":"`read`: range and watch the prefix; `readWrite`: also put, delete and transactions within it. Unset: `readWrite`."}}}},"backup":{"type":"object","additionalProperties":false,"required":["s3Path","schedule"],"description":"Periodic backups to S3. Omit to run no backups (and remove an existing backup CronJob).","properties":{"s3Path":{"type":"string","maxLength":1024,"pattern":"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$","description":"This cluster's own folder in S3, `s3://bucket/prefix`: each backup goes in `<s3Path>/<start time>/`. No other cluster's s3Path may be the same folder, or lie inside it or around it (refused by `dkv validate` and by the controller). Backups written before this layout, under `<s3Path>/<namespace>/<name>/`, are still this cluster's: the retention counts them and deletes them in turn, and a restore can name them.","x-dkv-message":"must be an S3 path of the form s3://bucket/prefix (lower-case bucket name, a non-empty prefix)"},"schedule":{"type":"string","maxLength":256,"pattern":"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$","description":"When to back up: a standard 5-field cron expression (minute hour day-of-month month day-of-week, e.g. `0 2 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`. Times are in the controller manager's time zone (usually UTC).","x-dkv-message":"must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\") or one of @hourly, @daily, @weekly, @monthly, @yearly"},"backupImage":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\s]+$","description":"A backup runner of your own, run with the same environment (DKV_ENDPOINT, DKV_S3_PATH, the cluster's own folder, DKV_BACKUP_LAYOUT=folder, DKV_CLUSTER_*, the S3 settings and credentials). Unset: `dkv backup` from the image the configuration names (backup.runner.image)."},"retain":{"type":"integer","minimum":1,"maximum":1000,"x-dkv-since":"v1beta1","description":"How many complete backups of this cluster to keep in S3; older ones are deleted after each backup. Unset: the configuration's backup.retain. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it."}}},"restore":{"type":"object","additionalProperties":false,"required":["from"],"description":"Start this new cluster from a backup instead of empty. Set only when the cluster is created: it cannot be added, changed or removed later, and a restore never writes over a member that has data. Each member of the new cluster restores the backup before it starts; members added later join empty and copy from the others.","properties":{"from":{"type":"string","maxLength":1024,"pattern":"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$","description":"Where the data comes from: one backup's folder in S3, as `dkv backup` prints it (`<s3Path>/<time>/`, or `<s3Path>/<namespace>/<name>/<time>/` for a backup taken before that layout: the folder holding manifest.json), or the name of a CSI VolumeSnapshot in the cluster's namespace that `dkv backup` cut (each member's volume is created from it; volume snapshots must be on in the configuration). The backup must have been taken by the same engine; the controller checks it before creating anything (S3: with the S3 settings of the configuration's backup section and the controller's credentials).","x-dkv-message":"must be one backup's folder, s3://bucket/prefix/<YYYYMMDDThhmmss.mmmZ>/, as dkv backup prints it, or a VolumeSnapshot's name"}}}}};
+const schema20 = {"title":"DistributedKVSpec","description":"What the cluster should be: written by humans (or GitOps), never by the controller.","type":"object","additionalProperties":false,"required":["size","image"],"x-kubernetes-validations":[{"rule":"has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore.from == oldSelf.restore.from)","message":"restore is set only when a cluster is created: it cannot be added, changed or removed afterwards (a restore is never in place); create a new cluster to restore"}],"properties":{"size":{"type":"integer","minimum":1,"maximum":9,"x-dkv-synonyms":["replicas"],"description":"Number of members. Odd sizes tolerate the most failures for their cost: a cluster of N members stays writable while a majority (N/2+1) is up."},"image":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\s]+$","description":"Container image of the key-value server: with the etcd engine (the default), an etcd image, e.g. `registry.k8s.io/etcd:3.6.8-0`. Pin a tag or digest: the image is part of the desired state."},"storage":{"type":"object","additionalProperties":false,"default":{},"description":"Persistent volume for each member. The size may grow: the controller grows each member's claim, one at a time, where the StorageClass allows expansion. The StorageClass is fixed when the cluster is created.","x-kubernetes-validations":[{"rule":"has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)","message":"storage.storageClassName cannot change after creation (StatefulSet volumeClaimTemplates are immutable); create a new cluster and migrate"}],"properties":{"size":{"type":"string","default":"10Gi","pattern":"^[0-9]+(?:Ki|Mi|Gi|Ti|Pi)$","description":"Capacity of each member's volume, in binary units (e.g. `10Gi`).","x-kubernetes-validations":[{"rule":"quantity(self).compareTo(quantity(oldSelf)) >= 0","message":"storage.size can only grow: volumes cannot shrink"}]},"storageClassName":{"type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$","description":"StorageClass of the volumes. Omit to use the cluster's default class."}}},"resources":{"type":"object","additionalProperties":false,"description":"Compute resources of each member's server container. Omit to leave them unset.","properties":{"requests":{"type":"object","additionalProperties":false,"description":"Resources the scheduler reserves for each member.","properties":{"cpu":{"description":"CPU, in cores or millicores (e.g. `2`, `500m`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""},"memory":{"description":"Memory, in bytes with an optional suffix (e.g. `512Mi`, `4Gi`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""}}},"limits":{"type":"object","additionalProperties":false,"description":"Upper bounds enforced on each member.","properties":{"cpu":{"description":"CPU, in cores or millicores (e.g. `2`, `500m`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""},"memory":{"description":"Memory, in bytes with an optional suffix (e.g. `512Mi`, `4Gi`).","x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"minimum":0,"pattern":"^(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$","x-dkv-message":"must be a non-negative integer or a Kubernetes quantity such as \"500m\" or \"2Gi\""}}}}},"maintenance":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"How each member keeps its database bounded, with no human step: etcd compacts its history itself (compaction), the database may grow to a quota sized from the volume (quota), and the controller defragments a member whose file is mostly free pages, one member at a time and never while anything else changes (defragmentation). Every field has a default: omit the section to get them. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"compaction":{"type":"object","additionalProperties":false,"description":"etcd's auto-compaction: which revisions of each key are kept. Unset: periodic, keeping 1h of history.","properties":{"mode":{"type":"string","enum":["periodic","revision"],"description":"`periodic`: keep the history of the last `retention` (a duration); `revision`: keep the last `retention` revisions (a number). Unset: `periodic`."},"retention":{"type":"string","maxLength":32,"pattern":"^(?:[0-9]+|(?:[0-9]+(?:\\.[0-9]+)?(?:ms|s|m|h))+)$","description":"With mode `periodic`, a duration such as `1h` or `30m` (a bare number is hours, as etcd reads it); with mode `revision`, a number of revisions such as `10000`. `0` turns auto-compaction off: history then grows until the quota. Unset: `1h` (periodic) or `10000` (revision).","x-dkv-message":"must be a duration such as \"1h\" or \"30m\" (mode periodic) or a number of revisions such as \"10000\" (mode revision)"}}},"quota":{"type":"string","pattern":"^[0-9]+(?:Ki|Mi|Gi|Ti)$","description":"The largest each member's database may grow (etcd's --quota-backend-bytes), in binary units (e.g. `4Gi`). Past it, etcd raises the NOSPACE alarm and refuses writes until space is freed. Unset: half of storage.size (room for the defragmentation's copy, the write-ahead log and snapshots on the same volume), at most 8Gi (etcd's recommended maximum). At most storage.size less room for the write-ahead log (320Mi, or a quarter of a smaller volume); not 0, which etcd reads as its own 2Gi default. Growing storage.size raises the derived quota, member by member.","x-dkv-message":"must be a size in binary units such as \"4Gi\""},"defragmentation":{"type":"object","additionalProperties":false,"description":"When the controller defragments a member (returns its free pages to the file system): one member at a time, followers first and the leader only after leadership moved, never while a member is unhealthy or a membership change, upgrade or storage step is in progress, at most once per window per member.","properties":{"minFreePercent":{"type":"integer","minimum":1,"maximum":99,"description":"Defragment a member once at least this share of its database file is free pages (db size against db size in use). Unset: 50."},"window":{"type":"object","additionalProperties":false,"required":["schedule","durationMinutes"],"description":"When defragmentation may start: windows that open on `schedule` and stay open `durationMinutes`. Unset: any time (at most once an hour per member).","properties":{"schedule":{"type":"string","maxLength":256,"pattern":"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$","description":"When a window opens: a standard 5-field cron expression (e.g. `0 3 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`, in the controller's time zone (usually UTC).","x-dkv-message":"must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\") or one of @hourly, @daily, @weekly, @monthly, @yearly"},"durationMinutes":{"type":"integer","minimum":1,"maximum":10080,"description":"How long each window stays open, in minutes."}}}}}}},"tls":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"TLS with client-certificate authentication between members (peer) and from clients (client), each configurable on its own; the metrics and health endpoints stay on a plain listener of their own (the probes and scraping use it). A cluster created with this field unset runs TLS with certificates the controller issues (mode `operator`); a cluster whose members already run plain HTTP (created before TLS existed) stays on plain HTTP, and status.tls says so, until this field says `mode: operator` itself: then the controller moves it to TLS one member at a time (status.tls.migration; moving back to plain HTTP is not built) (docs/security.md). New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"mode":{"type":"string","enum":["operator","cert-manager","disabled"],"description":"`operator`: the controller issues one CA per cluster and the members' and clients' certificates, in Secrets of the cluster's namespace; `cert-manager`: the generator emits cert-manager Certificates for the members' and the client certificate, issued by the configuration's tls.certManager.issuerRef into the same Secrets, and the controller issues and rotates nothing (docs/security.md, \"cert-manager\"; a running cluster does not switch to it from plain HTTP or from `operator`, and client identities need `operator`); `disabled`: plain HTTP on both ports, no authentication, explicitly. Unset: `operator` for a new cluster."},"peer":{"type":"object","additionalProperties":false,"description":"TLS on the peer port (members replicating to each other; a member must present a certificate of the cluster's CA to join). Unset: on, unless mode is `disabled`.","properties":{"enabled":{"type":"boolean","description":"`false`: plain HTTP on the peer port, without client-certificate authentication, while the other port keeps TLS. Unset: `true` (with mode `operator` or `cert-manager`)."}}},"client":{"type":"object","additionalProperties":false,"description":"TLS on the client port (the key-value API; a client must present a certificate of the cluster's CA). Unset: on, unless mode is `disabled`.","properties":{"enabled":{"type":"boolean","description":"`false`: plain HTTP on the client port, without client-certificate authentication, while the other port keeps TLS. Unset: `true` (with mode `operator` or `cert-manager`)."}}},"migrateWithoutNetworkPolicy":{"type":"boolean","description":"Start the move of a running plain-HTTP cluster to TLS although no NetworkPolicy of the cluster restricts who reaches its members. During the clients' grace period (configuration tls.plainClientGraceSeconds) the client port serves plain HTTP beside TLS, to anyone who reaches it: they may read, write, snapshot or add a member. Unset: such a move waits (status.tls.migration.phase WaitingForNetworkPolicy) until the cluster's NetworkPolicy exists (spec.networkPolicy.enabled: true) (docs/security.md, \"Clusters created before TLS\")."}}},"networkPolicy":{"type":"object","additionalProperties":false,"x-dkv-since":"v1beta1","description":"Who may reach the members (docs/network-policy.md). Every cluster gets a NetworkPolicy on its member pods: the peer port from its own members only, the client port from the pods `clients` allows (by default every pod of the cluster's namespace) and from its backup Jobs and the controller, the metrics port from the namespaces the configuration names (networkPolicy.metricsNamespaceSelector). Omit the section for these defaults. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","properties":{"enabled":{"type":"boolean","description":"`false`: no NetworkPolicy for this cluster (its network plugin enforces none, or another policy governs it); the controller removes the one it made. Unset: `true` for a new cluster, unless the configuration turns NetworkPolicies off for every cluster; a cluster that already ran without one keeps running without one until this says `true` (`status.networkPolicy: Withheld`, docs/network-policy.md, \"Upgrading\")."},"clients":{"type":"array","maxItems":16,"description":"The pods allowed to the client port, beside the cluster's backup Jobs and the controller, which always are. Each entry is a NetworkPolicy peer: `podSelector` alone selects pods of the cluster's namespace, `namespaceSelector` alone every pod of the namespaces it selects, both together the selected pods of the selected namespaces. Unset: every pod of the cluster's namespace. `[]`: no other pod.","items":{"type":"object","additionalProperties":false,"minProperties":1,"x-dkv-message":"must name a podSelector, a namespaceSelector or both","properties":{"podSelector":{"type":"object","additionalProperties":false,"description":"The client pods (in the cluster's namespace, or in the namespaces namespaceSelector selects). `{}`: every pod.","properties":{"matchLabels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels that must all be present with these values."},"matchExpressions":{"type":"array","maxItems":16,"description":"Requirements that must all hold.","items":{"type":"object","additionalProperties":false,"required":["key","operator"],"properties":{"key":{"type":"string","maxLength":316,"description":"The label key."},"operator":{"type":"string","enum":["In","NotIn","Exists","DoesNotExist"],"description":"`In` and `NotIn` need values; `Exists` and `DoesNotExist` take none."},"values":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":63},"description":"The label values."}}}}}},"namespaceSelector":{"type":"object","additionalProperties":false,"description":"The client pods' namespaces. `{}`: every namespace.","properties":{"matchLabels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels that must all be present with these values."},"matchExpressions":{"type":"array","maxItems":16,"description":"Requirements that must all hold.","items":{"type":"object","additionalProperties":false,"required":["key","operator"],"properties":{"key":{"type":"string","maxLength":316,"description":"The label key."},"operator":{"type":"string","enum":["In","NotIn","Exists","DoesNotExist"],"description":"`In` and `NotIn` need values; `Exists` and `DoesNotExist` take none."},"values":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":63},"description":"The label values."}}}}}}}}}}},"clients":{"type":"array","x-dkv-since":"v1beta1","maxItems":100,"description":"Client identities (TLS mode `operator` with client TLS, docs/client-identities.md): each named client gets a certificate of the cluster's CA whose common name is its etcd user, in a Secret of the cluster's namespace (configuration clients.secret, `{name}-client-{client}` by default), and read or read-write access to its key prefix and nothing else. Setting this field, even to an empty list, turns etcd authentication on: the root user is then the controller's alone. A client removed from the list is revoked: its etcd user and role are deleted, then its Secret. Names are unique DNS labels other than `root`; a prefix may not overlap another client's `readWrite` prefix. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it.","items":{"type":"object","additionalProperties":false,"required":["name","prefix"],"properties":{"name":{"type":"string","minLength":1,"maxLength":63,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$","description":"The client's name: its etcd user and role, its certificate's common name, and part of its Secret's name. A DNS label; `root` is the controller's."},"prefix":{"type":"string","minLength":1,"maxLength":1024,"description":"The keys the client may use: every key that starts with this string (etcd's prefix range, as `etcdctl --prefix`)."},"access":{"type":"string","enum":["read","readWrite"],"description":"`read`: range and watch the prefix; `readWrite`: also put, delete and transactions within it. Unset: `readWrite`."}}}},"backup":{"type":"object","additionalProperties":false,"required":["s3Path","schedule"],"description":"Periodic backups to S3. Omit to run no backups (and remove an existing backup CronJob).","properties":{"s3Path":{"type":"string","maxLength":1024,"pattern":"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$","description":"This cluster's own folder in S3, `s3://bucket/prefix`: each backup goes in `<s3Path>/<start time>/`. No other cluster's s3Path may be the same folder, or lie inside it or around it (refused by `dkv validate` and by the controller). Backups written before this layout, under `<s3Path>/<namespace>/<name>/`, are still this cluster's: the retention counts them and deletes them in turn, and a restore can name them.","x-dkv-message":"must be an S3 path of the form s3://bucket/prefix (lower-case bucket name, a non-empty prefix)"},"schedule":{"type":"string","maxLength":256,"pattern":"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$","description":"When to back up: a standard 5-field cron expression (minute hour day-of-month month day-of-week, e.g. `0 2 * * *`) or one of `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`. Times are in the controller manager's time zone (usually UTC).","x-dkv-message":"must be a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\") or one of @hourly, @daily, @weekly, @monthly, @yearly"},"backupImage":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\s]+$","description":"A backup runner of your own, run with the same environment (DKV_ENDPOINT, DKV_S3_PATH, the cluster's own folder, DKV_BACKUP_LAYOUT=folder, DKV_CLUSTER_*, the S3 settings and credentials). Unset: `dkv backup` from the image the configuration names (backup.runner.image)."},"retain":{"type":"integer","minimum":1,"maximum":1000,"x-dkv-since":"v1beta1","description":"How many complete backups of this cluster to keep in S3; older ones are deleted after each backup. Unset: the configuration's backup.retain. New in v1beta1: a v1alpha1 client sees it in the example.com/preserved-fields annotation, and its updates keep it."}}},"restore":{"type":"object","additionalProperties":false,"required":["from"],"description":"Start this new cluster from a backup instead of empty. Set only when the cluster is created: it cannot be added, changed or removed later, and a restore never writes over a member that has data. Each member of the new cluster restores the backup before it starts; members added later join empty and copy from the others.","properties":{"from":{"type":"string","maxLength":1024,"pattern":"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$","description":"Where the data comes from: one backup's folder in S3, as `dkv backup` prints it (`<s3Path>/<time>/`, or `<s3Path>/<namespace>/<name>/<time>/` for a backup taken before that layout: the folder holding manifest.json), or the name of a CSI VolumeSnapshot in the cluster's namespace that `dkv backup` cut (each member's volume is created from it; volume snapshots must be on in the configuration). The backup must have been taken by the same engine; the controller checks it before creating anything (S3: with the S3 settings of the configuration's backup section and the controller's credentials).","x-dkv-message":"must be one backup's folder, s3://bucket/prefix/<YYYYMMDDThhmmss.mmmZ>/, as dkv backup prints it, or a VolumeSnapshot's name"}}}}};
 const func25 = Object.prototype.hasOwnProperty;
 const pattern30 = new RegExp("^(?:[0-9]+|(?:[0-9]+(?:\\.[0-9]+)?(?:ms|s|m|h))+)$", "u");
 const pattern31 = new RegExp("^[0-9]+(?:Ki|Mi|Gi|Ti)$", "u");
@@ -1805,7 +1805,7 @@ if(data.tls !== undefined){
 let data22 = data.tls;
 if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
 for(const key9 in data22){
-if(!(((key9 === "mode") || (key9 === "peer")) || (key9 === "client"))){
+if(!((((key9 === "mode") || (key9 === "peer")) || (key9 === "client")) || (key9 === "migrateWithoutNetworkPolicy"))){
 const err70 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.tls,data:data22};
 if(vErrors === null){
 vErrors = [err70];
@@ -1919,9 +1919,10 @@ vErrors.push(err78);
 errors++;
 }
 }
-}
-else {
-const err79 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.tls.type,parentSchema:schema20.properties.tls,data:data22};
+if(data22.migrateWithoutNetworkPolicy !== undefined){
+let data28 = data22.migrateWithoutNetworkPolicy;
+if(typeof data28 !== "boolean"){
+const err79 = {instancePath:instancePath+"/tls/migrateWithoutNetworkPolicy",schemaPath:"#/properties/tls/properties/migrateWithoutNetworkPolicy/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema20.properties.tls.properties.migrateWithoutNetworkPolicy.type,parentSchema:schema20.properties.tls.properties.migrateWithoutNetworkPolicy,data:data28};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1931,12 +1932,9 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data.networkPolicy !== undefined){
-let data28 = data.networkPolicy;
-if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
-for(const key12 in data28){
-if(!((key12 === "enabled") || (key12 === "clients"))){
-const err80 = {instancePath:instancePath+"/networkPolicy",schemaPath:"#/properties/networkPolicy/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy,data:data28};
+}
+else {
+const err80 = {instancePath:instancePath+"/tls",schemaPath:"#/properties/tls/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.tls.type,parentSchema:schema20.properties.tls,data:data22};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1946,10 +1944,12 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data28.enabled !== undefined){
-let data29 = data28.enabled;
-if(typeof data29 !== "boolean"){
-const err81 = {instancePath:instancePath+"/networkPolicy/enabled",schemaPath:"#/properties/networkPolicy/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema20.properties.networkPolicy.properties.enabled.type,parentSchema:schema20.properties.networkPolicy.properties.enabled,data:data29};
+if(data.networkPolicy !== undefined){
+let data29 = data.networkPolicy;
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+for(const key12 in data29){
+if(!((key12 === "enabled") || (key12 === "clients"))){
+const err81 = {instancePath:instancePath+"/networkPolicy",schemaPath:"#/properties/networkPolicy/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy,data:data29};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -1959,11 +1959,10 @@ vErrors.push(err81);
 errors++;
 }
 }
-if(data28.clients !== undefined){
-let data30 = data28.clients;
-if(Array.isArray(data30)){
-if(data30.length > 16){
-const err82 = {instancePath:instancePath+"/networkPolicy/clients",schemaPath:"#/properties/networkPolicy/properties/clients/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items",schema:16,parentSchema:schema20.properties.networkPolicy.properties.clients,data:data30};
+if(data29.enabled !== undefined){
+let data30 = data29.enabled;
+if(typeof data30 !== "boolean"){
+const err82 = {instancePath:instancePath+"/networkPolicy/enabled",schemaPath:"#/properties/networkPolicy/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema20.properties.networkPolicy.properties.enabled.type,parentSchema:schema20.properties.networkPolicy.properties.enabled,data:data30};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -1972,12 +1971,12 @@ vErrors.push(err82);
 }
 errors++;
 }
-const len0 = data30.length;
-for(let i0=0; i0<len0; i0++){
-let data31 = data30[i0];
-if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
-if(Object.keys(data31).length < 1){
-const err83 = {instancePath:instancePath+"/networkPolicy/clients/" + i0,schemaPath:"#/properties/networkPolicy/properties/clients/items/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema20.properties.networkPolicy.properties.clients.items,data:data31};
+}
+if(data29.clients !== undefined){
+let data31 = data29.clients;
+if(Array.isArray(data31)){
+if(data31.length > 16){
+const err83 = {instancePath:instancePath+"/networkPolicy/clients",schemaPath:"#/properties/networkPolicy/properties/clients/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items",schema:16,parentSchema:schema20.properties.networkPolicy.properties.clients,data:data31};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -1986,9 +1985,12 @@ vErrors.push(err83);
 }
 errors++;
 }
-for(const key13 in data31){
-if(!((key13 === "podSelector") || (key13 === "namespaceSelector"))){
-const err84 = {instancePath:instancePath+"/networkPolicy/clients/" + i0,schemaPath:"#/properties/networkPolicy/properties/clients/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items,data:data31};
+const len0 = data31.length;
+for(let i0=0; i0<len0; i0++){
+let data32 = data31[i0];
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+if(Object.keys(data32).length < 1){
+const err84 = {instancePath:instancePath+"/networkPolicy/clients/" + i0,schemaPath:"#/properties/networkPolicy/properties/clients/items/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema20.properties.networkPolicy.properties.clients.items,data:data32};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -1997,13 +1999,9 @@ vErrors.push(err84);
 }
 errors++;
 }
-}
-if(data31.podSelector !== undefined){
-let data32 = data31.podSelector;
-if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
-for(const key14 in data32){
-if(!((key14 === "matchLabels") || (key14 === "matchExpressions"))){
-const err85 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key14},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector,data:data32};
+for(const key13 in data32){
+if(!((key13 === "podSelector") || (key13 === "namespaceSelector"))){
+const err85 = {instancePath:instancePath+"/networkPolicy/clients/" + i0,schemaPath:"#/properties/networkPolicy/properties/clients/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items,data:data32};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -2013,13 +2011,12 @@ vErrors.push(err85);
 errors++;
 }
 }
-if(data32.matchLabels !== undefined){
-let data33 = data32.matchLabels;
+if(data32.podSelector !== undefined){
+let data33 = data32.podSelector;
 if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
-for(const key15 in data33){
-let data34 = data33[key15];
-if(typeof data34 !== "string"){
-const err86 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchLabels/" + key15.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchLabels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels.additionalProperties.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels.additionalProperties,data:data34};
+for(const key14 in data33){
+if(!((key14 === "matchLabels") || (key14 === "matchExpressions"))){
+const err86 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key14},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector,data:data33};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -2029,9 +2026,13 @@ vErrors.push(err86);
 errors++;
 }
 }
-}
-else {
-const err87 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchLabels",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchLabels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels,data:data33};
+if(data33.matchLabels !== undefined){
+let data34 = data33.matchLabels;
+if(data34 && typeof data34 == "object" && !Array.isArray(data34)){
+for(const key15 in data34){
+let data35 = data34[key15];
+if(typeof data35 !== "string"){
+const err87 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchLabels/" + key15.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchLabels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels.additionalProperties.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels.additionalProperties,data:data35};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -2041,11 +2042,9 @@ vErrors.push(err87);
 errors++;
 }
 }
-if(data32.matchExpressions !== undefined){
-let data35 = data32.matchExpressions;
-if(Array.isArray(data35)){
-if(data35.length > 16){
-const err88 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items",schema:16,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions,data:data35};
+}
+else {
+const err88 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchLabels",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchLabels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchLabels,data:data34};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -2054,12 +2053,12 @@ vErrors.push(err88);
 }
 errors++;
 }
-const len1 = data35.length;
-for(let i1=0; i1<len1; i1++){
-let data36 = data35[i1];
-if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
-if(data36.key === undefined){
-const err89 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data36};
+}
+if(data33.matchExpressions !== undefined){
+let data36 = data33.matchExpressions;
+if(Array.isArray(data36)){
+if(data36.length > 16){
+const err89 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items",schema:16,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions,data:data36};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -2068,8 +2067,12 @@ vErrors.push(err89);
 }
 errors++;
 }
-if(data36.operator === undefined){
-const err90 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "operator"},message:"must have required property '"+"operator"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data36};
+const len1 = data36.length;
+for(let i1=0; i1<len1; i1++){
+let data37 = data36[i1];
+if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
+if(data37.key === undefined){
+const err90 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data37};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -2078,9 +2081,8 @@ vErrors.push(err90);
 }
 errors++;
 }
-for(const key16 in data36){
-if(!(((key16 === "key") || (key16 === "operator")) || (key16 === "values"))){
-const err91 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key16},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data36};
+if(data37.operator === undefined){
+const err91 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "operator"},message:"must have required property '"+"operator"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data37};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -2089,12 +2091,9 @@ vErrors.push(err91);
 }
 errors++;
 }
-}
-if(data36.key !== undefined){
-let data37 = data36.key;
-if(typeof data37 === "string"){
-if(func2(data37) > 316){
-const err92 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/key/maxLength",keyword:"maxLength",params:{limit: 316},message:"must NOT have more than 316 characters",schema:316,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.key,data:data37};
+for(const key16 in data37){
+if(!(((key16 === "key") || (key16 === "operator")) || (key16 === "values"))){
+const err92 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key16},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data37};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -2104,8 +2103,11 @@ vErrors.push(err92);
 errors++;
 }
 }
-else {
-const err93 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.key.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.key,data:data37};
+if(data37.key !== undefined){
+let data38 = data37.key;
+if(typeof data38 === "string"){
+if(func2(data38) > 316){
+const err93 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/key/maxLength",keyword:"maxLength",params:{limit: 316},message:"must NOT have more than 316 characters",schema:316,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.key,data:data38};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -2115,10 +2117,8 @@ vErrors.push(err93);
 errors++;
 }
 }
-if(data36.operator !== undefined){
-let data38 = data36.operator;
-if(typeof data38 !== "string"){
-const err94 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/operator/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator,data:data38};
+else {
+const err94 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.key.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.key,data:data38};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -2127,8 +2127,11 @@ vErrors.push(err94);
 }
 errors++;
 }
-if(!((((data38 === "In") || (data38 === "NotIn")) || (data38 === "Exists")) || (data38 === "DoesNotExist"))){
-const err95 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/operator/enum",keyword:"enum",params:{allowedValues: schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator.enum},message:"must be equal to one of the allowed values",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator.enum,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator,data:data38};
+}
+if(data37.operator !== undefined){
+let data39 = data37.operator;
+if(typeof data39 !== "string"){
+const err95 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/operator/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator,data:data39};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -2137,12 +2140,8 @@ vErrors.push(err95);
 }
 errors++;
 }
-}
-if(data36.values !== undefined){
-let data39 = data36.values;
-if(Array.isArray(data39)){
-if(data39.length > 64){
-const err96 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values,data:data39};
+if(!((((data39 === "In") || (data39 === "NotIn")) || (data39 === "Exists")) || (data39 === "DoesNotExist"))){
+const err96 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/operator/enum",keyword:"enum",params:{allowedValues: schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator.enum},message:"must be equal to one of the allowed values",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator.enum,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.operator,data:data39};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -2151,12 +2150,12 @@ vErrors.push(err96);
 }
 errors++;
 }
-const len2 = data39.length;
-for(let i2=0; i2<len2; i2++){
-let data40 = data39[i2];
-if(typeof data40 === "string"){
-if(func2(data40) > 63){
-const err97 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values/" + i2,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/items/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.items,data:data40};
+}
+if(data37.values !== undefined){
+let data40 = data37.values;
+if(Array.isArray(data40)){
+if(data40.length > 64){
+const err97 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values,data:data40};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -2165,9 +2164,12 @@ vErrors.push(err97);
 }
 errors++;
 }
-}
-else {
-const err98 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values/" + i2,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.items,data:data40};
+const len2 = data40.length;
+for(let i2=0; i2<len2; i2++){
+let data41 = data40[i2];
+if(typeof data41 === "string"){
+if(func2(data41) > 63){
+const err98 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values/" + i2,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/items/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.items,data:data41};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -2177,9 +2179,8 @@ vErrors.push(err98);
 errors++;
 }
 }
-}
 else {
-const err99 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values,data:data39};
+const err99 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values/" + i2,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.items,data:data41};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -2191,7 +2192,7 @@ errors++;
 }
 }
 else {
-const err100 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data36};
+const err100 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.properties.values,data:data40};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -2203,7 +2204,7 @@ errors++;
 }
 }
 else {
-const err101 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions,data:data35};
+const err101 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions/" + i1,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.items,data:data37};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -2215,7 +2216,7 @@ errors++;
 }
 }
 else {
-const err102 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector,data:data32};
+const err102 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/properties/matchExpressions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.properties.matchExpressions,data:data36};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -2225,12 +2226,9 @@ vErrors.push(err102);
 errors++;
 }
 }
-if(data31.namespaceSelector !== undefined){
-let data41 = data31.namespaceSelector;
-if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
-for(const key17 in data41){
-if(!((key17 === "matchLabels") || (key17 === "matchExpressions"))){
-const err103 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector,data:data41};
+}
+else {
+const err103 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/podSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/podSelector/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.podSelector,data:data33};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -2240,13 +2238,12 @@ vErrors.push(err103);
 errors++;
 }
 }
-if(data41.matchLabels !== undefined){
-let data42 = data41.matchLabels;
+if(data32.namespaceSelector !== undefined){
+let data42 = data32.namespaceSelector;
 if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
-for(const key18 in data42){
-let data43 = data42[key18];
-if(typeof data43 !== "string"){
-const err104 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchLabels/" + key18.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchLabels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels.additionalProperties.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels.additionalProperties,data:data43};
+for(const key17 in data42){
+if(!((key17 === "matchLabels") || (key17 === "matchExpressions"))){
+const err104 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector,data:data42};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -2256,9 +2253,13 @@ vErrors.push(err104);
 errors++;
 }
 }
-}
-else {
-const err105 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchLabels",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchLabels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels,data:data42};
+if(data42.matchLabels !== undefined){
+let data43 = data42.matchLabels;
+if(data43 && typeof data43 == "object" && !Array.isArray(data43)){
+for(const key18 in data43){
+let data44 = data43[key18];
+if(typeof data44 !== "string"){
+const err105 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchLabels/" + key18.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchLabels/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels.additionalProperties.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels.additionalProperties,data:data44};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -2268,11 +2269,9 @@ vErrors.push(err105);
 errors++;
 }
 }
-if(data41.matchExpressions !== undefined){
-let data44 = data41.matchExpressions;
-if(Array.isArray(data44)){
-if(data44.length > 16){
-const err106 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items",schema:16,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions,data:data44};
+}
+else {
+const err106 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchLabels",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchLabels/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchLabels,data:data43};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -2281,12 +2280,12 @@ vErrors.push(err106);
 }
 errors++;
 }
-const len3 = data44.length;
-for(let i3=0; i3<len3; i3++){
-let data45 = data44[i3];
-if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
-if(data45.key === undefined){
-const err107 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data45};
+}
+if(data42.matchExpressions !== undefined){
+let data45 = data42.matchExpressions;
+if(Array.isArray(data45)){
+if(data45.length > 16){
+const err107 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items",schema:16,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions,data:data45};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -2295,8 +2294,12 @@ vErrors.push(err107);
 }
 errors++;
 }
-if(data45.operator === undefined){
-const err108 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "operator"},message:"must have required property '"+"operator"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data45};
+const len3 = data45.length;
+for(let i3=0; i3<len3; i3++){
+let data46 = data45[i3];
+if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
+if(data46.key === undefined){
+const err108 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data46};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -2305,9 +2308,8 @@ vErrors.push(err108);
 }
 errors++;
 }
-for(const key19 in data45){
-if(!(((key19 === "key") || (key19 === "operator")) || (key19 === "values"))){
-const err109 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data45};
+if(data46.operator === undefined){
+const err109 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/required",keyword:"required",params:{missingProperty: "operator"},message:"must have required property '"+"operator"+"'",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.required,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data46};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -2316,12 +2318,9 @@ vErrors.push(err109);
 }
 errors++;
 }
-}
-if(data45.key !== undefined){
-let data46 = data45.key;
-if(typeof data46 === "string"){
-if(func2(data46) > 316){
-const err110 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/key/maxLength",keyword:"maxLength",params:{limit: 316},message:"must NOT have more than 316 characters",schema:316,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.key,data:data46};
+for(const key19 in data46){
+if(!(((key19 === "key") || (key19 === "operator")) || (key19 === "values"))){
+const err110 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data46};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -2331,8 +2330,11 @@ vErrors.push(err110);
 errors++;
 }
 }
-else {
-const err111 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.key.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.key,data:data46};
+if(data46.key !== undefined){
+let data47 = data46.key;
+if(typeof data47 === "string"){
+if(func2(data47) > 316){
+const err111 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/key/maxLength",keyword:"maxLength",params:{limit: 316},message:"must NOT have more than 316 characters",schema:316,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.key,data:data47};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -2342,10 +2344,8 @@ vErrors.push(err111);
 errors++;
 }
 }
-if(data45.operator !== undefined){
-let data47 = data45.operator;
-if(typeof data47 !== "string"){
-const err112 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/operator/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator,data:data47};
+else {
+const err112 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/key",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.key.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.key,data:data47};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -2354,8 +2354,11 @@ vErrors.push(err112);
 }
 errors++;
 }
-if(!((((data47 === "In") || (data47 === "NotIn")) || (data47 === "Exists")) || (data47 === "DoesNotExist"))){
-const err113 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/operator/enum",keyword:"enum",params:{allowedValues: schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator.enum},message:"must be equal to one of the allowed values",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator.enum,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator,data:data47};
+}
+if(data46.operator !== undefined){
+let data48 = data46.operator;
+if(typeof data48 !== "string"){
+const err113 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/operator/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator,data:data48};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -2364,12 +2367,8 @@ vErrors.push(err113);
 }
 errors++;
 }
-}
-if(data45.values !== undefined){
-let data48 = data45.values;
-if(Array.isArray(data48)){
-if(data48.length > 64){
-const err114 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values,data:data48};
+if(!((((data48 === "In") || (data48 === "NotIn")) || (data48 === "Exists")) || (data48 === "DoesNotExist"))){
+const err114 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/operator",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/operator/enum",keyword:"enum",params:{allowedValues: schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator.enum},message:"must be equal to one of the allowed values",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator.enum,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.operator,data:data48};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -2378,12 +2377,12 @@ vErrors.push(err114);
 }
 errors++;
 }
-const len4 = data48.length;
-for(let i4=0; i4<len4; i4++){
-let data49 = data48[i4];
-if(typeof data49 === "string"){
-if(func2(data49) > 63){
-const err115 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values/" + i4,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/items/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.items,data:data49};
+}
+if(data46.values !== undefined){
+let data49 = data46.values;
+if(Array.isArray(data49)){
+if(data49.length > 64){
+const err115 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values,data:data49};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -2392,9 +2391,12 @@ vErrors.push(err115);
 }
 errors++;
 }
-}
-else {
-const err116 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values/" + i4,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.items,data:data49};
+const len4 = data49.length;
+for(let i4=0; i4<len4; i4++){
+let data50 = data49[i4];
+if(typeof data50 === "string"){
+if(func2(data50) > 63){
+const err116 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values/" + i4,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/items/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.items,data:data50};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -2404,9 +2406,8 @@ vErrors.push(err116);
 errors++;
 }
 }
-}
 else {
-const err117 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values,data:data48};
+const err117 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values/" + i4,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.items,data:data50};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -2418,7 +2419,7 @@ errors++;
 }
 }
 else {
-const err118 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data45};
+const err118 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3+"/values",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.properties.values,data:data49};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -2430,7 +2431,7 @@ errors++;
 }
 }
 else {
-const err119 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions,data:data44};
+const err119 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions/" + i3,schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.items,data:data46};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -2442,7 +2443,7 @@ errors++;
 }
 }
 else {
-const err120 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector,data:data41};
+const err120 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector/matchExpressions",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/properties/matchExpressions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.properties.matchExpressions,data:data45};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -2454,7 +2455,7 @@ errors++;
 }
 }
 else {
-const err121 = {instancePath:instancePath+"/networkPolicy/clients/" + i0,schemaPath:"#/properties/networkPolicy/properties/clients/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items,data:data31};
+const err121 = {instancePath:instancePath+"/networkPolicy/clients/" + i0+"/namespaceSelector",schemaPath:"#/properties/networkPolicy/properties/clients/items/properties/namespaceSelector/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items.properties.namespaceSelector,data:data42};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -2466,7 +2467,7 @@ errors++;
 }
 }
 else {
-const err122 = {instancePath:instancePath+"/networkPolicy/clients",schemaPath:"#/properties/networkPolicy/properties/clients/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.type,parentSchema:schema20.properties.networkPolicy.properties.clients,data:data30};
+const err122 = {instancePath:instancePath+"/networkPolicy/clients/" + i0,schemaPath:"#/properties/networkPolicy/properties/clients/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.properties.clients.items.type,parentSchema:schema20.properties.networkPolicy.properties.clients.items,data:data32};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -2478,7 +2479,7 @@ errors++;
 }
 }
 else {
-const err123 = {instancePath:instancePath+"/networkPolicy",schemaPath:"#/properties/networkPolicy/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.type,parentSchema:schema20.properties.networkPolicy,data:data28};
+const err123 = {instancePath:instancePath+"/networkPolicy/clients",schemaPath:"#/properties/networkPolicy/properties/clients/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.networkPolicy.properties.clients.type,parentSchema:schema20.properties.networkPolicy.properties.clients,data:data31};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -2488,11 +2489,9 @@ vErrors.push(err123);
 errors++;
 }
 }
-if(data.clients !== undefined){
-let data50 = data.clients;
-if(Array.isArray(data50)){
-if(data50.length > 100){
-const err124 = {instancePath:instancePath+"/clients",schemaPath:"#/properties/clients/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items",schema:100,parentSchema:schema20.properties.clients,data:data50};
+}
+else {
+const err124 = {instancePath:instancePath+"/networkPolicy",schemaPath:"#/properties/networkPolicy/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.networkPolicy.type,parentSchema:schema20.properties.networkPolicy,data:data29};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -2501,12 +2500,12 @@ vErrors.push(err124);
 }
 errors++;
 }
-const len5 = data50.length;
-for(let i5=0; i5<len5; i5++){
-let data51 = data50[i5];
-if(data51 && typeof data51 == "object" && !Array.isArray(data51)){
-if(data51.name === undefined){
-const err125 = {instancePath:instancePath+"/clients/" + i5,schemaPath:"#/properties/clients/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema20.properties.clients.items.required,parentSchema:schema20.properties.clients.items,data:data51};
+}
+if(data.clients !== undefined){
+let data51 = data.clients;
+if(Array.isArray(data51)){
+if(data51.length > 100){
+const err125 = {instancePath:instancePath+"/clients",schemaPath:"#/properties/clients/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items",schema:100,parentSchema:schema20.properties.clients,data:data51};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -2515,8 +2514,12 @@ vErrors.push(err125);
 }
 errors++;
 }
-if(data51.prefix === undefined){
-const err126 = {instancePath:instancePath+"/clients/" + i5,schemaPath:"#/properties/clients/items/required",keyword:"required",params:{missingProperty: "prefix"},message:"must have required property '"+"prefix"+"'",schema:schema20.properties.clients.items.required,parentSchema:schema20.properties.clients.items,data:data51};
+const len5 = data51.length;
+for(let i5=0; i5<len5; i5++){
+let data52 = data51[i5];
+if(data52 && typeof data52 == "object" && !Array.isArray(data52)){
+if(data52.name === undefined){
+const err126 = {instancePath:instancePath+"/clients/" + i5,schemaPath:"#/properties/clients/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema20.properties.clients.items.required,parentSchema:schema20.properties.clients.items,data:data52};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -2525,9 +2528,8 @@ vErrors.push(err126);
 }
 errors++;
 }
-for(const key20 in data51){
-if(!(((key20 === "name") || (key20 === "prefix")) || (key20 === "access"))){
-const err127 = {instancePath:instancePath+"/clients/" + i5,schemaPath:"#/properties/clients/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.clients.items,data:data51};
+if(data52.prefix === undefined){
+const err127 = {instancePath:instancePath+"/clients/" + i5,schemaPath:"#/properties/clients/items/required",keyword:"required",params:{missingProperty: "prefix"},message:"must have required property '"+"prefix"+"'",schema:schema20.properties.clients.items.required,parentSchema:schema20.properties.clients.items,data:data52};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -2536,12 +2538,9 @@ vErrors.push(err127);
 }
 errors++;
 }
-}
-if(data51.name !== undefined){
-let data52 = data51.name;
-if(typeof data52 === "string"){
-if(func2(data52) > 63){
-const err128 = {instancePath:instancePath+"/clients/" + i5+"/name",schemaPath:"#/properties/clients/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema20.properties.clients.items.properties.name,data:data52};
+for(const key20 in data52){
+if(!(((key20 === "name") || (key20 === "prefix")) || (key20 === "access"))){
+const err128 = {instancePath:instancePath+"/clients/" + i5,schemaPath:"#/properties/clients/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.clients.items,data:data52};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -2550,8 +2549,12 @@ vErrors.push(err128);
 }
 errors++;
 }
-if(func2(data52) < 1){
-const err129 = {instancePath:instancePath+"/clients/" + i5+"/name",schemaPath:"#/properties/clients/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema20.properties.clients.items.properties.name,data:data52};
+}
+if(data52.name !== undefined){
+let data53 = data52.name;
+if(typeof data53 === "string"){
+if(func2(data53) > 63){
+const err129 = {instancePath:instancePath+"/clients/" + i5+"/name",schemaPath:"#/properties/clients/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema20.properties.clients.items.properties.name,data:data53};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -2560,8 +2563,8 @@ vErrors.push(err129);
 }
 errors++;
 }
-if(!pattern33.test(data52)){
-const err130 = {instancePath:instancePath+"/clients/" + i5+"/name",schemaPath:"#/properties/clients/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema20.properties.clients.items.properties.name,data:data52};
+if(func2(data53) < 1){
+const err130 = {instancePath:instancePath+"/clients/" + i5+"/name",schemaPath:"#/properties/clients/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema20.properties.clients.items.properties.name,data:data53};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -2570,9 +2573,8 @@ vErrors.push(err130);
 }
 errors++;
 }
-}
-else {
-const err131 = {instancePath:instancePath+"/clients/" + i5+"/name",schemaPath:"#/properties/clients/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.clients.items.properties.name.type,parentSchema:schema20.properties.clients.items.properties.name,data:data52};
+if(!pattern33.test(data53)){
+const err131 = {instancePath:instancePath+"/clients/" + i5+"/name",schemaPath:"#/properties/clients/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema20.properties.clients.items.properties.name,data:data53};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -2582,11 +2584,8 @@ vErrors.push(err131);
 errors++;
 }
 }
-if(data51.prefix !== undefined){
-let data53 = data51.prefix;
-if(typeof data53 === "string"){
-if(func2(data53) > 1024){
-const err132 = {instancePath:instancePath+"/clients/" + i5+"/prefix",schemaPath:"#/properties/clients/items/properties/prefix/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.clients.items.properties.prefix,data:data53};
+else {
+const err132 = {instancePath:instancePath+"/clients/" + i5+"/name",schemaPath:"#/properties/clients/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.clients.items.properties.name.type,parentSchema:schema20.properties.clients.items.properties.name,data:data53};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -2595,8 +2594,12 @@ vErrors.push(err132);
 }
 errors++;
 }
-if(func2(data53) < 1){
-const err133 = {instancePath:instancePath+"/clients/" + i5+"/prefix",schemaPath:"#/properties/clients/items/properties/prefix/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema20.properties.clients.items.properties.prefix,data:data53};
+}
+if(data52.prefix !== undefined){
+let data54 = data52.prefix;
+if(typeof data54 === "string"){
+if(func2(data54) > 1024){
+const err133 = {instancePath:instancePath+"/clients/" + i5+"/prefix",schemaPath:"#/properties/clients/items/properties/prefix/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.clients.items.properties.prefix,data:data54};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -2605,9 +2608,8 @@ vErrors.push(err133);
 }
 errors++;
 }
-}
-else {
-const err134 = {instancePath:instancePath+"/clients/" + i5+"/prefix",schemaPath:"#/properties/clients/items/properties/prefix/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.clients.items.properties.prefix.type,parentSchema:schema20.properties.clients.items.properties.prefix,data:data53};
+if(func2(data54) < 1){
+const err134 = {instancePath:instancePath+"/clients/" + i5+"/prefix",schemaPath:"#/properties/clients/items/properties/prefix/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema20.properties.clients.items.properties.prefix,data:data54};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -2617,10 +2619,8 @@ vErrors.push(err134);
 errors++;
 }
 }
-if(data51.access !== undefined){
-let data54 = data51.access;
-if(typeof data54 !== "string"){
-const err135 = {instancePath:instancePath+"/clients/" + i5+"/access",schemaPath:"#/properties/clients/items/properties/access/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.clients.items.properties.access.type,parentSchema:schema20.properties.clients.items.properties.access,data:data54};
+else {
+const err135 = {instancePath:instancePath+"/clients/" + i5+"/prefix",schemaPath:"#/properties/clients/items/properties/prefix/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.clients.items.properties.prefix.type,parentSchema:schema20.properties.clients.items.properties.prefix,data:data54};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -2629,8 +2629,11 @@ vErrors.push(err135);
 }
 errors++;
 }
-if(!((data54 === "read") || (data54 === "readWrite"))){
-const err136 = {instancePath:instancePath+"/clients/" + i5+"/access",schemaPath:"#/properties/clients/items/properties/access/enum",keyword:"enum",params:{allowedValues: schema20.properties.clients.items.properties.access.enum},message:"must be equal to one of the allowed values",schema:schema20.properties.clients.items.properties.access.enum,parentSchema:schema20.properties.clients.items.properties.access,data:data54};
+}
+if(data52.access !== undefined){
+let data55 = data52.access;
+if(typeof data55 !== "string"){
+const err136 = {instancePath:instancePath+"/clients/" + i5+"/access",schemaPath:"#/properties/clients/items/properties/access/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.clients.items.properties.access.type,parentSchema:schema20.properties.clients.items.properties.access,data:data55};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -2639,10 +2642,8 @@ vErrors.push(err136);
 }
 errors++;
 }
-}
-}
-else {
-const err137 = {instancePath:instancePath+"/clients/" + i5,schemaPath:"#/properties/clients/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.clients.items.type,parentSchema:schema20.properties.clients.items,data:data51};
+if(!((data55 === "read") || (data55 === "readWrite"))){
+const err137 = {instancePath:instancePath+"/clients/" + i5+"/access",schemaPath:"#/properties/clients/items/properties/access/enum",keyword:"enum",params:{allowedValues: schema20.properties.clients.items.properties.access.enum},message:"must be equal to one of the allowed values",schema:schema20.properties.clients.items.properties.access.enum,parentSchema:schema20.properties.clients.items.properties.access,data:data55};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -2654,7 +2655,7 @@ errors++;
 }
 }
 else {
-const err138 = {instancePath:instancePath+"/clients",schemaPath:"#/properties/clients/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.clients.type,parentSchema:schema20.properties.clients,data:data50};
+const err138 = {instancePath:instancePath+"/clients/" + i5,schemaPath:"#/properties/clients/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.clients.items.type,parentSchema:schema20.properties.clients.items,data:data52};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -2664,11 +2665,9 @@ vErrors.push(err138);
 errors++;
 }
 }
-if(data.backup !== undefined){
-let data55 = data.backup;
-if(data55 && typeof data55 == "object" && !Array.isArray(data55)){
-if(data55.s3Path === undefined){
-const err139 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/required",keyword:"required",params:{missingProperty: "s3Path"},message:"must have required property '"+"s3Path"+"'",schema:schema20.properties.backup.required,parentSchema:schema20.properties.backup,data:data55};
+}
+else {
+const err139 = {instancePath:instancePath+"/clients",schemaPath:"#/properties/clients/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema20.properties.clients.type,parentSchema:schema20.properties.clients,data:data51};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -2677,8 +2676,12 @@ vErrors.push(err139);
 }
 errors++;
 }
-if(data55.schedule === undefined){
-const err140 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/required",keyword:"required",params:{missingProperty: "schedule"},message:"must have required property '"+"schedule"+"'",schema:schema20.properties.backup.required,parentSchema:schema20.properties.backup,data:data55};
+}
+if(data.backup !== undefined){
+let data56 = data.backup;
+if(data56 && typeof data56 == "object" && !Array.isArray(data56)){
+if(data56.s3Path === undefined){
+const err140 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/required",keyword:"required",params:{missingProperty: "s3Path"},message:"must have required property '"+"s3Path"+"'",schema:schema20.properties.backup.required,parentSchema:schema20.properties.backup,data:data56};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -2687,9 +2690,8 @@ vErrors.push(err140);
 }
 errors++;
 }
-for(const key21 in data55){
-if(!((((key21 === "s3Path") || (key21 === "schedule")) || (key21 === "backupImage")) || (key21 === "retain"))){
-const err141 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.backup,data:data55};
+if(data56.schedule === undefined){
+const err141 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/required",keyword:"required",params:{missingProperty: "schedule"},message:"must have required property '"+"schedule"+"'",schema:schema20.properties.backup.required,parentSchema:schema20.properties.backup,data:data56};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -2698,12 +2700,9 @@ vErrors.push(err141);
 }
 errors++;
 }
-}
-if(data55.s3Path !== undefined){
-let data56 = data55.s3Path;
-if(typeof data56 === "string"){
-if(func2(data56) > 1024){
-const err142 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.backup.properties.s3Path,data:data56};
+for(const key21 in data56){
+if(!((((key21 === "s3Path") || (key21 === "schedule")) || (key21 === "backupImage")) || (key21 === "retain"))){
+const err142 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.backup,data:data56};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -2712,8 +2711,12 @@ vErrors.push(err142);
 }
 errors++;
 }
-if(!pattern7.test(data56)){
-const err143 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/pattern",keyword:"pattern",params:{pattern: "^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$"},message:"must match pattern \""+"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$"+"\"",schema:"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$",parentSchema:schema20.properties.backup.properties.s3Path,data:data56};
+}
+if(data56.s3Path !== undefined){
+let data57 = data56.s3Path;
+if(typeof data57 === "string"){
+if(func2(data57) > 1024){
+const err143 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.backup.properties.s3Path,data:data57};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -2722,9 +2725,8 @@ vErrors.push(err143);
 }
 errors++;
 }
-}
-else {
-const err144 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.s3Path.type,parentSchema:schema20.properties.backup.properties.s3Path,data:data56};
+if(!pattern7.test(data57)){
+const err144 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/pattern",keyword:"pattern",params:{pattern: "^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$"},message:"must match pattern \""+"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$"+"\"",schema:"^s3://[a-z0-9.\\-]+[a-z0-9\\-]*/[a-zA-Z0-9.\\-_/]+$",parentSchema:schema20.properties.backup.properties.s3Path,data:data57};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -2734,11 +2736,8 @@ vErrors.push(err144);
 errors++;
 }
 }
-if(data55.schedule !== undefined){
-let data57 = data55.schedule;
-if(typeof data57 === "string"){
-if(func2(data57) > 256){
-const err145 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters",schema:256,parentSchema:schema20.properties.backup.properties.schedule,data:data57};
+else {
+const err145 = {instancePath:instancePath+"/backup/s3Path",schemaPath:"#/properties/backup/properties/s3Path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.s3Path.type,parentSchema:schema20.properties.backup.properties.s3Path,data:data57};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -2747,8 +2746,12 @@ vErrors.push(err145);
 }
 errors++;
 }
-if(!pattern8.test(data57)){
-const err146 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/pattern",keyword:"pattern",params:{pattern: "^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$"},message:"must match pattern \""+"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$"+"\"",schema:"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$",parentSchema:schema20.properties.backup.properties.schedule,data:data57};
+}
+if(data56.schedule !== undefined){
+let data58 = data56.schedule;
+if(typeof data58 === "string"){
+if(func2(data58) > 256){
+const err146 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters",schema:256,parentSchema:schema20.properties.backup.properties.schedule,data:data58};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -2757,9 +2760,8 @@ vErrors.push(err146);
 }
 errors++;
 }
-}
-else {
-const err147 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.schedule.type,parentSchema:schema20.properties.backup.properties.schedule,data:data57};
+if(!pattern8.test(data58)){
+const err147 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/pattern",keyword:"pattern",params:{pattern: "^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$"},message:"must match pattern \""+"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$"+"\"",schema:"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?(?:,(?:\\*|[0-5]?[0-9](?:-[0-5]?[0-9])?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|[12][0-9]|3[01])(?:-(?:0?[1-9]|[12][0-9]|3[01]))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(?:-(?:0?[1-9]|1[0-2]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(?:/[1-9][0-9]?)?)* +(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?(?:,(?:\\*|(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat)(?:-(?:[0-6]|SUN|MON|TUE|WED|THU|FRI|SAT|sun|mon|tue|wed|thu|fri|sat))?)(?:/[1-9][0-9]?)?)*)$",parentSchema:schema20.properties.backup.properties.schedule,data:data58};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -2769,11 +2771,8 @@ vErrors.push(err147);
 errors++;
 }
 }
-if(data55.backupImage !== undefined){
-let data58 = data55.backupImage;
-if(typeof data58 === "string"){
-if(func2(data58) > 512){
-const err148 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters",schema:512,parentSchema:schema20.properties.backup.properties.backupImage,data:data58};
+else {
+const err148 = {instancePath:instancePath+"/backup/schedule",schemaPath:"#/properties/backup/properties/schedule/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.schedule.type,parentSchema:schema20.properties.backup.properties.schedule,data:data58};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -2782,8 +2781,12 @@ vErrors.push(err148);
 }
 errors++;
 }
-if(func2(data58) < 1){
-const err149 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema20.properties.backup.properties.backupImage,data:data58};
+}
+if(data56.backupImage !== undefined){
+let data59 = data56.backupImage;
+if(typeof data59 === "string"){
+if(func2(data59) > 512){
+const err149 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters",schema:512,parentSchema:schema20.properties.backup.properties.backupImage,data:data59};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -2792,8 +2795,8 @@ vErrors.push(err149);
 }
 errors++;
 }
-if(!pattern0.test(data58)){
-const err150 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/pattern",keyword:"pattern",params:{pattern: "^[^\\s]+$"},message:"must match pattern \""+"^[^\\s]+$"+"\"",schema:"^[^\\s]+$",parentSchema:schema20.properties.backup.properties.backupImage,data:data58};
+if(func2(data59) < 1){
+const err150 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema20.properties.backup.properties.backupImage,data:data59};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -2802,9 +2805,8 @@ vErrors.push(err150);
 }
 errors++;
 }
-}
-else {
-const err151 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.backupImage.type,parentSchema:schema20.properties.backup.properties.backupImage,data:data58};
+if(!pattern0.test(data59)){
+const err151 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/pattern",keyword:"pattern",params:{pattern: "^[^\\s]+$"},message:"must match pattern \""+"^[^\\s]+$"+"\"",schema:"^[^\\s]+$",parentSchema:schema20.properties.backup.properties.backupImage,data:data59};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -2814,10 +2816,8 @@ vErrors.push(err151);
 errors++;
 }
 }
-if(data55.retain !== undefined){
-let data59 = data55.retain;
-if(!(((typeof data59 == "number") && (!(data59 % 1) && !isNaN(data59))) && (isFinite(data59)))){
-const err152 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema20.properties.backup.properties.retain.type,parentSchema:schema20.properties.backup.properties.retain,data:data59};
+else {
+const err152 = {instancePath:instancePath+"/backup/backupImage",schemaPath:"#/properties/backup/properties/backupImage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.backup.properties.backupImage.type,parentSchema:schema20.properties.backup.properties.backupImage,data:data59};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -2826,9 +2826,11 @@ vErrors.push(err152);
 }
 errors++;
 }
-if((typeof data59 == "number") && (isFinite(data59))){
-if(data59 > 1000 || isNaN(data59)){
-const err153 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000",schema:1000,parentSchema:schema20.properties.backup.properties.retain,data:data59};
+}
+if(data56.retain !== undefined){
+let data60 = data56.retain;
+if(!(((typeof data60 == "number") && (!(data60 % 1) && !isNaN(data60))) && (isFinite(data60)))){
+const err153 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema20.properties.backup.properties.retain.type,parentSchema:schema20.properties.backup.properties.retain,data:data60};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -2837,8 +2839,9 @@ vErrors.push(err153);
 }
 errors++;
 }
-if(data59 < 1 || isNaN(data59)){
-const err154 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema20.properties.backup.properties.retain,data:data59};
+if((typeof data60 == "number") && (isFinite(data60))){
+if(data60 > 1000 || isNaN(data60)){
+const err154 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000",schema:1000,parentSchema:schema20.properties.backup.properties.retain,data:data60};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -2847,11 +2850,8 @@ vErrors.push(err154);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err155 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.backup.type,parentSchema:schema20.properties.backup,data:data55};
+if(data60 < 1 || isNaN(data60)){
+const err155 = {instancePath:instancePath+"/backup/retain",schemaPath:"#/properties/backup/properties/retain/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema20.properties.backup.properties.retain,data:data60};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -2861,11 +2861,10 @@ vErrors.push(err155);
 errors++;
 }
 }
-if(data.restore !== undefined){
-let data60 = data.restore;
-if(data60 && typeof data60 == "object" && !Array.isArray(data60)){
-if(data60.from === undefined){
-const err156 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'",schema:schema20.properties.restore.required,parentSchema:schema20.properties.restore,data:data60};
+}
+}
+else {
+const err156 = {instancePath:instancePath+"/backup",schemaPath:"#/properties/backup/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.backup.type,parentSchema:schema20.properties.backup,data:data56};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -2874,9 +2873,12 @@ vErrors.push(err156);
 }
 errors++;
 }
-for(const key22 in data60){
-if(!(key22 === "from")){
-const err157 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key22},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.restore,data:data60};
+}
+if(data.restore !== undefined){
+let data61 = data.restore;
+if(data61 && typeof data61 == "object" && !Array.isArray(data61)){
+if(data61.from === undefined){
+const err157 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'",schema:schema20.properties.restore.required,parentSchema:schema20.properties.restore,data:data61};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -2885,12 +2887,9 @@ vErrors.push(err157);
 }
 errors++;
 }
-}
-if(data60.from !== undefined){
-let data61 = data60.from;
-if(typeof data61 === "string"){
-if(func2(data61) > 1024){
-const err158 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.restore.properties.from,data:data61};
+for(const key22 in data61){
+if(!(key22 === "from")){
+const err158 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key22},message:"must NOT have additional properties",schema:false,parentSchema:schema20.properties.restore,data:data61};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -2899,8 +2898,12 @@ vErrors.push(err158);
 }
 errors++;
 }
-if(!pattern10.test(data61)){
-const err159 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/pattern",keyword:"pattern",params:{pattern: "^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$"},message:"must match pattern \""+"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$"+"\"",schema:"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$",parentSchema:schema20.properties.restore.properties.from,data:data61};
+}
+if(data61.from !== undefined){
+let data62 = data61.from;
+if(typeof data62 === "string"){
+if(func2(data62) > 1024){
+const err159 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema20.properties.restore.properties.from,data:data62};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -2909,9 +2912,8 @@ vErrors.push(err159);
 }
 errors++;
 }
-}
-else {
-const err160 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.restore.properties.from.type,parentSchema:schema20.properties.restore.properties.from,data:data61};
+if(!pattern10.test(data62)){
+const err160 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/pattern",keyword:"pattern",params:{pattern: "^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$"},message:"must match pattern \""+"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$"+"\"",schema:"^(?:s3://[a-z0-9][a-z0-9.\\-]{1,61}[a-z0-9]/(?:[a-zA-Z0-9._\\-]+/)*[0-9]{8}T[0-9]{6}\\.[0-9]{3}Z/?|[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$",parentSchema:schema20.properties.restore.properties.from,data:data62};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -2921,9 +2923,8 @@ vErrors.push(err160);
 errors++;
 }
 }
-}
 else {
-const err161 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.restore.type,parentSchema:schema20.properties.restore,data:data60};
+const err161 = {instancePath:instancePath+"/restore/from",schemaPath:"#/properties/restore/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema20.properties.restore.properties.from.type,parentSchema:schema20.properties.restore.properties.from,data:data62};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -2935,12 +2936,24 @@ errors++;
 }
 }
 else {
-const err162 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.type,parentSchema:schema20,data};
+const err162 = {instancePath:instancePath+"/restore",schemaPath:"#/properties/restore/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.properties.restore.type,parentSchema:schema20.properties.restore,data:data61};
 if(vErrors === null){
 vErrors = [err162];
 }
 else {
 vErrors.push(err162);
+}
+errors++;
+}
+}
+}
+else {
+const err163 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema20.type,parentSchema:schema20,data};
+if(vErrors === null){
+vErrors = [err163];
+}
+else {
+vErrors.push(err163);
 }
 errors++;
 }

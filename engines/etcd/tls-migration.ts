@@ -30,7 +30,12 @@
  *   serve context). The clients' grace period is that: https and plain HTTP
  *   both on the client port, so no client changes its address twice.
  *
- * Phases: `Issuing` (the Secrets, before any template mounts them),
+ * Phases: `WaitingForNetworkPolicy` (a move of the client port does not
+ * start while nothing but the migration stands between the network and a
+ * client port that serves plain HTTP to anyone for the grace: no
+ * NetworkPolicy of the cluster, and no acknowledgement in the spec,
+ * spec.tls.migrateWithoutNetworkPolicy; anyone who reaches it may snapshot,
+ * write or add a member), `Issuing` (the Secrets, before any template mounts them),
  * `Trusting` (a rolling restart onto the certificates: peer listener still
  * plain, client port plain and TLS), `ClientGrace` (clients move to https;
  * config tls.plainClientGraceSeconds), `Switching` (per member: its peer URL
@@ -43,7 +48,7 @@ import type { MemberStatus } from '../membership.js';
 import type { TlsInEffect } from '../../model/tls.js';
 import type { MemberPod, UpgradeAction } from './upgrade.js';
 
-export type TlsMigrationPhase = 'Issuing' | 'Trusting' | 'ClientGrace' | 'Switching';
+export type TlsMigrationPhase = 'WaitingForNetworkPolicy' | 'Issuing' | 'Trusting' | 'ClientGrace' | 'Switching';
 
 /** A template's listeners as its arguments say (the scheme each serves, and a transition's extras). */
 export type TemplateTls = Pick<TlsInEffect, 'peer' | 'client' | 'transition'>;
@@ -87,6 +92,12 @@ export interface TlsMigrationInput {
   readonly certificatesIssued: boolean;
   /** The members as the membership API lists them, when it answered. */
   readonly members?: readonly MemberStatus[];
+  /**
+   * A NetworkPolicy of the cluster restricts who reaches its members (it exists: the controller applied it, or a GitOps
+   * tool from `dkv synth`), or the spec accepts the open client port (spec.tls.migrateWithoutNetworkPolicy). Without
+   * either, a migration that moves the client port does not start; one under way goes on whatever happens to the policy.
+   */
+  readonly guarded: boolean;
   /** When the grace period began (status.tls.migration.plainClientsSince), if it did. */
   readonly plainClientsSince?: string;
   readonly clientGraceMs: number;
@@ -108,6 +119,8 @@ export interface TlsMigrationStep {
 }
 
 const SOON_MS = 2_000;
+/** How often a migration waiting for a NetworkPolicy looks again (the policy's arrival is also a watched change). */
+const WAIT_MS = 30_000;
 const isHttps = (m: MemberStatus) => m.peerUrls.length > 0 && m.peerUrls.every((u) => u.startsWith('https:'));
 
 /** The next step of a migration to TLS, or undefined when none is under way or asked for (model/tls.ts decides then). */
@@ -124,6 +137,14 @@ export function decideTlsMigration(input: TlsMigrationInput): TlsMigrationStep |
   if (!peerMove && !clientMove && !switching) return undefined;
   if (!input.explicit && !inTransition && !switching) return undefined;
 
+  if (!inTransition && !switching && clientMove && !input.guarded) {
+    const current: TlsInEffect = { mode: 'operator', ...live };
+    return {
+      render: current, reach: { mode: 'operator', peer: live.peer, client: live.client }, membersDone: [], phase: 'WaitingForNetworkPolicy', requeueAfterMs: WAIT_MS,
+      message: 'not started: for the clients\' grace period the client port would serve plain HTTP beside TLS to anyone who reaches it, and no NetworkPolicy of the cluster restricts who does. '
+        + 'Set spec.networkPolicy.enabled: true (listing the clients of other namespaces in spec.networkPolicy.clients), or accept the open port with spec.tls.migrateWithoutNetworkPolicy: true (docs/security.md, "Clusters created before TLS")',
+    };
+  }
   const final: TlsInEffect = { mode: 'operator', peer: asked.peer, client: asked.client };
   const trusting: TlsInEffect = {
     mode: 'operator', peer: live.peer, client: live.client || clientMove,

@@ -160,6 +160,7 @@ export async function reconcileDistributedKV(key: string, ctx: ReconcileContext)
   const migrationRead = {
     spec: resource.spec, config, statefulSet: own.statefulSet, previous: cr.status as DistributedKVStatus | undefined, now: ctx.now(),
     certificatesIssued: Boolean(secret(secretNames.authority) && secret(secretNames.member)),
+    networkPolicyInForce: Boolean(ctx.owned.get('networking.k8s.io/v1/NetworkPolicy')?.get(`${namespace}/${identity.networkPolicyName}`)),
   };
   const planned = config.engine === 'etcd' ? tlsPlan(migrationRead) : { render: PLAIN, reach: PLAIN, issue: PLAIN };
   // mode cert-manager: the controller issues nothing, and checks what cert-manager wrote (cert-manager-tls-step.ts).

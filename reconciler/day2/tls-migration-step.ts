@@ -37,6 +37,8 @@ export interface TlsMigrationReader {
   readonly certificatesIssued: boolean;
   readonly previous?: DistributedKVStatus;
   readonly now: number;
+  /** A NetworkPolicy of the cluster exists (the cache shows it): who reaches the members is restricted. */
+  readonly networkPolicyInForce: boolean;
 }
 
 const templateArgs = (statefulSet: CachedObject | undefined): readonly string[] | undefined =>
@@ -58,6 +60,7 @@ export function tlsMigration(read: TlsMigrationReader, members?: readonly Member
     rolledOut: read.statefulSet !== undefined && rolledOut(read.statefulSet),
     certificatesIssued: read.certificatesIssued,
     members,
+    guarded: read.networkPolicyInForce || read.spec.tls?.migrateWithoutNetworkPolicy === true,
     plainClientsSince: read.previous?.tls?.migration?.plainClientsSince,
     clientGraceMs: read.config.tls.plainClientGraceSeconds * 1000,
     now: read.now,

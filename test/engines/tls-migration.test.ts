@@ -38,7 +38,7 @@ function pod(i: number, args: readonly string[], over: Partial<MemberPod> = {}):
 function decide(args: readonly string[] | undefined, over: Partial<TlsMigrationInput> = {}) {
   return decideTlsMigration({
     asked: tlsAsked({ tls: { mode: 'operator' } }), explicit: true, live: args && templateTls(args), rolledOut: true, certificatesIssued: true,
-    clientGraceMs: GRACE_MS, now: NOW, ...over,
+    guarded: true, clientGraceMs: GRACE_MS, now: NOW, ...over,
   });
 }
 
@@ -48,6 +48,26 @@ describe('the phases of a migration to TLS', () => {
     expect(tlsInEffect({}, { peer: false, client: false }).reason).toMatch(/set spec\.tls\.mode: operator to start the migration/);
     // A new cluster is no migration: the spec's TLS from the start.
     expect(decide(undefined)).toBeUndefined();
+  });
+
+  it('does not start moving the client port while no NetworkPolicy restricts who reaches it and the spec does not accept that, and says how to start', () => {
+    // The grace would serve plain HTTP beside TLS to anyone who reaches the port: nothing changes, not even the Secrets' issuance.
+    for (const certificatesIssued of [false, true]) {
+      const step = decide(PLAIN_ARGS, { guarded: false, certificatesIssued })!;
+      expect(step).toMatchObject({ phase: 'WaitingForNetworkPolicy', reach: { peer: false, client: false }, membersDone: [] });
+      expect(render(step.render)).toEqual(PLAIN_ARGS);
+      expect(step.message).toMatch(/spec\.networkPolicy\.enabled: true/);
+      expect(step.message).toMatch(/spec\.tls\.migrateWithoutNetworkPolicy: true/);
+    }
+    // Guarded (the policy exists, or the spec accepts the open port): it starts.
+    expect(decide(PLAIN_ARGS)!.phase).toBe('Trusting');
+    // Once started, it goes on whatever happens to the policy: a half-moved cluster is not left half-way.
+    expect(decide(TRUSTING_ARGS, { guarded: false, rolledOut: false })!.phase).toBe('Trusting');
+    expect(decide(TRUSTING_ARGS, { guarded: false })!.phase).toBe('ClientGrace');
+    expect(decide(FINAL_ARGS, { guarded: false, members: [member(0, 'http'), member(1, 'https'), member(2, 'https')] })!.phase).toBe('Switching');
+    // A move of the peer port alone opens no plain client port: not held.
+    const peerOnly = render({ mode: 'operator', peer: false, client: true });
+    expect(decide(peerOnly, { guarded: false })!.phase).not.toBe('WaitingForNetworkPolicy');
   });
 
   it('issues the certificates first, rendering what runs (no member mounts a Secret that is not there yet)', () => {

@@ -7,9 +7,9 @@
  * says why). Here that moment is made to happen again and again, on a control
  * plane of this file's own (the CRD is deleted and created each time): the
  * CRD is recreated only once the API server's policy plugin has forgotten the
- * kind, so each apply meets the race instead of passing by luck. An apply
- * right after Established is refused; an apply after untilAdmitted, the wait
- * the demo uses, never is.
+ * kind, so each apply can meet the race instead of passing by luck. Right
+ * after Established the kind is refused (an apply, or the wait's dry run);
+ * an apply after untilAdmitted, the wait the demo uses, never is.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -110,11 +110,14 @@ describeWithCluster('kubectl apply of DistributedKVs as soon as their CRD is Est
     }
     process.stderr.write(`apply right after Established: ${withoutWait.filter(Boolean).length}/${withoutWait.length} refused (${[...new Set(withoutWait.filter(Boolean))].join('; ')}); `
       + `after untilAdmitted: ${afterWait.filter(Boolean).length}/${afterWait.length} refused, its dry runs refused ${waited.join(', ')} time(s)\n`);
-    // The race is there: without the wait an apply fails, as the demo's first run did…
-    expect(withoutWait.filter(Boolean).length).toBeGreaterThan(0);
-    expect(withoutWait.find(Boolean)).toMatch(/ServiceUnavailable|resource mapping not found|no matches for kind/);
+    // The race is there: right after Established the API server refused the kind, in at least one of the 20 rounds: an
+    // apply without the wait failed, as the demo's first run did, or the wait's own dry runs were refused before passing.
+    // Either arm counts: how often a round meets the race is the machine's load (the policy plugin polls every 5 s, and a
+    // loaded machine takes longer from the CRD's creation to the apply; a busy-core run saw 0 of 10 applies refused and
+    // one wait refused 7 times). Every refusal without the wait is one of those the wait retries, never another.
+    expect(withoutWait.filter(Boolean).length + waited.filter((n) => n > 0).length).toBeGreaterThan(0);
+    for (const refusal of withoutWait.filter(Boolean)) expect(refusal).toMatch(/ServiceUnavailable|resource mapping not found|no matches for kind|storage is \(re\)initializing/);
     // …and the wait is what makes the same apply pass, every time.
     expect(afterWait).toEqual(Array(ROUNDS / 2).fill(undefined));
-    expect(waited.some((n) => n > 0)).toBe(true);
   }, ROUNDS * 30_000);
 });
