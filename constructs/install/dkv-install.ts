@@ -16,6 +16,7 @@ import { ControllerServiceMonitor } from './controller-service-monitor.js';
 import { ConversionWebhook } from './conversion-webhook.js';
 import { DashboardConfigMap } from './dashboard-config-map.js';
 import { DistributedKVDefinition } from './custom-resource-definition.js';
+import { ControllerWritePolicy } from './controller-write-policy.js';
 import { FinalBackupFinalizerPolicy } from './final-backup-finalizer-policy.js';
 import { LeaderElectionRole } from './leader-election-role.js';
 
@@ -54,7 +55,9 @@ export interface DkvInstallProps {
 /**
  * Everything a cluster needs to run the DistributedKV controller, in the
  * order `kubectl apply -f` should create it: the namespace, the CRD, the
- * controller's ServiceAccount and least-privilege RBAC (its ClusterRole,
+ * controller's ServiceAccount and least-privilege RBAC (its ClusterRole, the
+ * admission policy that narrows its writes to the objects a DistributedKV
+ * controls: controller-write-policy.ts,
  * the leader-election Role on its one Lease), its configuration, the
  * Deployment with its metrics Service, its conversion webhook's Service and
  * certificate Secret's Role, and PodDisruptionBudget, and the
@@ -75,6 +78,7 @@ export class DkvInstall extends Construct {
     new DistributedKVDefinition(this, 'Definition', { config, webhookNamespace: identity.namespace });
     new ControllerServiceAccount(this, 'ServiceAccount', { identity });
     new ControllerClusterRole(this, 'ClusterRole', { identity, watchNamespace, monitoring: config.monitoring.enabled });
+    new ControllerWritePolicy(this, 'WritePolicy', { identity, config });
     new LeaderElectionRole(this, 'LeaderElection', { identity });
     new BackupRunnerClusterRole(this, 'BackupRunner', { identity });
     new ControllerConfigMap(this, 'Config', { identity, configText: text });

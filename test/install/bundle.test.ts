@@ -306,8 +306,11 @@ describe('dkv install options', () => {
   it('--namespace puts every namespaced object, the bindings\' subjects and the Lease there', () => {
     const objects = bundle({ namespace: 'ops' });
     expect(one(objects, 'Namespace').metadata.name).toBe('ops');
-    for (const o of objects.filter((o) => !['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind))) expect(o.metadata.namespace).toBe('ops');
+    const clusterScoped = ['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
+    for (const o of objects.filter((o) => !clusterScoped.includes(o.kind))) expect(o.metadata.namespace).toBe('ops');
     for (const binding of objects.filter((o) => o.subjects)) expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'dkv-controller', namespace: 'ops' }]);
+    // The admission policy narrows the writes of the ServiceAccount in that namespace.
+    expect(JSON.stringify(one(objects, 'ValidatingAdmissionPolicy').spec.matchConditions)).toContain('system:serviceaccount:ops:dkv-controller');
   });
 
   it('--image sets the controller\'s image and the shipped configuration\'s runner image, unless --config names a runner of its own', () => {

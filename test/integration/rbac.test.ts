@@ -96,6 +96,45 @@ describeWithCluster('the controller with only the permissions of the generated i
     await expect(clients.controller.request('GET', resourcePath('coordination.k8s.io/v1', 'Lease', 'default'))).rejects.toMatchObject({ status: 403 });
   });
 
+  it('is refused by the bundle\'s admission policy any Secret, StatefulSet, CronJob or Job write that is not a DistributedKV\'s, where RBAC would allow it', async () => {
+    const namespace = await createNamespace(clients.admin, 'rbac-policy');
+    const labels = { 'app.kubernetes.io/name': 'distributedkv', 'app.kubernetes.io/managed-by': 'dkv', 'app.kubernetes.io/instance': 'kv' };
+    // A controller owner reference to a DistributedKV (no blockOwnerDeletion: that needs update on its finalizers, which is not the point here).
+    const ownerReferences = [{ apiVersion: 'example.com/v1beta1', kind: 'DistributedKV', name: 'kv', uid: '11111111-1111-1111-1111-111111111111', controller: true }];
+    const secrets = resourcePath('v1', 'Secret', namespace);
+    const refusal = { status: 403, message: expect.stringContaining('dkv-controller-writes') };
+    // The policy is in force once the API server has loaded it: a write that is not the project's is refused (retried until then).
+    await eventually('the admission policy in force', () => clients.controller.request('POST', secrets, { body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'loose' }, stringData: { a: 'b' } } })
+      .then(async () => {
+        await clients.admin.request('DELETE', resourcePath('v1', 'Secret', namespace, 'loose'));
+        return undefined;
+      }, (e) => (e.status === 403 && /dkv-controller-writes/.test(e.message) ? true : Promise.reject(e))), 30_000, 250);
+    // Labelled but not a DistributedKV's; a DistributedKV's but a ServiceAccount token (whose token a `list` would read).
+    await expect(clients.controller.request('POST', secrets, { body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'labelled', labels }, stringData: { a: 'b' } } })).rejects.toMatchObject(refusal);
+    await expect(clients.controller.request('POST', secrets, {
+      body: { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/service-account-token', metadata: { name: 'token', labels, ownerReferences, annotations: { 'kubernetes.io/service-account.name': 'default' } } },
+    })).rejects.toMatchObject(refusal);
+    // Someone else's Secret: neither replaced nor deleted, though RBAC grants update and delete.
+    const theirs = await clients.admin.request('POST', secrets, { body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'theirs' }, stringData: { password: 'x' } } });
+    await expect(clients.controller.request('PUT', resourcePath('v1', 'Secret', namespace, 'theirs'), { body: { ...theirs, stringData: { password: 'y' } } })).rejects.toMatchObject(refusal);
+    await expect(clients.controller.request('DELETE', resourcePath('v1', 'Secret', namespace, 'theirs'), { body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: theirs.metadata.uid } } })).rejects.toMatchObject(refusal);
+    // A StatefulSet under any ServiceAccount: what would amount to cluster-admin in kube-system.
+    const statefulSet = (name: string, metadata: Record<string, unknown>, pod: Record<string, unknown>) => ({
+      apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name, ...metadata },
+      spec: { serviceName: name, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'busybox' }], ...pod } } },
+    });
+    const statefulSets = resourcePath('apps/v1', 'StatefulSet', namespace);
+    await expect(clients.controller.request('POST', resourcePath('apps/v1', 'StatefulSet', 'kube-system'), { body: statefulSet('escalate', {}, { serviceAccountName: 'clusterrole-aggregation-controller' }) })).rejects.toMatchObject(refusal);
+    await expect(clients.controller.request('POST', statefulSets, { body: statefulSet('token', { labels, ownerReferences }, {}) })).rejects.toMatchObject(refusal);
+    await expect(clients.controller.request('POST', statefulSets, { body: statefulSet('host', { labels, ownerReferences }, { automountServiceAccountToken: false, volumes: [{ name: 'h', hostPath: { path: '/' } }] }) })).rejects.toMatchObject(refusal);
+    await expect(clients.controller.request('POST', resourcePath('batch/v1', 'Job', namespace), {
+      body: { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'job', labels }, spec: { template: { spec: { restartPolicy: 'Never', automountServiceAccountToken: false, containers: [{ name: 'c', image: 'busybox' }] } } } },
+    })).rejects.toMatchObject(refusal);
+    // What a DistributedKV's objects look like passes (the cluster below converges under the same policy): not a blanket refusal.
+    await clients.controller.request('POST', secrets, { body: { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/tls', metadata: { name: 'ours', labels, ownerReferences }, stringData: { 'tls.crt': 'x', 'tls.key': 'y' } } });
+    await clients.controller.request('POST', statefulSets, { body: statefulSet('ours', { labels, ownerReferences }, { automountServiceAccountToken: false }) });
+  });
+
   it('can run shard membership in its own namespace: create, renew and list its Leases, release its own, delete a released one', async () => {
     const views: string[][] = [];
     const member = (identity: string) => new ShardMembership({
