@@ -25,6 +25,8 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   'apiextensions.k8s.io/v1/CustomResourceDefinition': { plural: 'customresourcedefinitions', namespaced: false },
   'admissionregistration.k8s.io/v1/MutatingAdmissionPolicy': { plural: 'mutatingadmissionpolicies', namespaced: false },
   'admissionregistration.k8s.io/v1/MutatingAdmissionPolicyBinding': { plural: 'mutatingadmissionpolicybindings', namespaced: false },
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy': { plural: 'validatingadmissionpolicies', namespaced: false },
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding': { plural: 'validatingadmissionpolicybindings', namespaced: false },
   'example.com/v1alpha1/DistributedKV': { plural: 'distributedkvs', namespaced: true },
   'example.com/v1beta1/DistributedKV': { plural: 'distributedkvs', namespaced: true },
   'v1/Secret': { plural: 'secrets', namespaced: true },
