@@ -113,7 +113,7 @@ async function main(): Promise<void> {
       }
     }
     console.log(`${connections} new connections x ${rounds} rounds per list, ${concurrency} at a time, each a TLS handshake with a client certificate and one range, to 1 member; CRL of ${revokedCount} serials ${Buffer.byteLength(lists.long, 'latin1')} B, empty ${Buffer.byteLength(lists.empty, 'latin1')} B; ${runtimeAndMachine()}, ${new Date().toISOString()}`);
-    console.log('CRL        p50 ms  p99 ms  conn/s  failed   (empty CRL baseline: p50 / p99 / conn/s)');
+    console.log('CRL            p50 ms  p99 ms  conn/s  failed   (empty CRL baseline: p50 / p99 / conn/s)');
     const figures = (list: List) => {
       const r = results.get(list)!;
       const sorted = [...r.latencies].sort((a, b) => a - b);
@@ -124,7 +124,7 @@ async function main(): Promise<void> {
       const f = figures(list);
       const beside = list === 'long' ? `   (${empty.p50.toFixed(2)} / ${empty.p99.toFixed(2)} / ${empty.rate.toFixed(0)})` : '';
       const label = list === 'long' ? `${revokedCount} serials` : 'empty';
-      console.log(`${label.padEnd(10)} ${f.p50.toFixed(2).padStart(6)}  ${f.p99.toFixed(2).padStart(6)}  ${f.rate.toFixed(0).padStart(6)}  ${String(f.failed).padStart(6)}${beside}`);
+      console.log(`${label.padEnd(14)} ${f.p50.toFixed(2).padStart(6)}  ${f.p99.toFixed(2).padStart(6)}  ${f.rate.toFixed(0).padStart(6)}  ${String(f.failed).padStart(6)}${beside}`);
     }
   } finally {
     await cluster.stopAll();
