@@ -11,6 +11,7 @@ import { ControllerDisruptionBudget } from './controller-disruption-budget.js';
 import { controllerIdentity, DEFAULT_INSTALL_NAMESPACE } from './controller-identity.js';
 import { ControllerMetricsService } from './controller-metrics-service.js';
 import { ControllerNamespace } from './controller-namespace.js';
+import { ControllerNetworkPolicy } from './controller-network-policy.js';
 import { ControllerServiceAccount } from './controller-service-account.js';
 import { ControllerServiceMonitor } from './controller-service-monitor.js';
 import { ConversionWebhook } from './conversion-webhook.js';
@@ -60,7 +61,7 @@ export interface DkvInstallProps {
  * controls: controller-write-policy.ts,
  * the leader-election Role on its one Lease), its configuration, the
  * Deployment with its metrics Service, its conversion webhook's Service and
- * certificate Secret's Role, and PodDisruptionBudget, and the
+ * certificate Secret's Role, PodDisruptionBudget and NetworkPolicy, and the
  * ClusterRole a namespace binds for backup runners that cut VolumeSnapshots;
  * with monitoring on (the configuration's monitoring.enabled, `dkv install
  * --monitoring`), the Prometheus Operator's ServiceMonitor of the controller,
@@ -89,6 +90,7 @@ export class DkvInstall extends Construct {
       webhookPort: config.conversion.port,
     });
     new ControllerDisruptionBudget(this, 'DisruptionBudget', { identity });
+    if (config.networkPolicy.enabled) new ControllerNetworkPolicy(this, 'NetworkPolicy', { identity, config });
     if (config.monitoring.enabled) {
       new ControllerServiceMonitor(this, 'ServiceMonitor', { identity, monitoring: config.monitoring });
       new DkvAlertRules(this, 'AlertRules', { identity, monitoring: config.monitoring });

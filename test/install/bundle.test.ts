@@ -287,6 +287,21 @@ describe('the rest of the bundle', () => {
     expect(parse(readFileSync(join(ROOT, 'dist', 'distributedkvs.example.com.crd.k8s.yaml'), 'utf8'))).toEqual(one(objects, 'CustomResourceDefinition'));
   });
 
+  it('admits to the controller\'s pods only the API server\'s webhook calls (from anywhere: its addresses are no pod\'s) and scrapers from the metrics namespaces; none with NetworkPolicies off', () => {
+    const policy = one(bundle(), 'NetworkPolicy');
+    expect(policy.metadata).toMatchObject({ name: 'dkv-controller', namespace: 'dkv-system' });
+    expect(policy.spec.podSelector).toEqual({ matchLabels: one(bundle(), 'Deployment').spec.selector.matchLabels });
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    expect(policy.spec.ingress).toEqual([
+      { ports: [{ port: DEFAULT_CONFIG.conversion.port, protocol: 'TCP' }] },
+      { from: [{ namespaceSelector: DEFAULT_CONFIG.networkPolicy.metricsNamespaceSelector }], ports: [{ port: 8080, protocol: 'TCP' }] },
+    ]);
+    // Every port the controller listens on is one of the two.
+    const listening = container(bundle()).ports.map((p: { containerPort: number }) => p.containerPort).sort((a: number, b: number) => a - b);
+    expect(policy.spec.ingress.map((rule: { ports: { port: number }[] }) => rule.ports[0].port).sort((a: number, b: number) => a - b)).toEqual(listening);
+    expect(bundle({ configFile: writeConfig('networkPolicy:\n  enabled: false\n') }).filter((o) => o.kind === 'NetworkPolicy')).toEqual([]);
+  });
+
   it('ships a configuration that loads as the built-in one', () => {
     const text = one(bundle(), 'ConfigMap').data!['dkv.config.yaml'];
     const { file: _file, ...loaded } = loadConfig(writeConfig(text));
