@@ -20,7 +20,7 @@ import type { GeneratorConfig } from '../../model/generator-config.js';
 import { metaTime } from '../../model/meta-time.js';
 import { DATA_VOLUME } from '../../constructs/stateful-set.js';
 import { readMemberPods } from './member-pods.js';
-import type { UnhealthyLooks } from './unhealthy-memory.js';
+import { unhealthyClocks, type UnhealthyLooks } from './unhealthy-memory.js';
 
 /** The Healing condition, as status shows it. */
 export interface HealingReport {
@@ -96,13 +96,8 @@ function worthALook(membership: MembershipStatus, replicas: number): boolean {
 export async function healingStep(read: HealingReader, input: HealingInput): Promise<HealingDecision> {
   const { membership, previous, now } = input;
   const before = new Map((previous?.members ?? []).map((m) => [m.name, m]));
-  const unhealthySince = new Map<string, string>();
   const seenBefore = input.seen?.memory.previous(input.seen.uid);
-  for (const m of membership.members.filter((x) => !x.healthy)) {
-    const earlier = before.get(statusName(m));
-    const trusted = earlier && !earlier.healthy && earlier.unhealthySince && (!seenBefore || seenBefore.has(statusName(m)));
-    unhealthySince.set(statusName(m), trusted ? earlier.unhealthySince! : metaTime(new Date(now)));
-  }
+  const unhealthySince = unhealthyClocks(membership.members.filter((x) => !x.healthy).map(statusName), before, seenBefore, metaTime(new Date(now)));
   input.seen?.memory.remember(input.seen.uid, unhealthySince.keys());
   const previousHealing = previous?.conditions?.find((c) => c.type === 'Healing');
   const healthy: HealingReport = { status: 'False', reason: 'Healthy', message: 'no member needs replacing' };

@@ -8,6 +8,28 @@
  * process saw unhealthy at its previous look; any other starts again now. A
  * replacement is at most delayed by that; it never comes early.
  */
+/** A member as the previous status wrote it: what its replacement clock is carried over from. */
+export interface RecordedMember {
+  readonly healthy: boolean;
+  readonly unhealthySince?: string;
+}
+
+/**
+ * Each unhealthy member's clock (by status name): the one the previous status
+ * wrote, kept only if that status saw it unhealthy too and this process saw it
+ * unhealthy at its previous look (`seenBefore`; undefined: a caller that
+ * trusts status, as tests do); else now. Pure: docs/invariants.md row 18.
+ */
+export function unhealthyClocks(unhealthy: readonly string[], before: ReadonlyMap<string, RecordedMember>, seenBefore: ReadonlySet<string> | undefined, now: string): Map<string, string> {
+  const clocks = new Map<string, string>();
+  for (const name of unhealthy) {
+    const earlier = before.get(name);
+    const trusted = earlier && !earlier.healthy && earlier.unhealthySince && (!seenBefore || seenBefore.has(name));
+    clocks.set(name, trusted ? earlier.unhealthySince! : now);
+  }
+  return clocks;
+}
+
 /** What the healing step asks of the memory (a test hands it one that trusts status). */
 export interface UnhealthyLooks {
   previous(uid: string): ReadonlySet<string>;

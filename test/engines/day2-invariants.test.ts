@@ -9,7 +9,8 @@ import fc from 'fast-check';
 import { decideScalingStep } from '../../engines/etcd/scaling.js';
 import { decideRecovery, QUORUM_LOSS_LOOKS, type QuorumLossSeen } from '../../engines/etcd/recovery.js';
 import { decideRebuildStep, type RecoveryRecord } from '../../engines/etcd/rebuild.js';
-import { replacementSignal, volumeNodeGone, type HealingClaim, type HealingPod } from '../../engines/etcd/replacement.js';
+import { dataLossIn, RECENT_EXIT_MS, replacementSignal, volumeNodeGone, type HealingClaim, type HealingPod } from '../../engines/etcd/replacement.js';
+import { unhealthyClocks, type RecordedMember } from '../../reconciler/day2/unhealthy-memory.js';
 import { decideDefragmentationStep, recoveryTarget } from '../../engines/etcd/defragmentation.js';
 import { decideUpgradeStep, type MemberPod } from '../../engines/etcd/upgrade.js';
 import { gateSwitchingRestart, templateTls } from '../../engines/etcd/tls-migration.js';
@@ -140,6 +141,48 @@ describe('member replacement (replacementSignal)', () => {
     const p: HealingPod = { name: 'kv-1', uid: 'p1', deleting: false, createdAtMs: NOW - 3_600_000 };
     return (replacementSignal(member(false), p, claim, bounds(unhealthyForMs))?.replace === true) === (unhealthyForMs >= 600_000);
   })));
+});
+
+describe('stale messages and stale clocks (invariant 18)', () => {
+  const member = { id: 'm1', name: 'kv-1', peerUrls: [], learner: false, healthy: false, leader: false, alarms: [], problem: 'connect ECONNREFUSED' };
+  const claim: HealingClaim = { name: 'data-kv-1', uid: 'c1', deleting: false, phase: 'Bound' };
+  const messages = ['', 'panic: tocommit(12) is out of range [lastIndex(3)]. Was the raft log corrupted, truncated, or lost?', 'member count is unequal',
+    'listen tcp :2379: bind: address already in use', 'goroutine 1 [running]: go.etcd.io/raft/v3.(*raft).Step raft.go:1257'];
+  const podArb = fc.record({
+    running: fc.option(fc.boolean(), { nil: undefined }),
+    lastTermination: fc.constantFrom(...messages),
+    lastLogTail: fc.constantFrom(...messages),
+    exitAgoMs: fc.option(fc.integer({ min: 0, max: 3 * 3_600_000 }), { nil: undefined }),
+  });
+
+  it('condemns a member\'s data before the timeout only on an exit that is its state now: not running, within RECENT_EXIT_MS, with etcd\'s data-loss words', () => check(fc.property(podArb, fc.integer({ min: 0, max: 599_000 }), (p, unhealthyForMs) => {
+    const pod: HealingPod = {
+      name: 'kv-1', uid: 'p1', deleting: false, createdAtMs: NOW - 7_200_000, running: p.running, lastTermination: p.lastTermination || undefined,
+      lastLogTail: p.lastLogTail || undefined, lastTerminationAtMs: p.exitAgoMs === undefined ? undefined : NOW - p.exitAgoMs,
+    };
+    const signal = replacementSignal(member, pod, claim, { unhealthySince: new Map([['m1', NOW - unhealthyForMs]]), now: NOW, unhealthyAfterMs: 600_000 });
+    const exitNow = p.running !== true && p.exitAgoMs !== undefined && p.exitAgoMs <= RECENT_EXIT_MS;
+    const condemned = exitNow && (dataLossIn(pod.lastTermination) ?? dataLossIn(pod.lastLogTail)) !== undefined;
+    return (signal?.replace === true) === condemned;
+  }), [[{ running: undefined, lastTermination: messages[2], lastLogTail: '', exitAgoMs: 3_600_000 }, 5_000]]));
+
+  it('carries a member\'s replacement clock over from status only when this process saw it unhealthy at its previous look; any other clock starts now', () => {
+    const names = ['kv-0', 'kv-1', 'kv-2', 'kv-3'];
+    const recordedArb = fc.record({ healthy: fc.boolean(), unhealthySince: fc.option(fc.integer({ min: 0, max: 86_400_000 }).map((ago) => new Date(NOW - ago).toISOString()), { nil: undefined }) });
+    check(fc.property(fc.subarray(names), fc.dictionary(fc.constantFrom(...names), recordedArb), fc.option(fc.subarray(names), { nil: undefined }), (unhealthy, recorded, seen) => {
+      const now = new Date(NOW).toISOString();
+      const before = new Map<string, RecordedMember>(Object.entries(recorded));
+      const seenBefore = seen === undefined ? undefined : new Set(seen);
+      const clocks = unhealthyClocks(unhealthy, before, seenBefore, now);
+      return clocks.size === unhealthy.length && unhealthy.every((name) => {
+        const clock = clocks.get(name)!;
+        if (clock === now) return true;
+        // An older clock: the one status wrote for a member it saw unhealthy, which this process saw unhealthy too.
+        const earlier = before.get(name);
+        return earlier !== undefined && !earlier.healthy && earlier.unhealthySince === clock && (seenBefore === undefined || seenBefore.has(name));
+      }) && unhealthy.filter((n) => seenBefore !== undefined && !seenBefore.has(n)).every((n) => clocks.get(n) === now);
+    }), [[['kv-1'], { 'kv-1': { healthy: false, unhealthySince: new Date(NOW - 3_600_000).toISOString() } }, []]]);
+  });
 });
 
 describe('a CORRUPT alarm (replacementSignal with the voters\' hashes)', () => {
