@@ -2,7 +2,8 @@
  * The Day-2 client-identity step of a reconcile (spec.clients,
  * docs/client-identities.md), in two halves the core acts on:
  *
- * - `clientIdentitySecrets`, before the members' calls: which Secrets to
+ * - `clientIdentitySecrets`, before the members' calls: which certificates
+ *   enter the members' CRL (client-revocation.ts), which Secrets to
  *   issue (the root identity's now; each client's certificate from the
  *   cluster's CA once etcd enforces what it may do), which certificates to renew (the same subject, so the
  *   same etcd user, once `tls.renewalFraction` of its validity has passed,
@@ -68,8 +69,8 @@ export interface ClientIdentitySecretsDecision {
    * Certificates due for renewal, re-issued with the same subject (the same
    * etcd user; root's password kept): each Secret's whole new data, written
    * only if it is still at the version read. The certificate it replaces
-   * stays valid until it expires, so a client that has not reread its
-   * Secret yet goes on working.
+   * stays valid for clients.supersededGraceSeconds (then the members' CRL
+   * lists it), so a client that has not reread its Secret yet goes on working.
    */
   readonly renew: readonly SecretUpdate[];
   /** When the next of these certificates is due, or a renewed one's grace ends (a requeue: nothing else may happen before then). */
