@@ -51,7 +51,7 @@ describe('the phases of a migration to TLS', () => {
   });
 
   it('does not start moving the client port while no NetworkPolicy restricts who reaches it and the spec does not accept that, and says how to start', () => {
-    // The grace would serve plain HTTP beside TLS to anyone who reaches the port: nothing changes, not even the Secrets' issuance.
+    // The grace would serve plain HTTP beside TLS to anyone who reaches the port: nothing the members run changes.
     for (const certificatesIssued of [false, true]) {
       const step = decide(PLAIN_ARGS, { guarded: false, certificatesIssued })!;
       expect(step).toMatchObject({ phase: 'WaitingForNetworkPolicy', reach: { peer: false, client: false }, membersDone: [] });
