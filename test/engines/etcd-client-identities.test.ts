@@ -103,10 +103,15 @@ describeWithCluster('client identities on real etcd members', () => {
    */
   const probeClientSecretsAsTheyAppear = (stop: AbortSignal) => {
     const outcomes = new Map<string, Promise<'read' | 'denied' | 'unanswered'>>();
+    let stopped = false;
     const loop = (async () => {
-      while (!stop.aborted) {
-        const items = (await client.request('GET', `/api/v1/namespaces/${namespace}/secrets`).catch(() => ({ items: [] }))).items as any[];
-        for (const s of items.filter((x) => x.metadata.labels?.['dkv.example.com/client'] && !outcomes.has(x.metadata.name))) {
+      // One whole pass after the stop: every Secret that existed when the test stopped the probing is probed (a loaded
+      // run once stopped it between the second Secret's creation and the loop's next listing).
+      for (;;) {
+        const last = stop.aborted;
+        const items = (await client.request('GET', `/api/v1/namespaces/${namespace}/secrets`).catch(() => undefined))?.items as any[] | undefined;
+        if (last && items) stopped = true;
+        for (const s of (items ?? []).filter((x) => x.metadata.labels?.['dkv.example.com/client'] && !outcomes.has(x.metadata.name))) {
           const identity = (await identityOf(s.metadata.name))!;
           const app = grpcAs(identity);
           outcomes.set(s.metadata.name, (async () => {
@@ -119,6 +124,7 @@ describeWithCluster('client identities on real etcd members', () => {
             return 'unanswered' as const;
           })());
         }
+        if (stopped) return;
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
