@@ -231,10 +231,17 @@ describeWithCluster('quorum loss on a real etcd cluster of 5: hands-off, a recov
     const rebuiltAt = Date.now();
     const monitor = new InvariantMonitor(membership());
     monitor.start();
+    // What the members and the cluster's conditions said last: printed if the wait times out (a slow replacement and a stuck
+    // one look alike from here; a busy-core CI run once timed out here, and passed alone in 127 s).
+    let seenLast = 'nothing answered';
     const whole = await eventually('5 healthy voting members, every one new', async () => {
       const s = await membership().status().catch(() => undefined);
+      if (s) seenLast = s.members.map((m) => `${m.name || '(unstarted)'} ${m.id}${m.learner ? ' learner' : ''}${m.healthy ? '' : ` unhealthy (${m.problem ?? '?'})`}${before.includes(m.id) ? ' old' : ''}`).join('; ');
       return s && s.members.length === SIZE && s.members.every((m) => !m.learner && m.healthy && !before.includes(m.id)) ? s : undefined;
-    }, 180_000, 200);
+    }, 180_000, 200).catch(async (e: Error) => {
+      const conditions = ((await status().catch(() => undefined))?.status?.conditions ?? []).map((c: any) => `${c.type}=${c.status} ${c.reason}: ${c.message}`).join(' | ');
+      throw new Error(`${e.message}\nmembers seen last: ${seenLast}\nconditions: ${conditions}`);
+    });
     const wholeAt = Date.now();
     // The request is removed with the Event Recovered (the Healing condition says Recovered, then, on a reconcile that saw
     // status before that write, Healthy: both say nothing is under way).
