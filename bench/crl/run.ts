@@ -28,6 +28,7 @@ import { locateBinaries } from '../../test/cluster/control-plane.js';
 import { b64, startLocalEtcdCluster } from '../../test/support/etcd-members.js';
 import type { EtcdClientTls } from '../../engines/etcd/etcd-http.js';
 import { runtimeAndMachine } from '../machine.js';
+import { percentile } from '../percentile.js';
 
 const { values } = parseArgs({
   options: {
@@ -77,8 +78,6 @@ async function load(url: string, tls: EtcdClientTls): Promise<{ latencies: numbe
   }));
   return { latencies, failed, seconds: (performance.now() - started) / 1000 };
 }
-
-const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 async function main(): Promise<void> {
   const binDir = locateBinaries(['etcd']);

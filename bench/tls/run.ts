@@ -23,6 +23,7 @@ import { httpProbe } from '../../test/support/http-probe.js';
 import type { Agent } from 'node:https';
 import { postJson, tlsAgent } from '../../engines/etcd/etcd-http.js';
 import { runtimeAndMachine } from '../machine.js';
+import { percentile } from '../percentile.js';
 
 const { values } = parseArgs({
   options: {
@@ -63,8 +64,6 @@ async function load(url: string, op: Op, agent: Agent | undefined): Promise<{ la
   }));
   return { latencies, failed, seconds: (performance.now() - started) / 1000 };
 }
-
-const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 async function main(): Promise<void> {
   const binDir = locateBinaries(['etcd']);
